@@ -38,31 +38,66 @@ export const TOOLS: Record<string, Tool> = {
   history: {
     file: 'scenarios/history.ts',
     usage: '[--quick] [--rounds N (3; quick 2)]',
-    about: 'the transaction history on and off in alternating rounds: commit throughput, p50 and bytes per transaction on disk',
+    about:
+      'the transaction history on and off in alternating rounds: commit throughput, p50 and bytes per transaction on disk',
   },
   'history-store': {
     file: 'analysis/history-store.ts',
     usage: '[--rate N (1000)] [--seconds N (10)] [--role leader|follower|both]',
-    about: "the history store's own CPU, writes and bytes per transaction, fed a leader's and a follower's changes in one process",
+    about:
+      "the history store's own CPU, writes and bytes per transaction, fed a leader's and a follower's changes in one process",
   },
-  saga: { file: 'scenarios/saga.ts', usage: '[--quick]', about: 'sagas on three nodes, three steps, 1 and 16 clients, beside the direct calls' },
-  outbox: { file: 'scenarios/outbox.ts', usage: '[--quick]  (VERDICT_OUTBOX_BENCH_MS sets the window)', about: 'outbox polling and CDC relays through NATS JetStream, beside the broker floor' },
+  saga: {
+    file: 'scenarios/saga.ts',
+    usage: '[--quick]',
+    about: 'sagas on three nodes, three steps, 1 and 16 clients, beside the direct calls',
+  },
+  outbox: {
+    file: 'scenarios/outbox.ts',
+    usage: '[--quick]  (VERDICT_OUTBOX_BENCH_MS sets the window)',
+    about: 'outbox polling and CDC relays through NATS JetStream, beside the broker floor',
+  },
   'cli-status': {
     file: 'analysis/cli-status-run.ts',
     usage: '--endpoints HOST:PORT,... [--runs N (20)] [--bin PATH]',
     about: '`verdict status` from a cold process against a running cluster (cli.status_ms)',
   },
-  'raw-vs-etcd': { file: 'analysis/raw-vs-etcd.ts', usage: '[--warmup-ms MS] [--measure-ms MS]', about: "Verdict's raw replicated log beside etcd 3.4 in one run" },
-  'raw-modes': { file: 'analysis/raw-modes.ts', usage: '[--seconds N (180)] [--window-ms MS] [--etcd]', about: "the raw log's latency over time beside what the disk did" },
-  'raft-throughput': { file: 'analysis/raft-throughput.ts', usage: '[--seconds N] [--warmup N] [--inflight 64,1]', about: 'replication throughput of a local three-node cluster' },
-  'store-sync': { file: 'analysis/store-sync.ts', usage: '[--batches N (400)] [--rounds N (4)]', about: 'the syncs of one batch, measured at the store' },
+  'raw-vs-etcd': {
+    file: 'analysis/raw-vs-etcd.ts',
+    usage: '[--warmup-ms MS] [--measure-ms MS]',
+    about: "Verdict's raw replicated log beside etcd 3.4 in one run",
+  },
+  'raw-modes': {
+    file: 'analysis/raw-modes.ts',
+    usage: '[--seconds N (180)] [--window-ms MS] [--etcd]',
+    about: "the raw log's latency over time beside what the disk did",
+  },
+  'raft-throughput': {
+    file: 'analysis/raft-throughput.ts',
+    usage: '[--seconds N] [--warmup N] [--inflight 64,1]',
+    about: 'replication throughput of a local three-node cluster',
+  },
+  'store-sync': {
+    file: 'analysis/store-sync.ts',
+    usage: '[--batches N (400)] [--rounds N (4)]',
+    about: 'the syncs of one batch, measured at the store',
+  },
   'cpu-per-txn': {
     file: 'analysis/cpu-per-txn.ts',
-    usage: '[--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS] [--pg] [--parallel] [--raw]',
+    usage:
+      '[--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS] [--pg] [--parallel] [--raw]',
     about: 'CPU per committed transaction, per process',
   },
-  'cpuprofile-top': { file: 'analysis/cpuprofile-top.ts', usage: 'DIR [--top N (15)]', about: 'summarises the CPU profiles a run with VERDICT_BENCH_CPU_PROF=DIR wrote' },
-  'decision-codec': { file: 'analysis/decision-codec.ts', usage: '', about: "CPU per decision of the decision log's two encodings" },
+  'cpuprofile-top': {
+    file: 'analysis/cpuprofile-top.ts',
+    usage: 'DIR [--top N (15)]',
+    about: 'summarises the CPU profiles a run with VERDICT_BENCH_CPU_PROF=DIR wrote',
+  },
+  'decision-codec': {
+    file: 'analysis/decision-codec.ts',
+    usage: '',
+    about: "CPU per decision of the decision log's two encodings",
+  },
   'pg-participant': {
     file: 'analysis/pg-participant.ts',
     usage: '[--clients N (16)] [--measure-ms MS] [--warmup-ms MS] [--control-connections N]',
@@ -71,20 +106,30 @@ export const TOOLS: Record<string, Tool> = {
   databases: {
     file: 'analysis/databases.ts',
     usage: '[--quick] [--clients N (16)] [--warmup-ms MS] [--measure-ms MS] [--no-mysql] [--minimal] [--no-verdict]',
-    about: "the full run's PostgreSQL and MariaDB rows alone, each beside its direct floor in the same run, with CPU per transaction by process; --minimal adds the least-process floors",
+    about:
+      "the full run's PostgreSQL and MariaDB rows alone, each beside its direct floor in the same run, with CPU per transaction by process; --minimal adds the least-process floors",
   },
   'pg-pipeline': {
     file: 'analysis/pg-pipeline.ts',
     usage: '[--batch N (64)] [--rounds N (20)]',
-    about: 'COMMIT PREPARED from a pool of 16 connections, one at a time on one, and pipelined on one and on four: commits/s and CPU per commit, client and PostgreSQL',
+    about:
+      'COMMIT PREPARED from a pool of 16 connections, one at a time on one, and pipelined on one and on four: commits/s and CPU per commit, client and PostgreSQL',
   },
   fanout: {
     file: 'analysis/fanout.ts',
     usage: '[--quick] [--participants N (16)] [--warmup-ms MS] [--measure-ms MS]',
     about: "the participant sweep's 1 and N participants at one client, beside the fan-out floor in the same run",
   },
-  report: { file: 'report/report.ts', usage: '[RESULTS_FILE (bench/results/latest.json)]', about: 'writes bench/REPORT.md and its charts again from a results file' },
-  keys: { file: 'analysis/result-keys.ts', usage: 'BEFORE.json AFTER.json', about: 'compares the key sets of two results files (exit 1 when they differ)' },
+  report: {
+    file: 'report/report.ts',
+    usage: '[RESULTS_FILE (bench/results/latest.json)]',
+    about: 'writes bench/REPORT.md and its charts again from a results file',
+  },
+  keys: {
+    file: 'analysis/result-keys.ts',
+    usage: 'BEFORE.json AFTER.json',
+    about: 'compares the key sets of two results files (exit 1 when they differ)',
+  },
 };
 
 /** The options of the whole run (bench/main.ts). */
@@ -95,18 +140,24 @@ export function usage(): string {
   return [
     'usage: npm run bench [-- --quick] [-- --keep]     the whole comparison; writes bench/results/latest.json and bench/REPORT.md',
     '       npm run bench -- TOOL [OPTIONS]           one scenario or analysis alone:',
-    ...Object.entries(TOOLS).map(([name, t]) => `${`  ${name.padEnd(width)}  ${t.usage}`.trimEnd()}\n  ${' '.repeat(width)}  ${t.about}`),
+    ...Object.entries(TOOLS).map(
+      ([name, t]) => `${`  ${name.padEnd(width)}  ${t.usage}`.trimEnd()}\n  ${' '.repeat(width)}  ${t.about}`,
+    ),
     'See docs/benchmarks.md.',
   ].join('\n');
 }
 
 /** What a command line asks for: the whole run, a tool with its arguments, help, or an error. */
-export function parseCommand(args: string[]): { run: 'main' } | { run: 'tool'; tool: Tool; args: string[] } | { run: 'help' } | { run: 'error'; message: string } {
+export function parseCommand(
+  args: string[],
+): { run: 'main' } | { run: 'tool'; tool: Tool; args: string[] } | { run: 'help' } | { run: 'error'; message: string } {
   if (args.includes('--help') || args.includes('-h')) return { run: 'help' };
   const [first, ...rest] = args;
   if (first !== undefined && !first.startsWith('-')) {
     const tool = TOOLS[first];
-    return tool === undefined ? { run: 'error', message: `no bench tool named ${first}` } : { run: 'tool', tool, args: rest };
+    return tool === undefined
+      ? { run: 'error', message: `no bench tool named ${first}` }
+      : { run: 'tool', tool, args: rest };
   }
   const unknown = args.filter((a) => !RUN_OPTIONS.includes(a));
   return unknown.length > 0 ? { run: 'error', message: `unknown option ${unknown[0]}` } : { run: 'main' };
@@ -125,7 +176,8 @@ export async function start(): Promise<void> {
     await import('./main.ts');
     return;
   }
-  // The tool reads process.argv as if started directly: argv[1] is its file (the main-module checks compare it), then its own options.
+  // The tool reads process.argv as if started directly: argv[1] is its file (the main-module checks compare it), then
+  // its own options.
   const file = join(import.meta.dirname, cmd.tool.file);
   process.argv = [process.argv[0]!, file, ...cmd.args];
   await import(pathToFileURL(file).href);

@@ -30,8 +30,26 @@ import { measureFloors, type Floors } from './floors/floors.ts';
 import { measureCliStatus, type CliTiming } from './scenarios/cli-status.ts';
 import { childProc, CpuWindow, databaseProcs, type CpuFigures } from './harness/cpu-sample.ts';
 import type { CommitLoad, LoadResult, RawLoad } from './harness/loadgen.ts';
-import { measurePgDirect, measurePgMinimal, NO_PG_DIRECT, PG_CONCURRENCY, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloors } from './floors/pg.ts';
-import { measureMySqlDirect, measureMySqlMinimal, MYSQL_CONCURRENCY, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from './floors/mysql.ts';
+import {
+  measurePgDirect,
+  measurePgMinimal,
+  NO_PG_DIRECT,
+  PG_CONCURRENCY,
+  PG_PARTICIPANTS,
+  pgParticipantArgs,
+  startBenchPg,
+  type BenchPg,
+  type PgDirectFloors,
+} from './floors/pg.ts';
+import {
+  measureMySqlDirect,
+  measureMySqlMinimal,
+  MYSQL_CONCURRENCY,
+  MYSQL_PARTICIPANTS,
+  mysqlParticipantArgs,
+  startBenchMySql,
+  type BenchMySql,
+} from './floors/mysql.ts';
 import { BenchCluster, killAllNow, liveChildren, NODE_TIMING, ROOT, runJsonChild, stopAll } from './harness/procs.ts';
 import { writeReport } from './report/report.ts';
 import { measureEtcdAnchor } from './scenarios/etcd-anchor.ts';
@@ -132,11 +150,13 @@ function plan(s: Settings, withPg: boolean, withMySql: boolean): Map<number, Ste
     if (nodes === 3) {
       for (const participants of s.participant_sweep) {
         for (const clients of s.participant_sweep_clients) {
-          if (steps.some((x) => x.kind === 'commit' && x.participants === participants && x.clients === clients)) continue;
+          if (steps.some((x) => x.kind === 'commit' && x.participants === participants && x.clients === clients))
+            continue;
           (participants <= BASE_PARTICIPANTS ? steps : sweep).push({ kind: 'commit', nodes, participants, clients });
         }
       }
-      // Parallel commit on 3 nodes against classic 2PC on 1 (ratios.latency_p50_3_parallel_over_1, pg_latency_p50_3_parallel_over_1).
+      // Parallel commit on 3 nodes against classic 2PC on 1 (ratios.latency_p50_3_parallel_over_1,
+      // pg_latency_p50_3_parallel_over_1).
       steps.push({ kind: 'commit', nodes, participants: 2, clients: 1, parallel: true });
     }
     if (s.raw_sizes.includes(nodes)) for (const inflight of [1, 64]) steps.push({ kind: 'raw', nodes, inflight });
@@ -145,7 +165,8 @@ function plan(s: Settings, withPg: boolean, withMySql: boolean): Map<number, Ste
       steps.push({ kind: 'pg', nodes, clients: 1, parallel: true });
     }
     if (nodes === 1 && withPg) steps.push({ kind: 'pg', nodes, clients: 1 });
-    if (nodes === 3 && withMySql) for (const clients of MYSQL_CONCURRENCY) steps.push({ kind: 'mysql', nodes, clients });
+    if (nodes === 3 && withMySql)
+      for (const clients of MYSQL_CONCURRENCY) steps.push({ kind: 'mysql', nodes, clients });
     out.set(nodes, [...steps, ...sweep]);
   }
   return out;
@@ -200,13 +221,34 @@ function tag(): string {
   return `[${String(stepNo).padStart(2)}/${stepTotal}]`;
 }
 
-function toScenario(id: string, step: Step, s: Settings, r: LoadResult, leaderChanges: number, cpu: CpuFigures | null): Scenario {
+function toScenario(
+  id: string,
+  step: Step,
+  s: Settings,
+  r: LoadResult,
+  leaderChanges: number,
+  cpu: CpuFigures | null,
+): Scenario {
   return {
     id,
     kind: step.kind === 'raw' ? 'raw' : 'commit',
     nodes: step.nodes,
-    participants: step.kind === 'commit' ? step.participants : step.kind === 'pg' ? PG_PARTICIPANTS.length : step.kind === 'mysql' ? MYSQL_PARTICIPANTS.length : 0,
-    resource: step.kind === 'commit' ? 'memory' : step.kind === 'pg' ? 'postgres' : step.kind === 'mysql' ? 'postgres+mysql' : 'raw-log',
+    participants:
+      step.kind === 'commit'
+        ? step.participants
+        : step.kind === 'pg'
+          ? PG_PARTICIPANTS.length
+          : step.kind === 'mysql'
+            ? MYSQL_PARTICIPANTS.length
+            : 0,
+    resource:
+      step.kind === 'commit'
+        ? 'memory'
+        : step.kind === 'pg'
+          ? 'postgres'
+          : step.kind === 'mysql'
+            ? 'postgres+mysql'
+            : 'raw-log',
     clients: r.concurrency,
     warmup_ms: s.warmup_ms,
     measure_ms: r.measuredMs,
@@ -237,22 +279,38 @@ function stepId(nodes: number, step: Step): string {
 
 function stepLabel(nodes: number, step: Step): string {
   const how = 'parallel' in step && step.parallel === true ? ', parallel commit' : '';
-  if (step.kind === 'commit') return `${nodes} node(s), ${step.participants} memory participant(s), ${step.clients} client(s)${how}`;
-  if (step.kind === 'pg') return `${nodes} node(s), PostgreSQL participants ${PG_PARTICIPANTS.join(' and ')} (order row, balance debit), ${step.clients} client(s)${how}`;
-  if (step.kind === 'mysql') return `${nodes} node(s), PostgreSQL participant shop (order row) and MariaDB participant myledger (balance debit, XA), ${step.clients} client(s)`;
+  if (step.kind === 'commit')
+    return `${nodes} node(s), ${step.participants} memory participant(s), ${step.clients} client(s)${how}`;
+  if (step.kind === 'pg')
+    return `${nodes} node(s), PostgreSQL participants ${PG_PARTICIPANTS.join(' and ')} (order row, balance debit), ${step.clients} client(s)${how}`;
+  if (step.kind === 'mysql')
+    return `${nodes} node(s), PostgreSQL participant shop (order row) and MariaDB participant myledger (balance debit, XA), ${step.clients} client(s)`;
   return `${nodes} node(s), raw log, ${step.inflight} Put(s) in flight`;
 }
 
-async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings, pg: BenchPg | null, my: BenchMySql | null): Promise<Scenario[]> {
+async function runCluster(
+  dir: string,
+  nodes: number,
+  steps: Step[],
+  s: Settings,
+  pg: BenchPg | null,
+  my: BenchMySql | null,
+): Promise<Scenario[]> {
   const base = Array.from({ length: BASE_PARTICIPANTS }, (_, i) => `p${i + 1}`);
-  progress(`        starting a ${nodes}-node cluster and ${base.length} memory participant processes (the others start with the first step that needs them)`);
+  progress(
+    `        starting a ${nodes}-node cluster and ${base.length} memory participant processes (the others start with the first step that needs them)`,
+  );
   const cluster = await BenchCluster.start(join(dir, `nodes${nodes}`), nodes, `n${nodes}`);
   const out: Scenario[] = [];
-  /** Starts what `step` needs and stops what no later step needs, so idle processes do not share the cores with a measured window. */
+  /**
+   * Starts what `step` needs and stops what no later step needs, so idle processes do not share the cores with a
+   * measured window.
+   */
   const participantsFor = async (at: number): Promise<void> => {
     const needed = new Set([...base, ...participantsOf(steps[at])]);
     const later = new Set(steps.slice(at).flatMap(participantsOf));
-    for (const id of [...cluster.participants.keys()]) if (!needed.has(id) && !later.has(id) && !base.includes(id)) await cluster.stopParticipant(id);
+    for (const id of [...cluster.participants.keys()])
+      if (!needed.has(id) && !later.has(id) && !base.includes(id)) await cluster.stopParticipant(id);
     const missing = [...needed].filter((id) => !cluster.participants.has(id));
     const argsOf = (id: string): string[] => {
       if (id === 'myledger' && my !== null) return mysqlParticipantArgs(my);
@@ -267,7 +325,9 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
       await cluster.waitForLeader();
       progress(`${tag()} start cli.status_ms: verdict status, ${CLI_STATUS_RUNS} cold processes against 3 nodes`);
       cliStatus = await measureCliStatus(cluster.endpoints, CLI_STATUS_RUNS);
-      progress(`${tag()} done  cli.status_ms: p50 ${cliStatus.p50_ms} ms (min ${cliStatus.min_ms}, max ${cliStatus.max_ms})`);
+      progress(
+        `${tag()} done  cli.status_ms: p50 ${cliStatus.p50_ms} ms (min ${cliStatus.min_ms}, max ${cliStatus.max_ms})`,
+      );
     }
     for (const [i, step] of steps.entries()) {
       stepNo++;
@@ -306,7 +366,14 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
                 txnTimeoutMs: 30_000,
                 parallelCommit: step.kind === 'pg' && step.parallel === true,
               }
-            : { mode: 'raw', leader: before.address, inflight: step.inflight, warmupMs: s.warmup_ms, measureMs, valueBytes: 100 };
+            : {
+                mode: 'raw',
+                leader: before.address,
+                inflight: step.inflight,
+                warmupMs: s.warmup_ms,
+                measureMs,
+                valueBytes: 100,
+              };
       // CPU of every process the step's transactions touch, over the measured window (bench/harness/cpu-sample.ts).
       const stepParticipants = cfg.mode === 'commit' ? cfg.participants : [];
       const cpuWindow = new CpuWindow(() => [
@@ -314,12 +381,25 @@ async function runCluster(dir: string, nodes: number, steps: Step[], s: Settings
         ...stepParticipants.flatMap((p) => childProc('participant', p, cluster.participants.get(p))),
         ...(step.kind === 'pg' || step.kind === 'mysql' ? databaseProcs() : []),
       ]);
-      const r = await runJsonChild<LoadResult>(`load ${id}`, 'harness/loadgen.ts', cfg, join(dir, `nodes${nodes}`, `load-${id}.log`), s.warmup_ms + measureMs + 90_000, { onLine: cpuWindow.onLine });
+      const r = await runJsonChild<LoadResult>(
+        `load ${id}`,
+        'harness/loadgen.ts',
+        cfg,
+        join(dir, `nodes${nodes}`, `load-${id}.log`),
+        s.warmup_ms + measureMs + 90_000,
+        { onLine: cpuWindow.onLine },
+      );
       const after = await cluster.waitForLeader();
       const sc = toScenario(id, step, s, r, after.term - before.term, cpuWindow.figures(r.ok));
       out.push(sc);
       const errs = Object.values(r.errors).reduce((a, b) => a + b, 0);
-      const notes = [errs ? `${errs} errors` : '', r.aborted ? `${r.aborted} aborted` : '', sc.leader_changes ? `${sc.leader_changes} leader change(s)` : ''].filter(Boolean).join(', ');
+      const notes = [
+        errs ? `${errs} errors` : '',
+        r.aborted ? `${r.aborted} aborted` : '',
+        sc.leader_changes ? `${sc.leader_changes} leader change(s)` : '',
+      ]
+        .filter(Boolean)
+        .join(', ');
       progress(
         `${tag()} done  ${id}: ${sc.tps} ${step.kind === 'raw' ? 'puts' : 'tx'}/s, p50 ${ms(sc.p50_us)}, p99 ${ms(sc.p99_us)}, p99.9 ${ms(sc.p999_us)}${sc.cpu ? `, CPU ${sc.cpu.ms_per_txn} ms/${step.kind === 'raw' ? 'put' : 'tx'} (ceiling ${sc.cpu.ceiling_tps}/s)` : ''}${notes ? ` (${notes})` : ''} [${((Date.now() - t0) / 1000).toFixed(1)} s]`,
       );
@@ -349,9 +429,15 @@ function headline(r: Results): string {
   ];
   if (r.pg !== null) lines.push(`PostgreSQL: skipped (${r.pg.skipped})`);
   const cli = r.cli?.status_ms;
-  if (cli) lines.push(`cli.status_ms (verdict status, cold process, 3 nodes): p50 ${cli.p50_ms} ms, min ${cli.min_ms}, max ${cli.max_ms} over ${cli.runs} runs`);
+  if (cli)
+    lines.push(
+      `cli.status_ms (verdict status, cold process, 3 nodes): p50 ${cli.p50_ms} ms, min ${cli.min_ms}, max ${cli.max_ms} over ${cli.runs} runs`,
+    );
   for (const d of [f.pg_direct_1, f.pg_direct_16]) {
-    if (d !== null) lines.push(`PostgreSQL direct PREPARE/COMMIT PREPARED, ${d.connections} connection(s) per database: ${d.tps} tx/s, p50 ${ms(d.p50_us)} p99 ${ms(d.p99_us)} p99.9 ${ms(d.p999_us)}`);
+    if (d !== null)
+      lines.push(
+        `PostgreSQL direct PREPARE/COMMIT PREPARED, ${d.connections} connection(s) per database: ${d.tps} tx/s, p50 ${ms(d.p50_us)} p99 ${ms(d.p99_us)} p99.9 ${ms(d.p999_us)}`,
+      );
   }
   for (const c of PG_CONCURRENCY) {
     const x = r.scenarios.find((sc) => sc.id === pgCommitId(3, c));
@@ -367,17 +453,28 @@ function headline(r: Results): string {
       `PostgreSQL + MariaDB direct (PREPARE TRANSACTION, XA PREPARE), ${myDirect.connections} connection(s) per database: ${myDirect.tps} tx/s, p50 ${ms(myDirect.p50_us)} p99 ${ms(myDirect.p99_us)}`,
     );
   const myMinimal = f.mysql_minimal_16;
-  if (myMinimal != null) lines.push(`PostgreSQL + MariaDB through the least possible processes, 16 in flight: ${myMinimal.tps} tx/s, p50 ${ms(myMinimal.p50_us)} p99 ${ms(myMinimal.p99_us)}`);
+  if (myMinimal != null)
+    lines.push(
+      `PostgreSQL + MariaDB through the least possible processes, 16 in flight: ${myMinimal.tps} tx/s, p50 ${ms(myMinimal.p50_us)} p99 ${ms(myMinimal.p99_us)}`,
+    );
   for (const c of MYSQL_CONCURRENCY) {
     const x = r.scenarios.find((sc) => sc.id === mysqlCommitId(3, c));
-    if (x) lines.push(`PostgreSQL + MariaDB through Verdict, 3 nodes, ${c} client(s): ${x.tps} tx/s, commit p50 ${ms(x.p50_us)} p99 ${ms(x.p99_us)}`);
+    if (x)
+      lines.push(
+        `PostgreSQL + MariaDB through Verdict, 3 nodes, ${c} client(s): ${x.tps} tx/s, commit p50 ${ms(x.p50_us)} p99 ${ms(x.p99_us)}`,
+      );
   }
   for (const n of r.settings.cluster_sizes) {
     const c1 = r.scenarios.find((s) => s.id === commitId(n, 2, 1));
-    if (c1) lines.push(`commit, ${n} node(s), 2 memory participants, 1 client: p50 ${ms(c1.p50_us)} p99 ${ms(c1.p99_us)} p99.9 ${ms(c1.p999_us)}; peak ${r.peak_tps[`nodes${n}_memory2`]} tx/s`);
+    if (c1)
+      lines.push(
+        `commit, ${n} node(s), 2 memory participants, 1 client: p50 ${ms(c1.p50_us)} p99 ${ms(c1.p99_us)} p99.9 ${ms(c1.p999_us)}; peak ${r.peak_tps[`nodes${n}_memory2`]} tx/s`,
+      );
   }
   lines.push(`ratios: ${JSON.stringify(r.ratios)}`);
-  lines.push(`ratio_source: ${JSON.stringify(r.ratio_source ?? {})}; ratios_sweep: ${JSON.stringify(r.ratios_sweep ?? {})}`);
+  lines.push(
+    `ratio_source: ${JSON.stringify(r.ratio_source ?? {})}; ratios_sweep: ${JSON.stringify(r.ratios_sweep ?? {})}`,
+  );
   lines.push(`peak_tps: ${JSON.stringify(r.peak_tps)}`);
   lines.push(`raft: ${JSON.stringify(r.raft)}`);
   lines.push(`anchors: ${JSON.stringify(r.anchors)}`);
@@ -400,7 +497,9 @@ async function main(): Promise<void> {
   const onSignal = (sig: string): void => {
     if (interrupted) return;
     interrupted = true;
-    progress(`bench: ${sig}; stopping ${liveChildren()} child process(es)${pg && !pg.server.external ? ' and PostgreSQL' : ''}`);
+    progress(
+      `bench: ${sig}; stopping ${liveChildren()} child process(es)${pg && !pg.server.external ? ' and PostgreSQL' : ''}`,
+    );
     void Promise.all([stopAll(2_000), pg?.server.stop(), my?.server.stop()]).finally(() => {
       if (!KEEP) rmSync(dir, { recursive: true, force: true });
       process.exit(130);
@@ -431,13 +530,22 @@ async function main(): Promise<void> {
       progress(`bench: MariaDB ${my.server.external ? 'at VERDICT_MYSQL_URL' : 'of our own'} ready`);
     }
     const steps = plan(s, pg !== null, my !== null);
-    // The floors, the etcd anchor and the paired step, then what the plan and the PostgreSQL, MySQL and failover parts add.
-    stepTotal = 3 + (pg !== null ? PG_CONCURRENCY.length + 3 : 0) + (my !== null ? MYSQL_CONCURRENCY.length : 0) + [...steps.values()].reduce((n, x) => n + x.length, 0) + s.failover_runs;
+    // The floors, the etcd anchor and the paired step, then what the plan and the PostgreSQL, MySQL and failover parts
+    // add.
+    stepTotal =
+      3 +
+      (pg !== null ? PG_CONCURRENCY.length + 3 : 0) +
+      (my !== null ? MYSQL_CONCURRENCY.length : 0) +
+      [...steps.values()].reduce((n, x) => n + x.length, 0) +
+      s.failover_runs;
     progress(`verdict bench (${s.mode}): ${stepTotal} steps on ${m.cpu} x${m.cores}; work dir ${dir}`);
 
     stepNo++;
     progress(`${tag()} start floors: fsync of 200 B, gRPC round trips between two processes`);
-    const machineFloors = await measureFloors(dir, { measureMs: QUICK ? 1_500 : 5_000, fsyncSamplesMax: QUICK ? 2_000 : 20_000 });
+    const machineFloors = await measureFloors(dir, {
+      measureMs: QUICK ? 1_500 : 5_000,
+      fsyncSamplesMax: QUICK ? 2_000 : 20_000,
+    });
     progress(
       `${tag()} done  floors: fsync p50 ${ms(machineFloors.fsync_200B.p50_us)} (three processes at once: ${ms(machineFloors.fsync_200B_x3?.p50_us ?? 0)}), gRPC unary p50 ${ms(machineFloors.grpc_unary_rtt.p50_us)}, bidi p50 ${ms(machineFloors.grpc_bidi_rtt.p50_us)}, client streams p50 ${ms(machineFloors.grpc_client_streams_rtt.p50_us)}`,
     );
@@ -445,7 +553,9 @@ async function main(): Promise<void> {
     if (pg !== null) {
       for (const connections of PG_CONCURRENCY) {
         stepNo++;
-        progress(`${tag()} start floor pg_direct_${connections}: PostgreSQL PREPARE TRANSACTION + COMMIT PREPARED in shop and ledger, no coordinator, ${connections} connection(s) per database`);
+        progress(
+          `${tag()} start floor pg_direct_${connections}: PostgreSQL PREPARE TRANSACTION + COMMIT PREPARED in shop and ledger, no coordinator, ${connections} connection(s) per database`,
+        );
         const t0 = Date.now();
         const d = await measurePgDirect(pg, dir, connections, { warmupMs: s.warmup_ms, measureMs: s.measure_ms });
         pgDirect[`pg_direct_${connections}`] = d;
@@ -455,17 +565,25 @@ async function main(): Promise<void> {
         );
       }
       stepNo++;
-      progress(`${tag()} start floor pg_direct_16_marked: the same at 16 connections, with the participant's marker row beside each PREPARE TRANSACTION`);
+      progress(
+        `${tag()} start floor pg_direct_16_marked: the same at 16 connections, with the participant's marker row beside each PREPARE TRANSACTION`,
+      );
       const t0 = Date.now();
       const marked = await measurePgDirect(pg, dir, 16, { warmupMs: s.warmup_ms, measureMs: s.measure_ms }, true);
       pgDirect.pg_direct_16_marked = marked;
-      progress(`${tag()} done  floor pg_direct_16_marked: ${marked.tps} tx/s, p50 ${ms(marked.p50_us)}, p99 ${ms(marked.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+      progress(
+        `${tag()} done  floor pg_direct_16_marked: ${marked.tps} tx/s, p50 ${ms(marked.p50_us)}, p99 ${ms(marked.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`,
+      );
       stepNo++;
-      progress(`${tag()} start floor pg_minimal_16: the same transaction through the least possible processes (two participants, a leader and two followers), 16 in flight`);
+      progress(
+        `${tag()} start floor pg_minimal_16: the same transaction through the least possible processes (two participants, a leader and two followers), 16 in flight`,
+      );
       const t1 = Date.now();
       const minimal = await measurePgMinimal(pg, dir, 16, { warmupMs: s.warmup_ms, measureMs: s.measure_ms });
       pgDirect.pg_minimal_16 = minimal;
-      progress(`${tag()} done  floor pg_minimal_16: ${minimal.tps} tx/s, p50 ${ms(minimal.p50_us)}, p99 ${ms(minimal.p99_us)} [${((Date.now() - t1) / 1000).toFixed(1)} s]`);
+      progress(
+        `${tag()} done  floor pg_minimal_16: ${minimal.tps} tx/s, p50 ${ms(minimal.p50_us)}, p99 ${ms(minimal.p99_us)} [${((Date.now() - t1) / 1000).toFixed(1)} s]`,
+      );
     }
     let mysqlDirect16: Floors['mysql_direct_16'] = null;
     let mysqlMinimal16: Floors['mysql_minimal_16'] = null;
@@ -476,17 +594,31 @@ async function main(): Promise<void> {
           `${tag()} start floor mysql_direct_${connections}: PREPARE TRANSACTION in shop (PostgreSQL), XA PREPARE in ledger (MariaDB), both committed from one process, ${connections} connection(s) per database`,
         );
         const t0 = Date.now();
-        const d = await measureMySqlDirect(pg, my, dir, connections, { warmupMs: s.warmup_ms, measureMs: s.measure_ms });
+        const d = await measureMySqlDirect(pg, my, dir, connections, {
+          warmupMs: s.warmup_ms,
+          measureMs: s.measure_ms,
+        });
         mysqlDirect16 = d;
-        progress(`${tag()} done  floor mysql_direct_${connections}: ${d.tps} tx/s, p50 ${ms(d.p50_us)}, p99 ${ms(d.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+        progress(
+          `${tag()} done  floor mysql_direct_${connections}: ${d.tps} tx/s, p50 ${ms(d.p50_us)}, p99 ${ms(d.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`,
+        );
       }
       stepNo++;
-      progress(`${tag()} start floor mysql_minimal_16: the same through the least possible processes (a PostgreSQL and a MariaDB participant, a leader and two followers), 16 in flight`);
+      progress(
+        `${tag()} start floor mysql_minimal_16: the same through the least possible processes (a PostgreSQL and a MariaDB participant, a leader and two followers), 16 in flight`,
+      );
       const t1 = Date.now();
       mysqlMinimal16 = await measureMySqlMinimal(pg, my, dir, 16, { warmupMs: s.warmup_ms, measureMs: s.measure_ms });
-      progress(`${tag()} done  floor mysql_minimal_16: ${mysqlMinimal16.tps} tx/s, p50 ${ms(mysqlMinimal16.p50_us)}, p99 ${ms(mysqlMinimal16.p99_us)} [${((Date.now() - t1) / 1000).toFixed(1)} s]`);
+      progress(
+        `${tag()} done  floor mysql_minimal_16: ${mysqlMinimal16.tps} tx/s, p50 ${ms(mysqlMinimal16.p50_us)}, p99 ${ms(mysqlMinimal16.p99_us)} [${((Date.now() - t1) / 1000).toFixed(1)} s]`,
+      );
     }
-    const floors: Floors = { ...machineFloors, ...pgDirect, mysql_direct_16: mysqlDirect16, mysql_minimal_16: mysqlMinimal16 };
+    const floors: Floors = {
+      ...machineFloors,
+      ...pgDirect,
+      mysql_direct_16: mysqlDirect16,
+      mysql_minimal_16: mysqlMinimal16,
+    };
 
     const scenarios: Scenario[] = [];
     for (const [nodes, list] of steps) scenarios.push(...(await runCluster(dir, nodes, list, s, pg, my)));
@@ -494,11 +626,22 @@ async function main(): Promise<void> {
       // The server has served every PostgreSQL scenario since the first direct floor: measure that floor
       // again, so the report shows how far it moved between them.
       stepNo++;
-      progress(`${tag()} start floor pg_direct_16_after: the direct floor at 16 connections again, after Verdict's PostgreSQL scenarios, on the same server`);
+      progress(
+        `${tag()} start floor pg_direct_16_after: the direct floor at 16 connections again, after Verdict's PostgreSQL scenarios, on the same server`,
+      );
       const t0 = Date.now();
-      const after = await measurePgDirect(pg, dir, 16, { warmupMs: s.warmup_ms, measureMs: s.measure_ms }, false, 'after');
+      const after = await measurePgDirect(
+        pg,
+        dir,
+        16,
+        { warmupMs: s.warmup_ms, measureMs: s.measure_ms },
+        false,
+        'after',
+      );
       floors.pg_direct_16_after = after;
-      progress(`${tag()} done  floor pg_direct_16_after: ${after.tps} tx/s, p50 ${ms(after.p50_us)}, p99 ${ms(after.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+      progress(
+        `${tag()} done  floor pg_direct_16_after: ${after.tps} tx/s, p50 ${ms(after.p50_us)}, p99 ${ms(after.p99_us)} [${((Date.now() - t0) / 1000).toFixed(1)} s]`,
+      );
       await pg.server.stop();
       pg = null;
     }
@@ -508,10 +651,16 @@ async function main(): Promise<void> {
     }
 
     stepNo++;
-    progress(`${tag()} start anchor etcd: etcd 3.4, 3 members on loopback, 100-byte KV.Put to the leader, 1 and 64 in flight`);
+    progress(
+      `${tag()} start anchor etcd: etcd 3.4, 3 members on loopback, 100-byte KV.Put to the leader, 1 and 64 in flight`,
+    );
     const tEtcd = Date.now();
     // An anchor that fails to start is reported as skipped, with why; it never costs the run of Verdict's own figures.
-    const etcd = await measureEtcdAnchor(join(dir, 'anchor'), { warmupMs: s.warmup_ms, measureMs: s.raw_measure_ms, log: progress }).catch((err: unknown) => ({
+    const etcd = await measureEtcdAnchor(join(dir, 'anchor'), {
+      warmupMs: s.warmup_ms,
+      measureMs: s.raw_measure_ms,
+      log: progress,
+    }).catch((err: unknown) => ({
       skipped: `etcd failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]} (logs in ${join(dir, 'anchor', 'etcd')})`,
     }));
     progress(
@@ -521,11 +670,19 @@ async function main(): Promise<void> {
     );
 
     stepNo++;
-    progress(`${tag()} start paired: 1-node classic, 3-node classic and parallel, the raw log and etcd, one in flight each, taken in turn`);
+    progress(
+      `${tag()} start paired: 1-node classic, 3-node classic and parallel, the raw log and etcd, one in flight each, taken in turn`,
+    );
     const tPaired = Date.now();
     let paired: PairedFigures | null = null;
     try {
-      paired = await measurePaired(join(dir, 'paired'), { warmupMs: s.paired.warmup_ms, segmentMs: s.paired.segment_ms, settleMs: s.paired.settle_ms, rounds: s.paired.rounds, log: progress });
+      paired = await measurePaired(join(dir, 'paired'), {
+        warmupMs: s.paired.warmup_ms,
+        segmentMs: s.paired.segment_ms,
+        settleMs: s.paired.settle_ms,
+        rounds: s.paired.rounds,
+        log: progress,
+      });
       const pr = paired.ratios;
       progress(
         `${tag()} done  paired: 3/1 ${pr.latency_p50_3_over_1.pooled}, parallel3/1 ${pr.latency_p50_3_parallel_over_1.pooled}, raw/etcd ${pr.raft_seq_p50_over_etcd?.pooled ?? '-'} (pooled p50s) [${((Date.now() - tPaired) / 1000).toFixed(1)} s]`,
@@ -538,7 +695,9 @@ async function main(): Promise<void> {
     const runs: FailoverRun[] = [];
     for (let i = 1; i <= s.failover_runs; i++) {
       stepNo++;
-      progress(`${tag()} start failover run ${i}/${s.failover_runs}: 3 nodes, 2 memory participants, 16 clients, SIGKILL of the leader`);
+      progress(
+        `${tag()} start failover run ${i}/${s.failover_runs}: 3 nodes, 2 memory participants, 16 clients, SIGKILL of the leader`,
+      );
       const t0 = Date.now();
       const r = await runFailover(join(dir, `failover${i}`), `f${i}`, failoverPlan(QUICK));
       runs.push(r);
@@ -548,13 +707,19 @@ async function main(): Promise<void> {
       );
     }
 
-    // Sagas (bench/scenarios/saga.ts): three steps on three nodes at 1 and 16 clients, and the direct calls as the floor.
+    // Sagas (bench/scenarios/saga.ts): three steps on three nodes at 1 and 16 clients, and the direct calls as the
+    // floor.
     progress(`${tag()} start sagas: 3 nodes, 3 steps, 1 and 16 clients, direct calls as the floor`);
     const saga = await measureSagas(join(dir, 'saga'), QUICK ? 5_000 : 20_000);
-    progress(`${tag()} done  sagas: ${saga.tps_3steps_c16} sagas/s at 16 clients; p50 ${saga.p50_ms_c1} ms at 1 client; direct calls p50 ${saga.direct_p50_ms} ms`);
+    progress(
+      `${tag()} done  sagas: ${saga.tps_3steps_c16} sagas/s at 16 clients; p50 ${saga.p50_ms_c1} ms at 1 client; direct calls p50 ${saga.direct_p50_ms} ms`,
+    );
 
-    // Outbox (bench/scenarios/outbox.ts): polling and CDC relays at 16 writers through NATS JetStream to the inbox, the broker's publish floor beside them.
-    progress(`${tag()} start outbox: polling and CDC relays, 16 writers and at 200 events/s, NATS JetStream, publish and publish + consume floors`);
+    // Outbox (bench/scenarios/outbox.ts): polling and CDC relays at 16 writers through NATS JetStream to the inbox, the
+    // broker's publish floor beside them.
+    progress(
+      `${tag()} start outbox: polling and CDC relays, 16 writers and at 200 events/s, NATS JetStream, publish and publish + consume floors`,
+    );
     let outbox: Awaited<ReturnType<typeof measureOutbox>> | null = null;
     try {
       outbox = await measureOutbox(QUICK ? 5_000 : 20_000);
@@ -583,7 +748,14 @@ async function main(): Promise<void> {
       failover,
       ...keys,
       bounds: cpuBounds(scenarios, floors, 'skipped' in etcd ? null : etcd.seq_p50_us),
-      ...targetRatios({ ...keys.ratios, ...etcdRatios(keys.raft, etcd), saga_over_direct_p50: saga.direct_p50_ms > 0 ? round2(saga.p50_ms_c1 / saga.direct_p50_ms) : null }, paired),
+      ...targetRatios(
+        {
+          ...keys.ratios,
+          ...etcdRatios(keys.raft, etcd),
+          saga_over_direct_p50: saga.direct_p50_ms > 0 ? round2(saga.p50_ms_c1 / saga.direct_p50_ms) : null,
+        },
+        paired,
+      ),
       saga,
       outbox,
       anchors: { etcd: etcdAnchorFields(etcd) },

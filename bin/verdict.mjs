@@ -32,7 +32,9 @@ if (built && (!hasSource || statSync(compiled).mtimeMs >= newestMs(join(root, 's
   try {
     ({ register } = await import('tsx/esm/api'));
   } catch {
-    process.stderr.write(`verdict: ${built ? 'dist/ is older than src/' : `${compiled} is missing`} and tsx is not installed to run the source: run \`npm ci\` then \`npm run build\` in ${root}\n`);
+    process.stderr.write(
+      `verdict: ${built ? 'dist/ is older than src/' : `${compiled} is missing`} and tsx is not installed to run the source: run \`npm ci\` then \`npm run build\` in ${root}\n`,
+    );
     process.exit(1);
   }
   register();

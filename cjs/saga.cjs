@@ -1,3 +1,7 @@
 'use strict';
 // require('verdict/saga') from CommonJS: see require-esm.cjs.
-module.exports = require('./require-esm.cjs')(() => require('../dist/saga/index.js'), 'verdict/saga', 'startStepService');
+module.exports = require('./require-esm.cjs')(
+  () => require('../dist/saga/index.js'),
+  'verdict/saga',
+  'startStepService',
+);

@@ -1,7 +1,6 @@
-// Verdict's web console: plain ES module, no framework, no build step. Pages
-// are chosen by the URL's hash (#cluster, #transactions, #history,
-// #participants, #tcc, #sagas, #leases, #charts, #txn/<id>, #saga/<id>); the data comes from the node's JSON API (docs/console.md) and
-// is polled every second. Every value is written with textContent, never as
+// Verdict's web console: plain ES module, no framework, no build step. Pages are chosen by the URL's hash (#cluster,
+// #transactions, #history, #participants, #tcc, #sagas, #leases, #charts, #txn/<id>, #saga/<id>); the data comes from
+// the node's JSON API (docs/console.md) and is polled every second. Every value is written with textContent, never as
 // HTML, so nothing a participant or a client sent can run in the page.
 
 const POLL_MS = 1000;
@@ -19,7 +18,8 @@ function el(tag, attrs = {}, ...children) {
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
     else e.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  for (const c of children.flat())
+    if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   return e;
 }
 
@@ -34,7 +34,12 @@ class ApiError extends Error {
 async function api(path, body) {
   let res;
   try {
-    res = await fetch(path, body === undefined ? { cache: 'no-store' } : { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    res = await fetch(
+      path,
+      body === undefined
+        ? { cache: 'no-store' }
+        : { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) },
+    );
   } catch (err) {
     throw new ApiError(`this node does not answer (${err.message}); it may be down`);
   }
@@ -48,7 +53,8 @@ async function api(path, body) {
   return data;
 }
 
-const time = (ms) => (ms > 0 ? new Date(ms).toLocaleTimeString([], { hour12: false }) + '.' + String(ms % 1000).padStart(3, '0') : '—');
+const time = (ms) =>
+  ms > 0 ? new Date(ms).toLocaleTimeString([], { hour12: false }) + '.' + String(ms % 1000).padStart(3, '0') : '—';
 function age(ms) {
   if (ms < 1000) return `${ms} ms`;
   const s = Math.floor(ms / 1000);
@@ -65,7 +71,10 @@ function age(ms) {
  */
 function leaderLink(ref, hash, text) {
   if (!ref || !ref.leaderId) return el('span', { class: 'muted', text: 'no leader is known yet' });
-  if (!ref.consoleUrl) return el('span', { text: `${text ?? `the leader, ${ref.leaderId}`} (${ref.address}; its console's address is not known here)` });
+  if (!ref.consoleUrl)
+    return el('span', {
+      text: `${text ?? `the leader, ${ref.leaderId}`} (${ref.address}; its console's address is not known here)`,
+    });
   const u = new URL(ref.consoleUrl);
   if (u.hostname === '0.0.0.0' || u.hostname === '[::]') u.hostname = location.hostname;
   u.hash = hash;
@@ -139,18 +148,37 @@ const pages = {
       ].map(([k, v]) =>
         // Leader-only figures on a follower: never a misleading 0, a link to where they are known.
         v === null
-          ? el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), class: 'elsewhere' }, leaderLink(c.leader, '#cluster', 'on the leader')), k)
+          ? el(
+              'li',
+              {},
+              el(
+                'b',
+                { 'data-field': k.replace(/ /g, '-'), class: 'elsewhere' },
+                leaderLink(c.leader, '#cluster', 'on the leader'),
+              ),
+              k,
+            )
           : el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k),
       ),
     );
     const isLeader = c.role === 'leader';
     const rows = c.members.map((m) => {
       const h = m.health;
-      const health = h === null ? el('span', { class: 'muted', text: 'not probed yet' }) : h.up ? el('span', { class: 'up', text: 'up' }) : el('span', { class: 'down', text: `down: ${h.error}` });
+      const health =
+        h === null
+          ? el('span', { class: 'muted', text: 'not probed yet' })
+          : h.up
+            ? el('span', { class: 'up', text: 'up' })
+            : el('span', { class: 'down', text: `down: ${h.error}` });
       const role = m.leader ? 'leader' : h?.up ? h.role : '—';
       // Offered only where it can succeed (on the leader, to a voter that is up); otherwise why not, on hover.
       const act = m.makeLeader.offered
-        ? el('button', { type: 'button', onclick: () => transfer(state.msg, m.id), 'aria-label': `Transfer leadership to ${m.id}`, text: 'make leader' })
+        ? el('button', {
+            type: 'button',
+            onclick: () => transfer(state.msg, m.id),
+            'aria-label': `Transfer leadership to ${m.id}`,
+            text: 'make leader',
+          })
         : isLeader && !m.self
           ? el('span', { class: 'muted small', 'data-no-action': m.id, text: `no transfer: ${m.makeLeader.why}` })
           : '';
@@ -170,7 +198,10 @@ const pages = {
     const changes = [...c.leaderChanges].reverse().map((x) => [time(x.atMs), String(x.term), x.leaderId || 'election']);
     state.data.replaceChildren(
       summary,
-      el('p', { class: c.actions.allowed ? 'muted' : 'note', text: `Actions: ${c.actions.allowed ? 'allowed' : 'refused'} — ${c.actions.why}.` }),
+      el('p', {
+        class: c.actions.allowed ? 'muted' : 'note',
+        text: `Actions: ${c.actions.allowed ? 'allowed' : 'refused'} — ${c.actions.why}.`,
+      }),
       isLeader
         ? ''
         : el(
@@ -194,7 +225,13 @@ const pages = {
         ? table(
             `Decision groups as seen from ${c.nodeId}`,
             ['group', 'leader', 'term', 'commit', 'applied'],
-            c.groups.map((g) => [String(g.group), g.leaderId || 'election', String(g.term), String(g.commitIndex), String(g.appliedIndex)]),
+            c.groups.map((g) => [
+              String(g.group),
+              g.leaderId || 'election',
+              String(g.term),
+              String(g.commitIndex),
+              String(g.appliedIndex),
+            ]),
             'none',
           )
         : '',
@@ -207,13 +244,21 @@ const pages = {
       const select = el(
         'select',
         { id: 'txn-filter', name: 'filter' },
-        ['in-flight', 'in-doubt', 'unacked', 'heuristic', 'all'].map((f) => el('option', { value: f, selected: f === state.filter, text: f })),
+        ['in-flight', 'in-doubt', 'unacked', 'heuristic', 'all'].map((f) =>
+          el('option', { value: f, selected: f === state.filter, text: f }),
+        ),
       );
       select.addEventListener('change', () => {
         state.filter = select.value;
         refresh();
       });
-      const input = el('input', { id: 'txn-search', name: 'id', type: 'search', autocomplete: 'off', spellcheck: 'false' });
+      const input = el('input', {
+        id: 'txn-search',
+        name: 'id',
+        type: 'search',
+        autocomplete: 'off',
+        spellcheck: 'false',
+      });
       state.form = el(
         'form',
         {
@@ -237,12 +282,24 @@ const pages = {
       t.phase,
       t.outcome,
       ageOf(t),
-      t.participants.map((p) => `${p.id}${p.vote ? ` ${p.vote}` : ''}${t.phase === 'delivering' ? (p.acked ? ' acked' : ' unacked') : ''}`).join(', '),
+      t.participants
+        .map(
+          (p) =>
+            `${p.id}${p.vote ? ` ${p.vote}` : ''}${t.phase === 'delivering' ? (p.acked ? ' acked' : ' unacked') : ''}`,
+        )
+        .join(', '),
       t.decisionIndex > 0 ? String(t.decisionIndex) : '—',
       [...t.heuristics.map((h) => h.kind), ...t.resolutions.map((x) => `resolved by ${x.operator}`)].join('; '),
     ]);
     state.body.replaceChildren(
-      r.note ? el('p', { class: 'note' }, r.note, r.leaderRef ? ['. Open ', leaderLink(r.leaderRef, '#transactions'), '.'] : '') : '',
+      r.note
+        ? el(
+            'p',
+            { class: 'note' },
+            r.note,
+            r.leaderRef ? ['. Open ', leaderLink(r.leaderRef, '#transactions'), '.'] : '',
+          )
+        : '',
       table(
         `${r.filter} transactions on ${r.nodeId}, oldest first`,
         ['id', 'phase', 'outcome', 'age', 'participants', 'decision index', 'heuristics / resolutions'],
@@ -257,8 +314,17 @@ const pages = {
     const state = (p) => {
       if (p.state === 'on the leader') return leaderLink(r.leaderRef, '#participants', 'on the leader');
       // Asked and not answering: a stopped process keeps its TCP connection, so this, not "connected", is the truth.
-      if (p.state === 'silent') return el('span', { class: 'down', 'data-state': 'silent', text: `silent for ${age(p.silentForMs)} (asked at ${time(p.unansweredSinceAtMs)}, no answer since)` });
-      return el('span', { class: p.state === 'connected' ? 'up' : p.state === 'down' ? 'down' : '', 'data-state': p.state, text: p.state });
+      if (p.state === 'silent')
+        return el('span', {
+          class: 'down',
+          'data-state': 'silent',
+          text: `silent for ${age(p.silentForMs)} (asked at ${time(p.unansweredSinceAtMs)}, no answer since)`,
+        });
+      return el('span', {
+        class: p.state === 'connected' ? 'up' : p.state === 'down' ? 'down' : '',
+        'data-state': p.state,
+        text: p.state,
+      });
     };
     const rows = r.participants.map((p) => [
       p.id,
@@ -276,9 +342,23 @@ const pages = {
     view.replaceChildren(
       el('h2', { text: 'Participants' }),
       r.note ? el('p', { class: 'note' }, r.note, ': ', leaderLink(r.leaderRef, '#participants')) : '',
-      table(`Registered participants, as node ${r.nodeId} sees them`, ['id', 'address', 'last seen', 'in doubt', 'state', 'resource kind', 'registered'], rows, 'no participant is registered'),
-      el('p', { class: 'muted', text: `A participant is shown silent when it has answered nothing asked of it for ${age(r.silentAfterMs)}.` }),
-      el('p', { class: 'muted' }, 'The reserves TCC participants hold are on ', el('a', { href: '#tcc', text: 'TCC reserves' }), '.'),
+      table(
+        `Registered participants, as node ${r.nodeId} sees them`,
+        ['id', 'address', 'last seen', 'in doubt', 'state', 'resource kind', 'registered'],
+        rows,
+        'no participant is registered',
+      ),
+      el('p', {
+        class: 'muted',
+        text: `A participant is shown silent when it has answered nothing asked of it for ${age(r.silentAfterMs)}.`,
+      }),
+      el(
+        'p',
+        { class: 'muted' },
+        'The reserves TCC participants hold are on ',
+        el('a', { href: '#tcc', text: 'TCC reserves' }),
+        '.',
+      ),
     );
   },
 
@@ -288,7 +368,13 @@ const pages = {
       state.msg = el('div');
       const reason = el('textarea', { id: 'resolve-reason', name: 'reason', rows: 2, required: true });
       const operator = el('input', { id: 'resolve-operator', name: 'operator', autocomplete: 'name' });
-      const outcome = (v) => el('label', {}, el('input', { type: 'radio', name: 'outcome', value: v, checked: v === 'abort' }), v.toUpperCase());
+      const outcome = (v) =>
+        el(
+          'label',
+          {},
+          el('input', { type: 'radio', name: 'outcome', value: v, checked: v === 'abort' }),
+          v.toUpperCase(),
+        );
       const form = el(
         'form',
         {
@@ -298,8 +384,17 @@ const pages = {
             e.preventDefault();
             const chosen = form.querySelector('input[name=outcome]:checked')?.value;
             try {
-              const r = await api(`/api/transactions/${encodeURIComponent(id)}/resolve`, { outcome: chosen, reason: reason.value, operator: operator.value });
-              state.msg.replaceChildren(message('ok', `${r.decided ? 'Decided' : 'Already decided so; recorded'}: ${r.outcome} at log index ${r.decisionIndex}, by ${r.operator}`));
+              const r = await api(`/api/transactions/${encodeURIComponent(id)}/resolve`, {
+                outcome: chosen,
+                reason: reason.value,
+                operator: operator.value,
+              });
+              state.msg.replaceChildren(
+                message(
+                  'ok',
+                  `${r.decided ? 'Decided' : 'Already decided so; recorded'}: ${r.outcome} at log index ${r.decisionIndex}, by ${r.operator}`,
+                ),
+              );
             } catch (err) {
               state.msg.replaceChildren(message('error', `Refused: ${err.message}`));
             }
@@ -330,7 +425,13 @@ const pages = {
       // A follower knows no transaction in flight: the leader does.
       const ref = err.data?.leaderRef;
       state.resolveWhy.replaceChildren(
-        ...(ref ? ['No resolve here: a transaction in flight is known to the leader — ', leaderLink(ref, `#txn/${encodeURIComponent(id)}`, `this transaction on ${ref.leaderId}`), '.'] : []),
+        ...(ref
+          ? [
+              'No resolve here: a transaction in flight is known to the leader — ',
+              leaderLink(ref, `#txn/${encodeURIComponent(id)}`, `this transaction on ${ref.leaderId}`),
+              '.',
+            ]
+          : []),
       );
       return;
     }
@@ -343,7 +444,11 @@ const pages = {
         ? []
         : r.leader
           ? [`No resolve here: ${r.actions.resolve.why}.`]
-          : [`No resolve here: ${r.actions.resolve.why} — `, leaderLink(r.leaderRef, `#txn/${encodeURIComponent(id)}`, `this transaction on ${r.leaderRef.leaderId}`), '.']),
+          : [
+              `No resolve here: ${r.actions.resolve.why} — `,
+              leaderLink(r.leaderRef, `#txn/${encodeURIComponent(id)}`, `this transaction on ${r.leaderRef.leaderId}`),
+              '.',
+            ]),
     );
     const facts = t
       ? el(
@@ -367,16 +472,40 @@ const pages = {
               ['every ACK by', h.forgottenAtMs ? time(h.forgottenAtMs) : '—'],
             ].map(([k, v]) => el('li', {}, el('b', { 'data-field': k.replace(/ /g, '-'), text: v }), k)),
           )
-        : el('p', { class: 'note', text: 'No longer in the decision table (forgotten after every ACK); the timeline below is what this node kept.' });
-    // Each participant: the leader's view while it tracks the transaction, else the history's; a forced removal named in its row.
+        : el('p', {
+            class: 'note',
+            text: 'No longer in the decision table (forgotten after every ACK); the timeline below is what this node kept.',
+          });
+    // Each participant: the leader's view while it tracks the transaction, else the history's; a forced removal named
+    // in its row.
     const removedText = (id) => {
-      const x = (r.removed ?? []).find((y) => y.participantId === id) ?? (h?.acts ?? []).find((a) => a.kind === 'removed' && a.participantId === id);
-      return x ? el('span', { class: 'down', 'data-removed': id, text: `removed with --force by ${x.operator} at ${time(x.atMs)}: ${x.reason}; no longer delivered` }) : '—';
+      const x =
+        (r.removed ?? []).find((y) => y.participantId === id) ??
+        (h?.acts ?? []).find((a) => a.kind === 'removed' && a.participantId === id);
+      return x
+        ? el('span', {
+            class: 'down',
+            'data-removed': id,
+            text: `removed with --force by ${x.operator} at ${time(x.atMs)}: ${x.reason}; no longer delivered`,
+          })
+        : '—';
     };
     const tracked = t && t.phase !== 'decided';
     const people = tracked
-      ? t.participants.map((p) => [p.id, p.vote || '—', p.acked ? 'yes' : t.outcome === 'ABORTED' ? 'not needed' : 'no', String(p.retries), removedText(p.id)])
-      : (h?.participants ?? []).map((p) => [p.participantId, p.vote || '—', p.acked ? 'yes' : h.outcome === 'abort' ? 'not needed' : 'no', '—', removedText(p.participantId)]);
+      ? t.participants.map((p) => [
+          p.id,
+          p.vote || '—',
+          p.acked ? 'yes' : t.outcome === 'ABORTED' ? 'not needed' : 'no',
+          String(p.retries),
+          removedText(p.id),
+        ])
+      : (h?.participants ?? []).map((p) => [
+          p.participantId,
+          p.vote || '—',
+          p.acked ? 'yes' : h.outcome === 'abort' ? 'not needed' : 'no',
+          '—',
+          removedText(p.participantId),
+        ]);
     const from = tracked ? `as the leader ${r.nodeId} tracks them` : `from node ${r.nodeId}'s history`;
     const events = r.timeline.map((e) => [
       time(e.atMs),
@@ -388,9 +517,23 @@ const pages = {
     ]);
     state.body.replaceChildren(
       facts,
-      t && t.reason ? el('p', { text: `Reason: ${t.reason}` }) : !t && h?.reason ? el('p', { text: `Reason: ${h.reason}` }) : '',
-      table(`Participants, ${from}`, ['participant', 'vote', 'acknowledged', 'retries', 'removed'], people, 'no participant is known here'),
-      !r.leader ? el('p', { class: 'note', text: 'This node is not the leader: it saw only the decision and the forget; PREPARE, VOTE and ACK are on the leader.' }) : '',
+      t && t.reason
+        ? el('p', { text: `Reason: ${t.reason}` })
+        : !t && h?.reason
+          ? el('p', { text: `Reason: ${h.reason}` })
+          : '',
+      table(
+        `Participants, ${from}`,
+        ['participant', 'vote', 'acknowledged', 'retries', 'removed'],
+        people,
+        'no participant is known here',
+      ),
+      !r.leader
+        ? el('p', {
+            class: 'note',
+            text: 'This node is not the leader: it saw only the decision and the forget; PREPARE, VOTE and ACK are on the leader.',
+          })
+        : '',
       el('h2', { text: 'Timeline' }),
       table(
         `Events node ${r.nodeId} recorded, in order; a retry counts on its first row`,
@@ -398,7 +541,9 @@ const pages = {
         events,
         'this node kept no events for it',
       ),
-      r.timelineDropped > 0 ? el('p', { class: 'muted', text: `${r.timelineDropped} later events were not kept.` }) : '',
+      r.timelineDropped > 0
+        ? el('p', { class: 'muted', text: `${r.timelineDropped} later events were not kept.` })
+        : '',
       t && t.resolutions.length > 0
         ? table(
             'Operators’ resolutions',
@@ -426,14 +571,20 @@ Object.assign(pages, {
       const select = el(
         'select',
         { id: 'saga-filter', name: 'filter' },
-        ['running', 'stuck', 'ended', 'all'].map((f) => el('option', { value: f, selected: f === state.filter, text: f })),
+        ['running', 'stuck', 'ended', 'all'].map((f) =>
+          el('option', { value: f, selected: f === state.filter, text: f }),
+        ),
       );
       select.addEventListener('change', () => {
         state.filter = select.value;
         refresh();
       });
       state.body = el('div');
-      view.replaceChildren(el('h2', { text: 'Sagas' }), el('form', { onsubmit: (e) => e.preventDefault() }, el('label', { for: 'saga-filter' }, 'Show', select)), state.body);
+      view.replaceChildren(
+        el('h2', { text: 'Sagas' }),
+        el('form', { onsubmit: (e) => e.preventDefault() }, el('label', { for: 'saga-filter' }, 'Show', select)),
+        state.body,
+      );
     }
     const r = await api(`/api/sagas?filter=${encodeURIComponent(state.filter)}&limit=200`);
     const rows = r.sagas.map((x) => [
@@ -441,7 +592,13 @@ Object.assign(pages, {
       x.type || '—',
       x.state,
       `${x.steps.filter((st) => st.status === 'done').length}/${x.steps.length} done`,
-      x.stuck ? el('span', { class: 'down', 'data-stuck': x.sagaId, text: `stuck on step ${x.stuck.step} ${x.stuck.kind} after ${x.stuck.attempts} attempts` }) : '—',
+      x.stuck
+        ? el('span', {
+            class: 'down',
+            'data-stuck': x.sagaId,
+            text: `stuck on step ${x.stuck.step} ${x.stuck.kind} after ${x.stuck.attempts} attempts`,
+          })
+        : '—',
       x.stuck ? x.stuck.lastError : '—',
       time(x.startedAtMs),
       Object.entries(x.labels)
@@ -458,8 +615,15 @@ Object.assign(pages, {
           ['ended', r.counts.ended],
         ].map(([k, v]) => el('li', {}, el('b', { 'data-field': `sagas-${k}`, text: v }), k)),
       ),
-      r.leaderRef ? el('p', { class: 'note' }, 'Retry and resolve run on the leader: ', leaderLink(r.leaderRef, '#sagas'), '.') : '',
-      table(`${r.filter} sagas on ${r.nodeId}, oldest first`, ['id', 'type', 'state', 'steps', 'stuck', 'last error', 'started', 'labels'], rows, `no ${r.filter} sagas`),
+      r.leaderRef
+        ? el('p', { class: 'note' }, 'Retry and resolve run on the leader: ', leaderLink(r.leaderRef, '#sagas'), '.')
+        : '',
+      table(
+        `${r.filter} sagas on ${r.nodeId}, oldest first`,
+        ['id', 'type', 'state', 'steps', 'stuck', 'last error', 'started', 'labels'],
+        rows,
+        `no ${r.filter} sagas`,
+      ),
     );
   },
 
@@ -468,7 +632,13 @@ Object.assign(pages, {
       state.body = el('div');
       state.msg = el('div');
       state.acts = el('div');
-      view.replaceChildren(el('h2', {}, 'Saga ', el('code', { text: id })), el('p', {}, el('a', { href: '#sagas', text: '← all sagas' })), state.body, state.acts, state.msg);
+      view.replaceChildren(
+        el('h2', {}, 'Saga ', el('code', { text: id })),
+        el('p', {}, el('a', { href: '#sagas', text: '← all sagas' })),
+        state.body,
+        state.acts,
+        state.msg,
+      );
     }
     let r;
     try {
@@ -487,7 +657,15 @@ Object.assign(pages, {
       st.lastError || '—',
       st.lastFailureAtMs > 0 ? time(st.lastFailureAtMs) : '—',
     ]);
-    const events = x.timeline.map((e) => [time(e.atMs), String(e.index), e.what, e.step >= 0 ? String(e.step) : '—', e.kind || '—', e.detail || '—', e.operator || '—']);
+    const events = x.timeline.map((e) => [
+      time(e.atMs),
+      String(e.index),
+      e.what,
+      e.step >= 0 ? String(e.step) : '—',
+      e.kind || '—',
+      e.detail || '—',
+      e.operator || '—',
+    ]);
     state.body.replaceChildren(
       el(
         'ul',
@@ -499,12 +677,29 @@ Object.assign(pages, {
           ['ended', x.endedAtMs ? time(x.endedAtMs) : '—'],
         ].map(([k, v]) => el('li', {}, el('b', { 'data-field': `saga-${k}`, text: v }), k)),
       ),
-      x.stuck ? el('p', { class: 'note', role: 'status', text: `Stuck on step ${x.stuck.step}'s ${x.stuck.kind} after ${x.stuck.attempts} attempts; last error: ${x.stuck.lastError}` }) : '',
-      table('Steps', ['step', 'service', 'name', 'status', 'failed attempts', 'last error', 'last failure'], steps, 'no steps'),
+      x.stuck
+        ? el('p', {
+            class: 'note',
+            role: 'status',
+            text: `Stuck on step ${x.stuck.step}'s ${x.stuck.kind} after ${x.stuck.attempts} attempts; last error: ${x.stuck.lastError}`,
+          })
+        : '',
+      table(
+        'Steps',
+        ['step', 'service', 'name', 'status', 'failed attempts', 'last error', 'last failure'],
+        steps,
+        'no steps',
+      ),
       el('h2', { text: 'Timeline' }),
-      table('What the log applied, in order', ['at', 'log index', 'what', 'step', 'call', 'detail', 'operator'], events, 'nothing yet'),
+      table(
+        'What the log applied, in order',
+        ['at', 'log index', 'what', 'step', 'call', 'detail', 'operator'],
+        events,
+        'nothing yet',
+      ),
     );
-    // The form only where an act can succeed: on the leader, for a stuck saga. Built once, so what the operator typed stays.
+    // The form only where an act can succeed: on the leader, for a stuck saga. Built once, so what the operator typed
+    // stays.
     state.r = r;
     if (!state.form) {
       const reason = el('textarea', { id: 'saga-reason', name: 'reason', rows: 2, required: true });
@@ -513,8 +708,17 @@ Object.assign(pages, {
         const cur = state.r.actions.resolve;
         const body = what === 'retry' ? {} : { step: cur.step, as: cur.as };
         try {
-          const a = await api(`/api/sagas/${encodeURIComponent(id)}/${what}`, { ...body, reason: reason.value, operator: operator.value });
-          state.msg.replaceChildren(message('ok', `${what === 'retry' ? 'Retried' : 'Resolved'} by ${a.operator}; the saga is ${a.saga?.state ?? 'updated'}.`));
+          const a = await api(`/api/sagas/${encodeURIComponent(id)}/${what}`, {
+            ...body,
+            reason: reason.value,
+            operator: operator.value,
+          });
+          state.msg.replaceChildren(
+            message(
+              'ok',
+              `${what === 'retry' ? 'Retried' : 'Resolved'} by ${a.operator}; the saga is ${a.saga?.state ?? 'updated'}.`,
+            ),
+          );
         } catch (err) {
           state.msg.replaceChildren(message('error', `Refused: ${err.message}`));
         }
@@ -535,13 +739,20 @@ Object.assign(pages, {
     }
     const offered = r.actions.retry.offered;
     state.form.hidden = !offered;
-    if (offered) state.resolveButton.textContent = `Mark step ${r.actions.resolve.step} ${r.actions.resolve.as} by hand`;
+    if (offered)
+      state.resolveButton.textContent = `Mark step ${r.actions.resolve.step} ${r.actions.resolve.as} by hand`;
     state.why.replaceChildren(
       ...(offered
         ? []
         : [
             `No retry or resolve here: ${r.actions.retry.why}`,
-            ...(r.leader ? ['.'] : [' — ', leaderLink(r.leaderRef, `#saga/${encodeURIComponent(id)}`, `this saga on ${r.leaderRef.leaderId}`), '.']),
+            ...(r.leader
+              ? ['.']
+              : [
+                  ' — ',
+                  leaderLink(r.leaderRef, `#saga/${encodeURIComponent(id)}`, `this saga on ${r.leaderRef.leaderId}`),
+                  '.',
+                ]),
           ]),
     );
   },
@@ -557,10 +768,16 @@ Object.assign(pages, {
           : 'undecided, past its deadline: being aborted';
     const rows = (r.reserves ?? []).map((x) => [
       x.participantId,
-      el('a', { href: `#txn/${encodeURIComponent(x.txnId)}`, 'data-reserve': `${x.participantId}/${x.txnId}`, text: x.txnId }),
+      el('a', {
+        href: `#txn/${encodeURIComponent(x.txnId)}`,
+        'data-reserve': `${x.participantId}/${x.txnId}`,
+        text: x.txnId,
+      }),
       x.holds || '—',
       age(x.ageMs),
-      x.phase === 'delivering' ? `decided ${x.outcome}, not acknowledged${x.retries > 0 ? ` (${x.retries} failed deliveries)` : ''}` : 'voted YES, awaiting the decision',
+      x.phase === 'delivering'
+        ? `decided ${x.outcome}, not acknowledged${x.retries > 0 ? ` (${x.retries} failed deliveries)` : ''}`
+        : 'voted YES, awaiting the decision',
       until(x),
     ]);
     view.replaceChildren(
@@ -573,7 +790,12 @@ Object.assign(pages, {
       table(
         'TCC participants',
         ['participant', 'resource kind', 'address', 'reserves held'],
-        r.participants.map((p) => [p.id, p.kind, p.endpoint, p.held === null ? onLeader : el('span', { 'data-held': p.id, text: String(p.held) })]),
+        r.participants.map((p) => [
+          p.id,
+          p.kind,
+          p.endpoint,
+          p.held === null ? onLeader : el('span', { 'data-held': p.id, text: String(p.held) }),
+        ]),
         'no TCC participant is registered',
       ),
       r.reserves === null
@@ -592,7 +814,14 @@ Object.assign(pages, {
     state.q ??= { since: '24h', until: '', participant: '', outcome: '', kind: '', limit: '100' };
     if (!state.body) {
       const field = (name, label, attrs = {}) => {
-        const input = el('input', { id: `history-${name}`, name, value: state.q[name], autocomplete: 'off', spellcheck: 'false', ...attrs });
+        const input = el('input', {
+          id: `history-${name}`,
+          name,
+          value: state.q[name],
+          autocomplete: 'off',
+          spellcheck: 'false',
+          ...attrs,
+        });
         return [el('label', { for: `history-${name}` }, label, input), input];
       };
       const choose = (name, label, options) => {
@@ -647,42 +876,67 @@ Object.assign(pages, {
     const rows = r.records.map((x) =>
       x.saga
         ? [
-            el('a', { href: `#saga/${encodeURIComponent(x.saga.sagaId)}`, 'data-history': x.saga.sagaId, text: x.saga.sagaId }),
+            el('a', {
+              href: `#saga/${encodeURIComponent(x.saga.sagaId)}`,
+              'data-history': x.saga.sagaId,
+              text: x.saga.sagaId,
+            }),
             'saga',
             x.saga.state,
             time(x.saga.startedAtMs),
             x.saga.steps.map((st) => `${st.service}/${st.name} ${st.status}`).join(', '),
-            [x.saga.type, ...Object.entries(x.saga.labels).map(([k, v]) => `${k}=${v}`)].filter((v) => v).join(' ') || '—',
+            [x.saga.type, ...Object.entries(x.saga.labels).map(([k, v]) => `${k}=${v}`)].filter((v) => v).join(' ') ||
+              '—',
           ]
         : [
             el('a', { href: `#txn/${encodeURIComponent(x.txnId)}`, 'data-history': x.txnId, text: x.txnId }),
             'transaction',
             x.outcome === 'commit' ? 'committed' : x.outcome === 'abort' ? 'aborted' : 'unknown',
             time(x.decidedAtMs),
-            x.participants.map((p) => `${p.participantId}${p.vote ? ` ${p.vote}` : ''}${p.acked ? ' acked' : ''}`).join(', '),
+            x.participants
+              .map((p) => `${p.participantId}${p.vote ? ` ${p.vote}` : ''}${p.acked ? ' acked' : ''}`)
+              .join(', '),
             [
               x.reason,
-              ...x.acts.map((a) => (a.kind === 'resolve' ? `resolved by ${a.operator}` : a.kind === 'removed' ? `${a.participantId} removed by ${a.operator}` : `${a.participantId} ${a.effect}`)),
+              ...x.acts.map((a) =>
+                a.kind === 'resolve'
+                  ? `resolved by ${a.operator}`
+                  : a.kind === 'removed'
+                    ? `${a.participantId} removed by ${a.operator}`
+                    : `${a.participantId} ${a.effect}`,
+              ),
             ]
               .filter((v) => v)
               .join('; ') || '—',
           ],
     );
     state.body.replaceChildren(
-      ...r.lacks.map((l) => el('p', { class: 'note', text: `This node's history lacks log entries ${l.firstIndex}–${l.lastIndex}: it installed a snapshot covering them (ask another node).` })),
+      ...r.lacks.map((l) =>
+        el('p', {
+          class: 'note',
+          text: `This node's history lacks log entries ${l.firstIndex}–${l.lastIndex}: it installed a snapshot covering them (ask another node).`,
+        }),
+      ),
       table(
         `Node ${r.nodeId}'s history, newest first (it keeps records back to ${time(r.oldestAtMs)}; ${Math.round(r.bytes / 1024)} KiB)`,
         ['id', 'kind', 'outcome', 'at', 'participants / steps', 'reason, acts / type, labels'],
         rows,
         'nothing in that range',
       ),
-      r.truncated ? el('p', { class: 'muted', text: 'More matched: narrow the range or raise the limit (at most 1000).' }) : '',
+      r.truncated
+        ? el('p', { class: 'muted', text: 'More matched: narrow the range or raise the limit (at most 1000).' })
+        : '',
     );
   },
 
   async leases(view) {
     const r = await api('/api/leases');
-    const relays = r.relays.map((x) => [x.prefix, x.holder, x.partitions.join(', '), `${age(Math.max(0, x.expiresInMs))}`]);
+    const relays = r.relays.map((x) => [
+      x.prefix,
+      x.holder,
+      x.partitions.join(', '),
+      `${age(Math.max(0, x.expiresInMs))}`,
+    ]);
     const rows = r.leases.map((l) => [
       el('span', { 'data-lease': l.name, text: l.name }),
       l.holder,
@@ -692,9 +946,19 @@ Object.assign(pages, {
     ]);
     view.replaceChildren(
       el('h2', { text: 'Outbox relays' }),
-      table('Relays, read from their leases (<prefix>/p<partition>)', ['relay prefix', 'holder', 'partitions held', 'first lease ends'], relays, 'no outbox relay holds a lease'),
+      table(
+        'Relays, read from their leases (<prefix>/p<partition>)',
+        ['relay prefix', 'holder', 'partitions held', 'first lease ends'],
+        relays,
+        'no outbox relay holds a lease',
+      ),
       el('h2', { text: 'Leases' }),
-      table(`Leases in the replicated table, by name (cluster clock ${time(r.clockAtMs)})`, ['name', 'holder', 'owner', 'epoch', 'ends'], rows, 'no lease is held'),
+      table(
+        `Leases in the replicated table, by name (cluster clock ${time(r.clockAtMs)})`,
+        ['name', 'holder', 'owner', 'epoch', 'ends'],
+        rows,
+        'no lease is held',
+      ),
     );
   },
 });
@@ -707,7 +971,8 @@ const COLOURS = ['#1f5fbf', '#b3261e', '#1e7b34', '#8a5a00', '#6a3fb5', '#00727a
 function svg(tag, attrs = {}, ...children) {
   const e = document.createElementNS(SVG_NS, tag);
   for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) e.setAttribute(k, String(v));
-  for (const c of children.flat(Infinity)) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  for (const c of children.flat(Infinity))
+    if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   return e;
 }
 
@@ -737,8 +1002,14 @@ function lineChart(title, unit, series, nowMs, windowMs) {
     if (run.length) parts.push(run);
     const colour = COLOURS[i % COLOURS.length];
     // A dot per sample while there are few, so a line of one sample still shows.
-    const dots = x.points.length <= 60 ? parts.flat().map((pt) => svg('circle', { cx: pt.split(',')[0], cy: pt.split(',')[1], r: 2, fill: colour })) : [];
-    return [parts.map((pts) => svg('polyline', { points: pts.join(' '), fill: 'none', stroke: colour, 'stroke-width': 1.5 })), dots];
+    const dots =
+      x.points.length <= 60
+        ? parts.flat().map((pt) => svg('circle', { cx: pt.split(',')[0], cy: pt.split(',')[1], r: 2, fill: colour }))
+        : [];
+    return [
+      parts.map((pts) => svg('polyline', { points: pts.join(' '), fill: 'none', stroke: colour, 'stroke-width': 1.5 })),
+      dots,
+    ];
   });
   const last = series.map((x) => [...x.points].reverse().find((p) => p[1] !== null)?.[1] ?? null);
   const figure = el(
@@ -766,7 +1037,13 @@ function lineChart(title, unit, series, nowMs, windowMs) {
       {},
       el('b', { text: `${title} (${unit})` }),
       ' ',
-      series.map((x, i) => el('span', { class: 'legend', style: `color:${COLOURS[i % COLOURS.length]}`, text: `■ ${x.name}: ${last[i] === null ? '—' : fmt(last[i])}` })),
+      series.map((x, i) =>
+        el('span', {
+          class: 'legend',
+          style: `color:${COLOURS[i % COLOURS.length]}`,
+          text: `■ ${x.name}: ${last[i] === null ? '—' : fmt(last[i])}`,
+        }),
+      ),
     ),
   );
   return figure;
@@ -783,11 +1060,23 @@ pages.charts = async (view) => {
       class: 'muted',
       text: `The last 15 minutes on node ${r.nodeId}, sampled every ${per} s and kept in its memory (a restart empties them). Commits, aborts and latency are counted while this node leads; in doubt and unacked are the leader's figures.`,
     }),
-    r.samples.length === 0 ? el('p', { class: 'muted', 'data-note': 'charts-empty', text: `No sample yet: the first comes ${per} s after the node starts.` }) : '',
+    r.samples.length === 0
+      ? el('p', {
+          class: 'muted',
+          'data-note': 'charts-empty',
+          text: `No sample yet: the first comes ${per} s after the node starts.`,
+        })
+      : '',
     el(
       'div',
       { class: 'charts' },
-      lineChart('commits', 'per second', [{ name: 'commits/s', points: pts((x) => x.commitsPerS) }], r.nowMs, r.windowMs),
+      lineChart(
+        'commits',
+        'per second',
+        [{ name: 'commits/s', points: pts((x) => x.commitsPerS) }],
+        r.nowMs,
+        r.windowMs,
+      ),
       lineChart(
         'commit latency',
         'ms',
@@ -801,12 +1090,27 @@ pages.charts = async (view) => {
       lineChart(
         'aborts by reason',
         'per second',
-        (reasons.length ? reasons : ['none']).map((reason) => ({ name: reason, points: pts((x) => (x.aborts[reason] ?? 0) / per) })),
+        (reasons.length ? reasons : ['none']).map((reason) => ({
+          name: reason,
+          points: pts((x) => (x.aborts[reason] ?? 0) / per),
+        })),
         r.nowMs,
         r.windowMs,
       ),
-      lineChart('in doubt', 'transactions', [{ name: 'in doubt', points: pts((x) => (x.leader ? x.inDoubt : null)) }], r.nowMs, r.windowMs),
-      lineChart('unacked', 'transactions', [{ name: 'unacked', points: pts((x) => (x.leader ? x.unacked : null)) }], r.nowMs, r.windowMs),
+      lineChart(
+        'in doubt',
+        'transactions',
+        [{ name: 'in doubt', points: pts((x) => (x.leader ? x.inDoubt : null)) }],
+        r.nowMs,
+        r.windowMs,
+      ),
+      lineChart(
+        'unacked',
+        'transactions',
+        [{ name: 'unacked', points: pts((x) => (x.leader ? x.unacked : null)) }],
+        r.nowMs,
+        r.windowMs,
+      ),
     ),
   );
 };
@@ -851,7 +1155,8 @@ async function refresh() {
   } catch (err) {
     if (mine !== generation) return;
     setStatus(err instanceof ApiError ? err.message : `the page failed: ${err.message}`, true);
-    if (c.view.childElementCount === 0) c.view.replaceChildren(message('error', err instanceof ApiError ? err.message : String(err)));
+    if (c.view.childElementCount === 0)
+      c.view.replaceChildren(message('error', err instanceof ApiError ? err.message : String(err)));
   }
   if (mine === generation) timer = setTimeout(refresh, POLL_MS);
 }

@@ -21,6 +21,8 @@ export function clientSecurity() {
 export function serverSecurity(id) {
   if (insecure) return { insecure: true };
   // Kept when it is already there; the address only names the host the nodes dial.
-  execFileSync(process.execPath, [verdict, 'certs', '--participant', `${id}=127.0.0.1:0`], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, [verdict, 'certs', '--participant', `${id}=127.0.0.1:0`], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   return { tls: localClusterTls(id) };
 }

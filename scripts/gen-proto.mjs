@@ -39,19 +39,28 @@ function generatorArgs(o) {
 
 /** Writes every proto's types into outDir/<proto>/; throws, with the generator's output, when it fails. */
 export function generate(outDir) {
-  const bin = createRequire(join(ROOT, 'package.json')).resolve('@grpc/proto-loader/build/bin/proto-loader-gen-types.js');
+  const bin = createRequire(join(ROOT, 'package.json')).resolve(
+    '@grpc/proto-loader/build/bin/proto-loader-gen-types.js',
+  );
   const protos = readdirSync(join(ROOT, 'proto'))
     .filter((f) => f.endsWith('.proto'))
     .map((f) => f.slice(0, -'.proto'.length))
     .sort();
   for (const name of protos) {
     const o = PROTO_OPTIONS[name];
-    if (o === undefined) throw new Error(`gen-proto: proto/${name}.proto has no entry in PROTO_OPTIONS (scripts/gen-proto.mjs): add the options the code loads it with`);
+    if (o === undefined)
+      throw new Error(
+        `gen-proto: proto/${name}.proto has no entry in PROTO_OPTIONS (scripts/gen-proto.mjs): add the options the code loads it with`,
+      );
     const dir = join(outDir, name);
     rmSync(dir, { recursive: true, force: true });
     // Run from the root with a relative path: each file's "Original file:" line is then the same on every machine.
-    const r = spawnSync(process.execPath, [bin, ...generatorArgs(o), '-O', dir, `proto/${name}.proto`], { cwd: ROOT, encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`gen-proto: proto-loader-gen-types failed on proto/${name}.proto:\n${r.stdout}${r.stderr}`);
+    const r = spawnSync(process.execPath, [bin, ...generatorArgs(o), '-O', dir, `proto/${name}.proto`], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+    if (r.status !== 0)
+      throw new Error(`gen-proto: proto-loader-gen-types failed on proto/${name}.proto:\n${r.stdout}${r.stderr}`);
   }
   return protos;
 }

@@ -23,7 +23,8 @@ import { fileURLToPath } from 'node:url';
 /** The first of `paths` that exists, or of `name` on PATH; null when none does. */
 function findProgram(name, paths = []) {
   for (const p of paths) if (p !== '' && existsSync(p)) return p;
-  for (const dir of (process.env.PATH ?? '').split(':')) if (dir !== '' && existsSync(join(dir, name))) return join(dir, name);
+  for (const dir of (process.env.PATH ?? '').split(':'))
+    if (dir !== '' && existsSync(join(dir, name))) return join(dir, name);
   return null;
 }
 
@@ -42,7 +43,11 @@ export const COMPONENTS = [
     packages: ['postgresql-15'],
     why: 'the PostgreSQL participant, TCC, saga and outbox tests start their own PostgreSQL 15',
     missing: () => {
-      const m = firstMissing(['/usr/lib/postgresql/15/bin/postgres', '/usr/lib/postgresql/15/bin/initdb', '/usr/lib/postgresql/15/bin/pg_ctl']);
+      const m = firstMissing([
+        '/usr/lib/postgresql/15/bin/postgres',
+        '/usr/lib/postgresql/15/bin/initdb',
+        '/usr/lib/postgresql/15/bin/pg_ctl',
+      ]);
       return m === null ? null : m;
     },
   },
@@ -98,7 +103,15 @@ export const COMPONENTS = [
   },
   {
     name: 'Go with gRPC, protobuf and lib/pq',
-    packages: ['golang-go', 'golang-google-grpc-dev', 'golang-github-golang-protobuf-1-5-dev', 'golang-google-protobuf-dev', 'golang-github-lib-pq-dev', 'protoc-gen-go', 'protoc-gen-go-grpc'],
+    packages: [
+      'golang-go',
+      'golang-google-grpc-dev',
+      'golang-github-golang-protobuf-1-5-dev',
+      'golang-google-protobuf-dev',
+      'golang-github-lib-pq-dev',
+      'protoc-gen-go',
+      'protoc-gen-go-grpc',
+    ],
     why: "the Go SDK's go vet and go test (test/process/go-test.test.ts), test/process/go-sdk.test.ts and test/pg/go-postgres.test.ts build sdk/go offline from Debian's Go packages in /usr/share/gocode; its stub test runs protoc-gen-go and protoc-gen-go-grpc",
     missing: () =>
       firstMissing([
@@ -168,11 +181,13 @@ function main(argv) {
   const why = argv.includes('--check') ? 'checking only (--check)' : cannotInstall();
   if (why !== null) {
     say(`${missing.length} component(s) the tests need are missing, and ${why}:`);
-    for (const c of missing) say(`  ${c.name}: ${c.lookedFor} not found (${c.why}); install it with \`${installCommand(c.packages)}\``);
+    for (const c of missing)
+      say(`  ${c.name}: ${c.lookedFor} not found (${c.why}); install it with \`${installCommand(c.packages)}\``);
     say('no test was started.');
     return 1;
   }
-  for (const c of missing) say(`installing ${c.packages.join(' ')} from Debian's packages: ${c.lookedFor} not found, and ${c.why}`);
+  for (const c of missing)
+    say(`installing ${c.packages.join(' ')} from Debian's packages: ${c.lookedFor} not found, and ${c.why}`);
   const packages = [...new Set(missing.flatMap((c) => c.packages))];
   if (!apt(['update', '-q']) || !apt(['install', '-y', '-q', ...packages])) {
     say(`apt-get failed; install by hand with \`${installCommand(packages)}\`. No test was started.`);
@@ -180,7 +195,8 @@ function main(argv) {
   }
   missing = missingComponents();
   if (missing.length > 0) {
-    for (const c of missing) say(`  ${c.name}: still missing after installing ${c.packages.join(' ')} (${c.lookedFor} not found)`);
+    for (const c of missing)
+      say(`  ${c.name}: still missing after installing ${c.packages.join(' ')} (${c.lookedFor} not found)`);
     return 1;
   }
   return 0;

@@ -18,12 +18,16 @@ const stop = () => {
 };
 process.once('exit', stop);
 for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => process.exit(130));
-console.log(`test:busy: ${SPINNERS} CPU-bound processes beside the suite (pids ${spinners.map((s) => s.pid).join(', ')})`);
+console.log(
+  `test:busy: ${SPINNERS} CPU-bound processes beside the suite (pids ${spinners.map((s) => s.pid).join(', ')})`,
+);
 
 const startedAtMs = Date.now();
 const run = spawn(process.execPath, [join(ROOT, 'test', 'run.mjs'), ...process.argv.slice(2)], { stdio: 'inherit' });
 run.once('exit', (status, signal) => {
   stop();
-  console.log(`test:busy: the suite took ${Math.round((Date.now() - startedAtMs) / 1000)} s beside ${SPINNERS} CPU-bound processes`);
+  console.log(
+    `test:busy: the suite took ${Math.round((Date.now() - startedAtMs) / 1000)} s beside ${SPINNERS} CPU-bound processes`,
+  );
   process.exit(status ?? (signal ? 1 : 0));
 });

@@ -13,7 +13,10 @@ import { waitFor } from './pg/harness.ts';
 import { Cluster, runCli } from './process/harness.ts';
 
 export const DEADLINE_MS = 5_000;
-/** A CLI process's bound: starting one takes seconds on a loaded two-core machine, so the bound is generous (and still a bound). */
+/**
+ * A CLI process's bound: starting one takes seconds on a loaded two-core machine, so the bound is generous (and still a
+ * bound).
+ */
 export const CLI = { timeoutMs: 90_000 };
 export const ROOT = join(import.meta.dirname, '..');
 
@@ -37,7 +40,9 @@ export class Held<R> {
     return c;
   }
 
-  /** A participant runtime with the database resource given, against a (fake) cluster at endpoint, with quick retries. */
+  /**
+   * A participant runtime with the database resource given, against a (fake) cluster at endpoint, with quick retries.
+   */
   async start(o: {
     clusterId: string;
     participantId: string;
@@ -82,8 +87,13 @@ export interface UnreachableClusterParticipant<R> {
   close(): Promise<void>;
 }
 
-/** A database participant of a one-node cluster whose node is configured but not running: the cluster is unreachable. */
-export async function participantOfUnreachableCluster<R>(participantId: string, resource: Pick<ParticipantOptions, 'postgres' | 'mysql'>): Promise<UnreachableClusterParticipant<R>> {
+/**
+ * A database participant of a one-node cluster whose node is configured but not running: the cluster is unreachable.
+ */
+export async function participantOfUnreachableCluster<R>(
+  participantId: string,
+  resource: Pick<ParticipantOptions, 'postgres' | 'mysql'>,
+): Promise<UnreachableClusterParticipant<R>> {
   const cluster = await Cluster.create({ nodes: 1 });
   const dir = await mkdtemp(join(tmpdir(), `verdict-heuristic-${participantId}-`));
   const rt = (await startParticipant({
@@ -113,10 +123,19 @@ export async function participantOfUnreachableCluster<R>(participantId: string, 
   };
 }
 
-/** `verdict participant resolve` is idempotent: the same act again (args + --commit) is a no-op; the contrary one (--abort) is refused. */
-export async function expectResolveRepeatNoopContraryRefused(repeatArgs: string[], contraryArgs: string[]): Promise<void> {
+/**
+ * `verdict participant resolve` is idempotent: the same act again (args + --commit) is a no-op; the contrary one
+ * (--abort) is refused.
+ */
+export async function expectResolveRepeatNoopContraryRefused(
+  repeatArgs: string[],
+  contraryArgs: string[],
+): Promise<void> {
   const again = await runCli([...repeatArgs, '--commit'], CLI);
-  expect([again.code, again.stdout]).toEqual([0, expect.stringMatching(/already resolved by hand \(COMMITTED\) by alice@db1/)]);
+  expect([again.code, again.stdout]).toEqual([
+    0,
+    expect.stringMatching(/already resolved by hand \(COMMITTED\) by alice@db1/),
+  ]);
   const contrary = await runCli([...contraryArgs, '--abort'], CLI);
   expect(contrary.code).toBe(1);
   expect(contrary.stderr).toMatch(/already resolved by hand as COMMITTED/);
@@ -129,7 +148,13 @@ export async function expectResolveRepeatNoopContraryRefused(repeatArgs: string[
  * HEURMIX, listed by `verdict txn list --heuristic` and `txn show`; the
  * participant learns ABORT and acknowledges it (the act is on record).
  */
-export async function expectHeurmixOnceClusterUp<R>(o: { h: UnreachableClusterParticipant<R>; txnId: string; participantId: string; gid: string; reported: () => Promise<boolean> }): Promise<void> {
+export async function expectHeurmixOnceClusterUp<R>(o: {
+  h: UnreachableClusterParticipant<R>;
+  txnId: string;
+  participantId: string;
+  gid: string;
+  reported: () => Promise<boolean>;
+}): Promise<void> {
   const { cluster, rt } = o.h;
   cluster.nodes[0].start();
   await cluster.waitForLeader();
@@ -139,11 +164,27 @@ export async function expectHeurmixOnceClusterUp<R>(o: { h: UnreachableClusterPa
   const txns = JSON.parse(listed.stdout) as {
     txnId: string;
     outcome: string;
-    heuristics: { participantId: string; kind: string; outcome: string; decision: string; operator: string; gid: string }[];
+    heuristics: {
+      participantId: string;
+      kind: string;
+      outcome: string;
+      decision: string;
+      operator: string;
+      gid: string;
+    }[];
   }[];
   const t = txns.find((x) => x.txnId === o.txnId);
   expect(t?.outcome).toBe('ABORTED');
-  expect(t?.heuristics).toEqual([expect.objectContaining({ participantId: o.participantId, kind: 'HEURMIX', outcome: 'COMMITTED', decision: 'ABORTED', operator: 'alice@db1', gid: o.gid })]);
+  expect(t?.heuristics).toEqual([
+    expect.objectContaining({
+      participantId: o.participantId,
+      kind: 'HEURMIX',
+      outcome: 'COMMITTED',
+      decision: 'ABORTED',
+      operator: 'alice@db1',
+      gid: o.gid,
+    }),
+  ]);
   const shown = await runCli(['txn', 'show', o.txnId, '--endpoints', cluster.nodes[0].address], CLI);
   expect(shown.stdout).toMatch(/HEURMIX/);
   await waitFor('the participant to settle T', () => rt.engine.stateOf(o.txnId) === 'ABORTED', 60_000);

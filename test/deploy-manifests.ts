@@ -26,7 +26,9 @@ function yaml(): YamlModule {
   try {
     return require('yaml') as YamlModule;
   } catch {
-    throw new Error('the `yaml` package is not installed: add it to devDependencies (or point NODE_PATH at a node_modules that has it)');
+    throw new Error(
+      'the `yaml` package is not installed: add it to devDependencies (or point NODE_PATH at a node_modules that has it)',
+    );
   }
 }
 
@@ -68,8 +70,11 @@ export function findObject(objects: Doc[], kind: string, name: string): Doc {
  */
 function packageDir(name: string): string {
   const require = createRequire(import.meta.url);
-  for (const dir of require.resolve.paths(name) ?? []) if (existsSync(join(dir, name, 'package.json'))) return join(dir, name);
-  throw new Error(`the \`${name}\` package is not installed: add it to devDependencies (or point NODE_PATH at a node_modules that has it)`);
+  for (const dir of require.resolve.paths(name) ?? [])
+    if (existsSync(join(dir, name, 'package.json'))) return join(dir, name);
+  throw new Error(
+    `the \`${name}\` package is not installed: add it to devDependencies (or point NODE_PATH at a node_modules that has it)`,
+  );
 }
 
 interface KubernetesModel {

@@ -32,9 +32,12 @@ export interface NatsServer {
 function binary(): string {
   const env = process.env.VERDICT_NATS_BIN;
   if (env !== undefined && env !== '') return env;
-  for (const dir of (process.env.PATH ?? '').split(':')) if (dir !== '' && existsSync(join(dir, 'nats-server'))) return join(dir, 'nats-server');
+  for (const dir of (process.env.PATH ?? '').split(':'))
+    if (dir !== '' && existsSync(join(dir, 'nats-server'))) return join(dir, 'nats-server');
   if (existsSync('/usr/sbin/nats-server')) return '/usr/sbin/nats-server';
-  throw new Error('nats-server not found: install it (apt-get install nats-server; .ci/run does it) or set VERDICT_NATS_BIN');
+  throw new Error(
+    'nats-server not found: install it (apt-get install nats-server; .ci/run does it) or set VERDICT_NATS_BIN',
+  );
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -60,7 +63,11 @@ export async function startNats(): Promise<NatsServer> {
   process.on('exit', exitHook);
 
   const start = async (): Promise<void> => {
-    const c = spawn(bin, ['-js', '-sd', join(root, 'store'), '-a', '127.0.0.1', '-p', String(port), '-n', `verdict-test-${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(
+      bin,
+      ['-js', '-sd', join(root, 'store'), '-a', '127.0.0.1', '-p', String(port), '-n', `verdict-test-${port}`],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     child = c;
     const keep = (b: Buffer): void => {
       output = (output + b.toString()).slice(-LOG_CHARS_MAX);
@@ -70,7 +77,8 @@ export async function startNats(): Promise<NatsServer> {
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       if (c.exitCode !== null) throw new Error(`nats-server exited during start-up (code ${c.exitCode}):\n${output}`);
-      if (Date.now() > deadline) throw new Error(`nats-server did not accept connections within ${START_TIMEOUT_MS} ms:\n${output}`);
+      if (Date.now() > deadline)
+        throw new Error(`nats-server did not accept connections within ${START_TIMEOUT_MS} ms:\n${output}`);
       if (/Server is ready/.test(output) && (await accepts(port))) return;
       await sleep(50);
     }

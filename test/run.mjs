@@ -37,7 +37,8 @@ function finish(passed, failed, failures, ok) {
 }
 
 const deps = spawnSync(process.execPath, [join(ROOT, 'scripts', 'test-deps.mjs')], { stdio: 'inherit' });
-if (deps.status !== 0) finish(0, 1, ['the system components the tests need are missing (scripts/test-deps.mjs, above)'], false);
+if (deps.status !== 0)
+  finish(0, 1, ['the system components the tests need are missing (scripts/test-deps.mjs, above)'], false);
 
 /** The newest modification time of a file under dir, in ms. */
 function newestMs(dir) {
@@ -58,7 +59,10 @@ if (!existsSync(built) || statSync(built).mtimeMs < newestMs(join(ROOT, 'src')))
 /** Runs vitest with `args`; resolves to its exit status, or its signal. */
 function vitest(args, env) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...args], { stdio: 'inherit', env });
+    const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...args], {
+      stdio: 'inherit',
+      env,
+    });
     // Ctrl-C reaches vitest through the terminal; SIGTERM to this runner is passed on.
     const pass = () => child.kill('SIGTERM');
     process.once('SIGTERM', pass);
@@ -93,7 +97,9 @@ for (const [i, args] of phases.entries()) {
   rmSync(report, { force: true });
   if ((r.status !== 0 || r.signal) && s.failed === 0) {
     s.failed = 1;
-    s.failures.push(`phase ${i + 1} (${args.join(' ')}): vitest ended with ${r.signal ?? `status ${r.status}`} and no failed test`);
+    s.failures.push(
+      `phase ${i + 1} (${args.join(' ')}): vitest ended with ${r.signal ?? `status ${r.status}`} and no failed test`,
+    );
   }
   for (const p of await reapSurvivors(runId)) {
     s.failed += 1;

@@ -14,10 +14,14 @@ function stoppable(v: unknown): v is Stoppable {
 }
 
 /** Awaits every start; on any failure stops what started and throws the first error. */
-export async function startTogether<T extends readonly unknown[]>(starts: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+export async function startTogether<T extends readonly unknown[]>(
+  starts: { [K in keyof T]: Promise<T[K]> },
+): Promise<T> {
   const settled = await Promise.allSettled(starts as readonly Promise<unknown>[]);
   const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failure === undefined) return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
-  await Promise.allSettled(settled.map((r) => (r.status === 'fulfilled' && stoppable(r.value) ? r.value.stop() : undefined)));
+  await Promise.allSettled(
+    settled.map((r) => (r.status === 'fulfilled' && stoppable(r.value) ? r.value.stop() : undefined)),
+  );
   throw failure.reason;
 }

@@ -77,16 +77,22 @@ export function summarize(data) {
       failedHere += 1;
       if (t.state === 'failed') failures.push(`${m.file} > ${t.name}: ${t.errors[0] ?? 'failed'}`);
       else if (t.setupError !== null) notRun.set(t.setupError, (notRun.get(t.setupError) ?? 0) + 1);
-      else if (t.state === 'skipped') failures.push(`${m.file} > ${t.name}: skipped while running${t.note ? ` (${t.note})` : ''}`);
+      else if (t.state === 'skipped')
+        failures.push(`${m.file} > ${t.name}: skipped while running${t.note ? ` (${t.note})` : ''}`);
       else failures.push(`${m.file} > ${t.name}: did not finish (${t.state})`);
     }
     for (const [error, n] of notRun) failures.push(`${m.file}: ${n} test(s) did not run, setup failed: ${error}`);
     // A hook error that failed no test (a file that did not load, an afterAll that threw) is one failure of its own.
-    const hookErrors = [...m.errors.map((e) => ({ where: 'file', e })), ...m.suites.flatMap((s) => s.errors.map((e) => ({ where: s.name, e })))];
+    const hookErrors = [
+      ...m.errors.map((e) => ({ where: 'file', e })),
+      ...m.suites.flatMap((s) => s.errors.map((e) => ({ where: s.name, e }))),
+    ];
     if (failedHere === 0 && hookErrors.length > 0) {
       failed += 1;
       const { where, e } = hookErrors[0];
-      failures.push(`${m.file}${where === 'file' ? '' : ` > ${where}`}: ${m.tests.length === 0 ? 'did not load' : 'a hook failed'}: ${e}`);
+      failures.push(
+        `${m.file}${where === 'file' ? '' : ` > ${where}`}: ${m.tests.length === 0 ? 'did not load' : 'a hook failed'}: ${e}`,
+      );
     }
   }
   for (const e of data.unhandled) {

@@ -22,4 +22,6 @@ if (endpoints.length === 0 || !Number.isInteger(runs) || runs < 1 || runs > 1_00
 const bin = arg('--bin') ?? BIN;
 const loadBefore = loadavg()[0];
 const t = await measureCliStatus(endpoints, runs, bin);
-process.stdout.write(`${JSON.stringify({ bin, ...t, load_avg_1m_start: Math.round(loadBefore * 100) / 100, load_avg_1m_end: Math.round(loadavg()[0] * 100) / 100 })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ bin, ...t, load_avg_1m_start: Math.round(loadBefore * 100) / 100, load_avg_1m_end: Math.round(loadavg()[0] * 100) / 100 })}\n`,
+);

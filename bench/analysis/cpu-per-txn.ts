@@ -1,4 +1,5 @@
-// `npm run bench -- cpu-per-txn [--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS (20000)] [--pg] [--parallel] [--raw]`
+// `npm run bench -- cpu-per-txn [--nodes N] [--participants N] [--clients N] [--measure-ms MS] [--warmup-ms MS (20000)]
+// [--pg] [--parallel] [--raw]`
 //
 // CPU time per committed transaction, per process, for the memory-participant
 // commit load of bench/harness/loadgen.ts. On a machine with few cores the throughput
@@ -70,7 +71,9 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
   if (pg !== null) {
     const d = await measurePgDirect(pg, dir, CLIENTS, { warmupMs: Math.min(WARMUP_MS, 10_000), measureMs: MEASURE_MS });
     direct = { tps: d.tps, loadAvg: loadavg()[0] };
-    process.stderr.write(`PostgreSQL direct, ${CLIENTS} connection(s) per database: ${d.tps} tx/s, p50 ${(d.p50_us / 1000).toFixed(2)} ms (load average ${direct.loadAvg.toFixed(2)})\n`);
+    process.stderr.write(
+      `PostgreSQL direct, ${CLIENTS} connection(s) per database: ${d.tps} tx/s, p50 ${(d.p50_us / 1000).toFixed(2)} ms (load average ${direct.loadAvg.toFixed(2)})\n`,
+    );
   }
   const cluster = await BenchCluster.start(join(dir, 'cluster'), NODES, 'cpu');
   try {
@@ -88,7 +91,8 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
       measureMs: MEASURE_MS,
       keyPrefix: `${pg?.tag ?? 'cpu'}-${Date.now().toString(36)}`,
       txnTimeoutMs: 5_000,
-      // Classic 2PC unless --parallel: comparable with the figures measured before parallel commit became the cluster's default.
+      // Classic 2PC unless --parallel: comparable with the figures measured before parallel commit became the cluster's
+      // default.
       parallelCommit: PARALLEL,
     };
     const { load, cpu } = await sampledLoad(cluster, leader, cfg, dir, 'no transaction committed in the window');
@@ -98,9 +102,15 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
       `${NODES} nodes, ${ids.length} ${pg !== null ? 'PostgreSQL' : 'memory'} participants, ${CLIENTS} clients, ${MEASURE_MS} ms measured: ${load.ok} committed, ${load.aborted} aborted, errors ${JSON.stringify(load.errors)}, ${load.tps} tx/s, commit p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms (load average ${loadAvg.toFixed(2)})\n`,
     );
     if (direct !== null) process.stderr.write(`  through Verdict / direct: ${(load.tps / direct.tps).toFixed(2)}\n`);
-    for (const r of cpu.by_process) process.stderr.write(`  ${r.label.padEnd(8)} ${r.kind.padEnd(12)} ${r.ms_per_txn.toFixed(3)} ms CPU / txn (${r.sys_ms_per_txn.toFixed(3)} of it in the kernel)\n`);
-    for (const [k, v] of Object.entries(cpu.by_kind)) process.stderr.write(`  ${'total'.padEnd(8)} ${k.padEnd(12)} ${v.toFixed(3)} ms CPU / txn\n`);
-    process.stderr.write(`  all processes: ${cpu.ms_per_txn.toFixed(3)} ms CPU / committed txn (${txns} finished); ceiling on ${cpu.cores} cores ${cpu.ceiling_tps} tx/s\n`);
+    for (const r of cpu.by_process)
+      process.stderr.write(
+        `  ${r.label.padEnd(8)} ${r.kind.padEnd(12)} ${r.ms_per_txn.toFixed(3)} ms CPU / txn (${r.sys_ms_per_txn.toFixed(3)} of it in the kernel)\n`,
+      );
+    for (const [k, v] of Object.entries(cpu.by_kind))
+      process.stderr.write(`  ${'total'.padEnd(8)} ${k.padEnd(12)} ${v.toFixed(3)} ms CPU / txn\n`);
+    process.stderr.write(
+      `  all processes: ${cpu.ms_per_txn.toFixed(3)} ms CPU / committed txn (${txns} finished); ceiling on ${cpu.cores} cores ${cpu.ceiling_tps} tx/s\n`,
+    );
     process.stdout.write(
       JSON.stringify({
         nodes: NODES,
@@ -128,23 +138,45 @@ async function measure(dir: string, pg: BenchPg | null): Promise<void> {
  * when nothing finished in the window, and when the leader changed, which
  * would make the split by role meaningless.
  */
-async function sampledLoad(cluster: BenchCluster, leader: { id: string }, cfg: CommitLoad | RawLoad, dir: string, none: string): Promise<{ load: LoadResult; cpu: CpuFigures }> {
+async function sampledLoad(
+  cluster: BenchCluster,
+  leader: { id: string },
+  cfg: CommitLoad | RawLoad,
+  dir: string,
+  none: string,
+): Promise<{ load: LoadResult; cpu: CpuFigures }> {
   const procs: CpuProc[] = [];
   for (const n of cluster.nodes) procs.push(...childProc(n.id === leader.id ? 'leader' : 'follower', n.id, n.child));
   for (const [id, c] of cluster.participants) procs.push(...childProc('participant', id, c));
   const window = new CpuWindow(() => procs);
-  const load = await runJsonChild<LoadResult>('load', 'harness/loadgen.ts', cfg, join(dir, 'loadgen.log'), WARMUP_MS + MEASURE_MS + 60_000, { onLine: window.onLine });
+  const load = await runJsonChild<LoadResult>(
+    'load',
+    'harness/loadgen.ts',
+    cfg,
+    join(dir, 'loadgen.log'),
+    WARMUP_MS + MEASURE_MS + 60_000,
+    { onLine: window.onLine },
+  );
   if (load.ok === 0) throw new Error(`${none}: ${JSON.stringify(load.errors)}`);
   const cpu = window.figures(load.ok);
   if (cpu === null) throw new Error('the load generator never reported its measured window');
   const leaderNow = await cluster.waitForLeader();
-  if (leaderNow.id !== leader.id) throw new Error(`the leader changed during the run (${leader.id} → ${leaderNow.id}); the split by role is meaningless, run again`);
+  if (leaderNow.id !== leader.id)
+    throw new Error(
+      `the leader changed during the run (${leader.id} → ${leaderNow.id}); the split by role is meaningless, run again`,
+    );
   return { load, cpu };
 }
 
 /** The JSON line's fields both loads share: throughput, p50 and the CPU split. */
 function measured(load: LoadResult, cpu: CpuFigures): Record<string, unknown> {
-  return { tps: load.tps, p50Ms: load.latency.p50_us / 1000, byKind: cpu.by_kind, rows: cpu.by_process, ceilingTps: cpu.ceiling_tps };
+  return {
+    tps: load.tps,
+    p50Ms: load.latency.p50_us / 1000,
+    byKind: cpu.by_kind,
+    rows: cpu.by_process,
+    ceilingTps: cpu.ceiling_tps,
+  };
 }
 
 /** --raw: the raw log at --clients Puts in flight on a cluster with no participants. */
@@ -153,12 +185,23 @@ async function measureRaw(dir: string): Promise<void> {
   const cluster = await BenchCluster.start(join(dir, 'cluster'), NODES, 'cpu');
   try {
     const leader = await cluster.waitForLeader();
-    const cfg: RawLoad = { mode: 'raw', system: 'verdict', leader: leader.address, inflight: CLIENTS, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, valueBytes: 100 };
+    const cfg: RawLoad = {
+      mode: 'raw',
+      system: 'verdict',
+      leader: leader.address,
+      inflight: CLIENTS,
+      warmupMs: WARMUP_MS,
+      measureMs: MEASURE_MS,
+      valueBytes: 100,
+    };
     const { load, cpu } = await sampledLoad(cluster, leader, cfg, dir, 'no Put acknowledged in the window');
     process.stderr.write(
       `raw log, ${NODES} nodes, ${CLIENTS} Put(s) in flight, ${MEASURE_MS} ms measured: ${load.ok} acknowledged, errors ${JSON.stringify(load.errors)}, ${load.tps} Puts/s, p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})\n`,
     );
-    for (const r of cpu.by_process) process.stderr.write(`  ${r.label.padEnd(8)} ${r.kind.padEnd(12)} ${r.ms_per_txn.toFixed(3)} ms CPU / Put (${r.sys_ms_per_txn.toFixed(3)} of it in the kernel)\n`);
+    for (const r of cpu.by_process)
+      process.stderr.write(
+        `  ${r.label.padEnd(8)} ${r.kind.padEnd(12)} ${r.ms_per_txn.toFixed(3)} ms CPU / Put (${r.sys_ms_per_txn.toFixed(3)} of it in the kernel)\n`,
+      );
     process.stdout.write(
       JSON.stringify({
         nodes: NODES,

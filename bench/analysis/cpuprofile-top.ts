@@ -107,7 +107,8 @@ function mainProfile(dir: string): string | null {
 
 function main(): void {
   const root = process.argv[2];
-  if (root === undefined || root.startsWith('--')) throw new Error('usage: npm run bench -- cpuprofile-top DIR [--top N]');
+  if (root === undefined || root.startsWith('--'))
+    throw new Error('usage: npm run bench -- cpuprofile-top DIR [--top N]');
   const topN = intFlag('top', 15);
   const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
   for (const d of readdirSync(root).sort()) {

@@ -1,4 +1,5 @@
-// `npm run bench -- databases [--quick] [--clients N (16)] [--warmup-ms MS] [--measure-ms MS] [--no-mysql] [--minimal] [--no-verdict]`
+// `npm run bench -- databases [--quick] [--clients N (16)] [--warmup-ms MS] [--measure-ms MS] [--no-mysql] [--minimal]
+// [--no-verdict]`
 //
 // The full run's PostgreSQL and MariaDB rows alone, each beside its floor in
 // the same run: a PostgreSQL of our own (and a MariaDB, unless --no-mysql or
@@ -18,8 +19,23 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { childProc, CpuWindow, databaseProcs, type CpuFigures } from '../harness/cpu-sample.ts';
 import type { CommitLoad, LoadResult } from '../harness/loadgen.ts';
-import { measureMySqlDirect, measureMySqlMinimal, MYSQL_PARTICIPANTS, mysqlParticipantArgs, startBenchMySql, type BenchMySql } from '../floors/mysql.ts';
-import { measurePgDirect, measurePgMinimal, PG_PARTICIPANTS, pgParticipantArgs, startBenchPg, type BenchPg, type PgDirectFloor } from '../floors/pg.ts';
+import {
+  measureMySqlDirect,
+  measureMySqlMinimal,
+  MYSQL_PARTICIPANTS,
+  mysqlParticipantArgs,
+  startBenchMySql,
+  type BenchMySql,
+} from '../floors/mysql.ts';
+import {
+  measurePgDirect,
+  measurePgMinimal,
+  PG_PARTICIPANTS,
+  pgParticipantArgs,
+  startBenchPg,
+  type BenchPg,
+  type PgDirectFloor,
+} from '../floors/pg.ts';
 import { mysqlQuery } from '../../test/mysql/harness.ts';
 import { BenchCluster, intFlag as flag, killAllNow, runJsonChild, stopAll } from '../harness/procs.ts';
 
@@ -64,15 +80,24 @@ async function main(): Promise<void> {
     }
     const t = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
     const pgDirect = await measurePgDirect(pg, dir, CLIENTS, t);
-    say(`floor pg_direct_${CLIENTS}: ${pgDirect.tps} tx/s, p50 ${(pgDirect.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`);
+    say(
+      `floor pg_direct_${CLIENTS}: ${pgDirect.tps} tx/s, p50 ${(pgDirect.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`,
+    );
     const myDirect = my !== null ? await measureMySqlDirect(pg, my, dir, CLIENTS, t) : null;
-    if (myDirect !== null) say(`floor mysql_direct_${CLIENTS}: ${myDirect.tps} tx/s, p50 ${(myDirect.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`);
+    if (myDirect !== null)
+      say(
+        `floor mysql_direct_${CLIENTS}: ${myDirect.tps} tx/s, p50 ${(myDirect.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`,
+      );
     if (WITH_MINIMAL) {
       const pgMin = await measurePgMinimal(pg, dir, CLIENTS, t);
-      say(`floor pg_minimal_${CLIENTS}: ${pgMin.tps} tx/s (${r2(pgMin.tps / pgDirect.tps)} of direct), p50 ${(pgMin.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`);
+      say(
+        `floor pg_minimal_${CLIENTS}: ${pgMin.tps} tx/s (${r2(pgMin.tps / pgDirect.tps)} of direct), p50 ${(pgMin.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`,
+      );
       if (my !== null && myDirect !== null) {
         const myMin = await measureMySqlMinimal(pg, my, dir, CLIENTS, t);
-        say(`floor mysql_minimal_${CLIENTS}: ${myMin.tps} tx/s (${r2(myMin.tps / myDirect.tps)} of direct), p50 ${(myMin.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`);
+        say(
+          `floor mysql_minimal_${CLIENTS}: ${myMin.tps} tx/s (${r2(myMin.tps / myDirect.tps)} of direct), p50 ${(myMin.p50_us / 1000).toFixed(2)} ms (load average ${loadavg()[0].toFixed(2)})`,
+        );
       }
     }
     if (process.argv.includes('--no-verdict')) return;
@@ -83,7 +108,10 @@ async function main(): Promise<void> {
         warmupMs: WARMUP_MS,
         measureMs: MEASURE_MS,
         rows,
-        ratios: { pg_through_verdict_over_direct: rows.pg.overDirect, mysql_through_verdict_over_direct: rows.mysql?.overDirect ?? null },
+        ratios: {
+          pg_through_verdict_over_direct: rows.pg.overDirect,
+          mysql_through_verdict_over_direct: rows.mysql?.overDirect ?? null,
+        },
       })}\n`,
     );
   } finally {
@@ -93,24 +121,50 @@ async function main(): Promise<void> {
   }
 }
 
-async function throughVerdict(dir: string, pg: BenchPg, my: BenchMySql | null, pgDirect: PgDirectFloor, myDirect: PgDirectFloor | null): Promise<{ pg: Row; mysql: Row | null }> {
+async function throughVerdict(
+  dir: string,
+  pg: BenchPg,
+  my: BenchMySql | null,
+  pgDirect: PgDirectFloor,
+  myDirect: PgDirectFloor | null,
+): Promise<{ pg: Row; mysql: Row | null }> {
   const cluster = await BenchCluster.start(join(dir, 'cluster'), 3, 'db');
   try {
     const ids = [...new Set<string>([...PG_PARTICIPANTS, ...(my !== null ? MYSQL_PARTICIPANTS : [])])];
-    await cluster.startParticipants(ids, (id) => (id === 'myledger' && my !== null ? mysqlParticipantArgs(my) : pgParticipantArgs(pg, id)));
+    await cluster.startParticipants(ids, (id) =>
+      id === 'myledger' && my !== null ? mysqlParticipantArgs(my) : pgParticipantArgs(pg, id),
+    );
     const pgRow = await row(dir, cluster, 'pg', [...PG_PARTICIPANTS], pgDirect, pg.tag);
     // MariaDB's count of sessions opened: a participant that keeps its sessions opens none per transaction.
-    const sessions = async (): Promise<number> => (my === null ? 0 : Number((await mysqlQuery<{ Value: string }>(my.ledgerUrl, "SHOW GLOBAL STATUS LIKE 'Connections'"))[0]?.Value));
+    const sessions = async (): Promise<number> =>
+      my === null
+        ? 0
+        : Number(
+            (await mysqlQuery<{ Value: string }>(my.ledgerUrl, "SHOW GLOBAL STATUS LIKE 'Connections'"))[0]?.Value,
+          );
     const sessionsBefore = await sessions();
-    const myRow = my !== null && myDirect !== null ? await row(dir, cluster, 'mysql', [...MYSQL_PARTICIPANTS], myDirect, pg.tag) : null;
-    if (myRow !== null) say(`MariaDB sessions opened during the mysql row (warm-up and window): ${(await sessions()) - sessionsBefore}, ${myRow.committed} committed in the window`);
+    const myRow =
+      my !== null && myDirect !== null
+        ? await row(dir, cluster, 'mysql', [...MYSQL_PARTICIPANTS], myDirect, pg.tag)
+        : null;
+    if (myRow !== null)
+      say(
+        `MariaDB sessions opened during the mysql row (warm-up and window): ${(await sessions()) - sessionsBefore}, ${myRow.committed} committed in the window`,
+      );
     return { pg: pgRow, mysql: myRow };
   } finally {
     await cluster.destroy();
   }
 }
 
-async function row(dir: string, cluster: BenchCluster, kind: 'pg' | 'mysql', participants: string[], direct: PgDirectFloor, tag: string): Promise<Row> {
+async function row(
+  dir: string,
+  cluster: BenchCluster,
+  kind: 'pg' | 'mysql',
+  participants: string[],
+  direct: PgDirectFloor,
+  tag: string,
+): Promise<Row> {
   const leader = await cluster.waitForLeader();
   const cfg: CommitLoad = {
     mode: 'commit',
@@ -129,7 +183,14 @@ async function row(dir: string, cluster: BenchCluster, kind: 'pg' | 'mysql', par
     ...participants.flatMap((p) => childProc('participant', p, cluster.participants.get(p))),
     ...databaseProcs(),
   ]);
-  const load = await runJsonChild<LoadResult>(`load ${kind}`, 'harness/loadgen.ts', cfg, join(dir, `load-${kind}.log`), WARMUP_MS + MEASURE_MS + 90_000, { onLine: window.onLine });
+  const load = await runJsonChild<LoadResult>(
+    `load ${kind}`,
+    'harness/loadgen.ts',
+    cfg,
+    join(dir, `load-${kind}.log`),
+    WARMUP_MS + MEASURE_MS + 90_000,
+    { onLine: window.onLine },
+  );
   const cpu = window.figures(load.ok);
   const errs = Object.values(load.errors).reduce((a, b) => a + b, 0);
   const out: Row = {

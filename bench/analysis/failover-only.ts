@@ -20,7 +20,8 @@ function runsFlag(): number {
   const i = process.argv.indexOf('--runs');
   if (i < 0) return 3;
   const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v <= 0 || v > 20) throw new Error(`--runs needs an integer 1..20, not ${process.argv[i + 1] ?? '(nothing)'}`);
+  if (!Number.isInteger(v) || v <= 0 || v > 20)
+    throw new Error(`--runs needs an integer 1..20, not ${process.argv[i + 1] ?? '(nothing)'}`);
   return v;
 }
 
@@ -35,7 +36,10 @@ const results: FailoverRun[] = [];
 try {
   for (let i = 1; i <= runs; i++) {
     const load = loadavg()[0].toFixed(1);
-    const r = await runFailover(join(dir, `failover${i}`), `f${i}`, { ...failoverPlan(quick), ...(timeline ? { logLevel: 'info' } : {}) });
+    const r = await runFailover(join(dir, `failover${i}`), `f${i}`, {
+      ...failoverPlan(quick),
+      ...(timeline ? { logLevel: 'info' } : {}),
+    });
     results.push(r);
     console.log(
       `run ${i} (load ${load}): killed ${r.killedLeader}; election ${r.electionMs} ms; in doubt ${r.inDoubt.pairs} pair(s), p99 ${r.inDoubt.p99Ms ?? '-'} ms, window ${r.inDoubt.windowMs ?? '-'} ms; ` +

@@ -72,7 +72,11 @@ async function main(): Promise<void> {
   }
 }
 
-async function commit(dir: string, cluster: BenchCluster, participants: string[]): Promise<{ p50Us: number; cpuMsPerTxn: number | null }> {
+async function commit(
+  dir: string,
+  cluster: BenchCluster,
+  participants: string[],
+): Promise<{ p50Us: number; cpuMsPerTxn: number | null }> {
   const leader = await cluster.waitForLeader();
   const cfg: CommitLoad = {
     mode: 'commit',
@@ -90,9 +94,16 @@ async function commit(dir: string, cluster: BenchCluster, participants: string[]
     ...cluster.nodes.flatMap((n) => childProc(n.id === leader.id ? 'leader' : 'follower', n.id, n.child)),
     ...participants.flatMap((p) => childProc('participant', p, cluster.participants.get(p))),
   ]);
-  const load = await runJsonChild<LoadResult>(`load ${participants.length}p`, 'harness/loadgen.ts', cfg, join(dir, `load-${participants.length}p.log`), WARMUP_MS + MEASURE_MS + 90_000, {
-    onLine: window.onLine,
-  });
+  const load = await runJsonChild<LoadResult>(
+    `load ${participants.length}p`,
+    'harness/loadgen.ts',
+    cfg,
+    join(dir, `load-${participants.length}p.log`),
+    WARMUP_MS + MEASURE_MS + 90_000,
+    {
+      onLine: window.onLine,
+    },
+  );
   const cpu = window.figures(load.ok);
   say(
     `${participants.length} participant(s), 1 client: ${load.tps} tx/s, p50 ${(load.latency.p50_us / 1000).toFixed(2)} ms, p99 ${(load.latency.p99_us / 1000).toFixed(2)} ms` +

@@ -24,7 +24,8 @@ const arg = (name: string, fallback: string): string => {
 const RATE = Number(arg('rate', '1000'));
 const SECONDS = Number(arg('seconds', '10'));
 const ROLE = arg('role', 'both');
-if (!(Number.isInteger(RATE) && RATE > 0 && RATE <= 100_000)) throw new Error('--rate takes transactions per second, 1 to 100000');
+if (!(Number.isInteger(RATE) && RATE > 0 && RATE <= 100_000))
+  throw new Error('--rate takes transactions per second, 1 to 100000');
 if (!(Number.isInteger(SECONDS) && SECONDS > 0 && SECONDS <= 600)) throw new Error('--seconds takes 1 to 600');
 if (!['leader', 'follower', 'both'].includes(ROLE)) throw new Error('--role takes leader, follower or both');
 
@@ -42,7 +43,10 @@ interface Figures {
   recordBytesPerTxn: number;
 }
 
-/** CPU ms of this process's main thread and of all its threads (Linux /proc; LevelDB writes and compacts on threads of its own). */
+/**
+ * CPU ms of this process's main thread and of all its threads (Linux /proc; LevelDB writes and compacts on threads of
+ * its own).
+ */
 function threadCpuMs(): { main: number; all: number } {
   const tick = 10; // USER_HZ 100
   let main = 0;
@@ -67,7 +71,12 @@ type Sink = ((index: number, changes: HistoryChange[]) => void) | null;
 type Seen = ((txnId: string, atMs: number, kind: string, participantId: string, detail: string) => void) | null;
 
 /** Feeds `sink` RATE transactions a second for SECONDS; returns the CPU it took in ms and how many transactions. */
-async function feed(sink: Sink, seen: Seen, leader: boolean, onEntry: (index: number) => void): Promise<{ cpuMs: number; mainMs: number; txns: number }> {
+async function feed(
+  sink: Sink,
+  seen: Seen,
+  leader: boolean,
+  onEntry: (index: number) => void,
+): Promise<{ cpuMs: number; mainMs: number; txns: number }> {
   const perTick = (RATE * TICK_MS) / 1000;
   let index = 0;
   let started = 0;
@@ -83,13 +92,15 @@ async function feed(sink: Sink, seen: Seen, leader: boolean, onEntry: (index: nu
     carry += perTick;
     const ids: string[] = [];
     for (; carry >= 1; carry--) ids.push(`t-${started++}-0190a3c4-5d6e-7f80-9a1b-2c3d4e5f6071`);
-    const row = (txnId: string, kind: string, participantId = '', detail = ''): void => seen?.(txnId, nowMs, kind, participantId, detail);
+    const row = (txnId: string, kind: string, participantId = '', detail = ''): void =>
+      seen?.(txnId, nowMs, kind, participantId, detail);
     if (leader)
       for (const id of ids) {
         row(id, 'begin');
         for (const p of PARTICIPANTS) row(id, 'prepare', p);
       }
-    // The STAGE entry (parallel commit), the votes, the decision proposed and applied in one entry, DECISIONs sent, ACKs.
+    // The STAGE entry (parallel commit), the votes, the decision proposed and applied in one entry, DECISIONs sent,
+    // ACKs.
     onEntry(++index);
     if (leader)
       for (const id of ids) {
@@ -100,7 +111,16 @@ async function feed(sink: Sink, seen: Seen, leader: boolean, onEntry: (index: nu
     onEntry(decideAt);
     sink?.(
       decideAt,
-      ids.map((txnId) => ({ t: 'decide', txnId, outcome: 'commit', reason: '', participants: PARTICIPANTS, index: decideAt, atMs: nowMs, first: true })),
+      ids.map((txnId) => ({
+        t: 'decide',
+        txnId,
+        outcome: 'commit',
+        reason: '',
+        participants: PARTICIPANTS,
+        index: decideAt,
+        atMs: nowMs,
+        first: true,
+      })),
     );
     if (leader)
       for (const id of ids) {

@@ -20,15 +20,27 @@ async function main(): Promise<void> {
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
   const loadStart = loadavg()[0];
   try {
-    const p = await measurePaired(dir, { warmupMs: flag('warmup-ms', 20_000), segmentMs: flag('segment-ms', 3_000), settleMs: flag('settle-ms', 200), rounds: flag('rounds', 12), log });
+    const p = await measurePaired(dir, {
+      warmupMs: flag('warmup-ms', 20_000),
+      segmentMs: flag('segment-ms', 3_000),
+      settleMs: flag('settle-ms', 200),
+      rounds: flag('rounds', 12),
+      log,
+    });
     for (const [label, t] of Object.entries(p.targets))
       log(
         `${label.padEnd(10)} p50 ${(t.p50_us / 1000).toFixed(2)} ms, p99 ${(t.p99_us / 1000).toFixed(2)} ms, ${t.count} counted, rounds' p50 ${t.round_p50_us.map((x) => (x / 1000).toFixed(2)).join(' ')}` +
-          (t.round_flush_us === undefined ? '' : `; rounds' ms per disk flush ${t.round_flush_us.map(msPerFlush).join(' ')}`),
+          (t.round_flush_us === undefined
+            ? ''
+            : `; rounds' ms per disk flush ${t.round_flush_us.map(msPerFlush).join(' ')}`),
       );
     if (p.flushes_skipped) log(`no flush times: ${p.flushes_skipped}`);
     for (const [key, r] of Object.entries(p.ratios))
-      log(r === null ? `${key}: no etcd (${p.etcd_skipped})` : `${key}: pooled ${r.pooled}, median of rounds ${r.median_round}, below 1 in ${r.rounds_below_1} of ${r.rounds.length} rounds`);
+      log(
+        r === null
+          ? `${key}: no etcd (${p.etcd_skipped})`
+          : `${key}: pooled ${r.pooled}, median of rounds ${r.median_round}, below 1 in ${r.rounds_below_1} of ${r.rounds.length} rounds`,
+      );
     process.stdout.write(JSON.stringify({ loadAvgStart: loadStart, loadAvgEnd: loadavg()[0], ...p }) + '\n');
   } finally {
     await stopAll();

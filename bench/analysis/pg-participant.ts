@@ -1,4 +1,5 @@
-// `npm run bench -- pg-participant [--clients N (16)] [--measure-ms MS (8000)] [--warmup-ms MS (3000)] [--control-connections N]`
+// `npm run bench -- pg-participant [--clients N (16)] [--measure-ms MS (8000)] [--warmup-ms MS (3000)]
+// [--control-connections N]`
 //
 // One PostgreSQL participant alone, without a cluster: a PostgreSQL of our
 // own (test/pg/harness.ts), the participant runtime with the postgres
@@ -41,7 +42,9 @@ const CONTROL_CONNECTIONS = controlAt < 0 ? undefined : flag('control-connection
 /** What this process asked of PostgreSQL and of the disk so far. */
 const counted = { queries: 0, poolWaits: 0, poolWaitMs: 0, datasyncs: 0 };
 
-/** Counts every query the driver sends and the wait of every pool checkout (pg.Pool.query checks out with a callback). */
+/**
+ * Counts every query the driver sends and the wait of every pool checkout (pg.Pool.query checks out with a callback).
+ */
 function countPg(): void {
   const query = pg.Client.prototype.query as (...a: unknown[]) => unknown;
   pg.Client.prototype.query = function (this: pg.Client, ...a: unknown[]) {
@@ -116,10 +119,23 @@ async function round(c: ParticipantClient, clients: number, tag: string): Promis
     while (!stop) {
       const txnId = `${tag}-${w}-${seq++}`;
       const t0 = performance.now();
-      const v = await c.prepare({ clusterId: CLUSTER, txnId, participantId: 'shop', participants: ['shop'], payload: pgPayload([`INSERT INTO orders VALUES ('${txnId}', 1)`]), timeoutMs: 0 }, 30_000);
+      const v = await c.prepare(
+        {
+          clusterId: CLUSTER,
+          txnId,
+          participantId: 'shop',
+          participants: ['shop'],
+          payload: pgPayload([`INSERT INTO orders VALUES ('${txnId}', 1)`]),
+          timeoutMs: 0,
+        },
+        30_000,
+      );
       const voteMs = performance.now() - t0;
       if (v.vote !== 'VOTE_YES') throw new Error(`${txnId}: NO (${v.reason})`);
-      await c.decide({ clusterId: CLUSTER, txnId, participantId: 'shop', decision: 'DECISION_COMMIT', reason: '' }, 30_000);
+      await c.decide(
+        { clusterId: CLUSTER, txnId, participantId: 'shop', decision: 'DECISION_COMMIT', reason: '' },
+        30_000,
+      );
       if (measuring) {
         votesMs.push(voteMs);
         done += 1;
@@ -170,7 +186,11 @@ try {
     dataDir: dir,
     logger: pino({ level: 'warn' }),
     insecure: true,
-    postgres: { url: server.url('shop'), concurrency: Math.max(4, CLIENTS), ...(CONTROL_CONNECTIONS !== undefined ? { controlConnections: CONTROL_CONNECTIONS } : {}) },
+    postgres: {
+      url: server.url('shop'),
+      concurrency: Math.max(4, CLIENTS),
+      ...(CONTROL_CONNECTIONS !== undefined ? { controlConnections: CONTROL_CONNECTIONS } : {}),
+    },
   });
   const c = new ParticipantClient(rt.address);
   try {

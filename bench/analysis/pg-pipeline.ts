@@ -52,7 +52,9 @@ function onCpuMs(pid: number): number {
   }
 }
 
-/** A connection whose replies this tool reads itself: send() pipelines, each answer resolves or rejects its own query. */
+/**
+ * A connection whose replies this tool reads itself: send() pipelines, each answer resolves or rejects its own query.
+ */
 async function pipelined(url: string): Promise<{ send: (sql: string) => Promise<void>; end: () => Promise<void> }> {
   const c = new pg.Client({ connectionString: url });
   c.on('error', () => {});
@@ -85,7 +87,9 @@ async function main(): Promise<void> {
   const server = await startPostgres({ maxPreparedTransactions: 256, databases: ['pipe'] });
   try {
     const url = server.url('pipe');
-    const prep = await Promise.all(Array.from({ length: 16 }, async () => Object.assign(new pg.Client({ connectionString: url }), {})));
+    const prep = await Promise.all(
+      Array.from({ length: 16 }, async () => Object.assign(new pg.Client({ connectionString: url }), {})),
+    );
     for (const c of prep) await c.connect();
     await prep[0]?.query('CREATE TABLE IF NOT EXISTS t (id text PRIMARY KEY)');
     const pool = await Promise.all(Array.from({ length: 16 }, async () => new pg.Client({ connectionString: url })));
@@ -98,7 +102,8 @@ async function main(): Promise<void> {
         const gids = Array.from({ length: BATCH }, () => `pipe-${seq++}`);
         await Promise.all(
           prep.map(async (c, i) => {
-            for (let k = i; k < gids.length; k += prep.length) await c.query(`BEGIN; INSERT INTO t VALUES ('${gids[k]}'); PREPARE TRANSACTION '${gids[k]}'`);
+            for (let k = i; k < gids.length; k += prep.length)
+              await c.query(`BEGIN; INSERT INTO t VALUES ('${gids[k]}'); PREPARE TRANSACTION '${gids[k]}'`);
           }),
         );
         // One commit per batch names a gid that is not prepared: it must fail, and only it.
@@ -138,7 +143,9 @@ async function main(): Promise<void> {
             );
         } else {
           const n = way === 'pipelined1' ? 1 : way === 'pipelined4' ? 4 : 16;
-          results = await Promise.allSettled(sqls.map((s, k) => (pipes[k % n] as Awaited<ReturnType<typeof pipelined>>).send(s)));
+          results = await Promise.allSettled(
+            sqls.map((s, k) => (pipes[k % n] as Awaited<ReturnType<typeof pipelined>>).send(s)),
+          );
         }
         const ms = performance.now() - t0;
         const selfMs = onCpuMs(process.pid) - self0;
@@ -153,8 +160,15 @@ async function main(): Promise<void> {
         totals.set(way, t);
       }
     }
-    const left = await prep[0]?.query<{ n: string }>("SELECT count(*) AS n FROM pg_prepared_xacts WHERE gid LIKE 'pipe-%'");
-    const out: Record<string, unknown> = { batch: BATCH, rounds: ROUNDS, load_average: Math.round(loadavg()[0] * 100) / 100, left_prepared: Number(left?.rows[0]?.n) - ROUNDS * WAYS.length };
+    const left = await prep[0]?.query<{ n: string }>(
+      "SELECT count(*) AS n FROM pg_prepared_xacts WHERE gid LIKE 'pipe-%'",
+    );
+    const out: Record<string, unknown> = {
+      batch: BATCH,
+      rounds: ROUNDS,
+      load_average: Math.round(loadavg()[0] * 100) / 100,
+      left_prepared: Number(left?.rows[0]?.n) - ROUNDS * WAYS.length,
+    };
     for (const [way, t] of totals) {
       const line = {
         commits_s: Math.round((t.n / t.ms) * 1000),

@@ -72,7 +72,9 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   try {
-    console.log(`verdict raft-throughput: ${cpus()[0]?.model ?? 'cpu'} x${availableParallelism()}, node ${process.version}, data in ${c.dir}`);
+    console.log(
+      `verdict raft-throughput: ${cpus()[0]?.model ?? 'cpu'} x${availableParallelism()}, node ${process.version}, data in ${c.dir}`,
+    );
     for (const [i, inFlight] of inFlightLevels.entries()) {
       // A leader change between levels is possible; measure against whoever leads now.
       const { node: leader } = await c.waitForLeader();

@@ -57,10 +57,16 @@ async function main(): Promise<void> {
       if ('skipped' in bin) throw new Error(`--etcd: ${bin.skipped}`);
       etcd = await EtcdCluster.start(bin, join(dir, 'etcd'));
       const e = etcd;
-      targets.push({ label: 'etcd', put: etcdPut(await e.leader()), procs: e.members.map((m) => ({ id: m.name, pid: m.child.proc.pid ?? 0 })) });
+      targets.push({
+        label: 'etcd',
+        put: etcdPut(await e.leader()),
+        procs: e.members.map((m) => ({ id: m.name, pid: m.child.proc.pid ?? 0 })),
+      });
     }
     const value = Buffer.alloc(100, 0x61);
-    process.stdout.write(`raw-modes: ${targets.map((t) => t.label).join(' and ')}, 3 members each, one 100-byte Put at a time, ${SECONDS} s in windows of ${WINDOW_MS} ms\n`);
+    process.stdout.write(
+      `raw-modes: ${targets.map((t) => t.label).join(' and ')}, 3 members each, one 100-byte Put at a time, ${SECONDS} s in windows of ${WINDOW_MS} ms\n`,
+    );
     const t0 = Date.now();
     let seq = 0;
     for (let w = 0; Date.now() - t0 < SECONDS * 1_000; w++) {

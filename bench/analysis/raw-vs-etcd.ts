@@ -33,14 +33,29 @@ async function main(): Promise<void> {
       join(dir, 'floors.log'),
       35_000,
     );
-    log(`fsync of 200 B: p50 ${(fsync.fsync.p50_us / 1000).toFixed(2)} ms, p99 ${(fsync.fsync.p99_us / 1000).toFixed(2)} ms`);
+    log(
+      `fsync of 200 B: p50 ${(fsync.fsync.p50_us / 1000).toFixed(2)} ms, p99 ${(fsync.fsync.p99_us / 1000).toFixed(2)} ms`,
+    );
     const cluster = await BenchCluster.start(join(dir, 'verdict'), 3, 'raw');
     const raft: Record<string, number> = {};
     try {
       for (const inflight of [1, 64]) {
         const leader = await cluster.waitForLeader();
-        const cfg: RawLoad = { mode: 'raw', leader: leader.address, inflight, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, valueBytes: 100 };
-        const r = await runJsonChild<LoadResult>(`load raw inflight${inflight}`, 'harness/loadgen.ts', cfg, join(dir, 'verdict', `load-${inflight}.log`), WARMUP_MS + MEASURE_MS + 90_000);
+        const cfg: RawLoad = {
+          mode: 'raw',
+          leader: leader.address,
+          inflight,
+          warmupMs: WARMUP_MS,
+          measureMs: MEASURE_MS,
+          valueBytes: 100,
+        };
+        const r = await runJsonChild<LoadResult>(
+          `load raw inflight${inflight}`,
+          'harness/loadgen.ts',
+          cfg,
+          join(dir, 'verdict', `load-${inflight}.log`),
+          WARMUP_MS + MEASURE_MS + 90_000,
+        );
         log(
           `verdict raw log, 3 nodes, ${inflight} in flight: ${r.tps} puts/s, p50 ${(r.latency.p50_us / 1000).toFixed(2)} ms, p99 ${(r.latency.p99_us / 1000).toFixed(2)} ms, errors ${JSON.stringify(r.errors)}`,
         );
@@ -56,7 +71,16 @@ async function main(): Promise<void> {
       log(
         `etcd ${etcd.version}, 3 members: 1 in flight p50 ${(etcd.seq_p50_us / 1000).toFixed(2)} ms (${etcd.seq_tps} puts/s); 64 in flight ${etcd.inflight64_tps} puts/s, p50 ${(etcd.inflight64_p50_us / 1000).toFixed(2)} ms; errors ${JSON.stringify(etcd.errors)}`,
       );
-    const out = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS, loadAvgStart: loadStart, loadAvgEnd: loadavg()[0], fsync_200B: fsync.fsync, raft, anchors: { etcd }, ratios: etcdRatios(raft, etcd) };
+    const out = {
+      warmupMs: WARMUP_MS,
+      measureMs: MEASURE_MS,
+      loadAvgStart: loadStart,
+      loadAvgEnd: loadavg()[0],
+      fsync_200B: fsync.fsync,
+      raft,
+      anchors: { etcd },
+      ratios: etcdRatios(raft, etcd),
+    };
     process.stdout.write(JSON.stringify(out) + '\n');
   } finally {
     await stopAll();

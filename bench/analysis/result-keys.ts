@@ -10,7 +10,9 @@
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
-/** Every path from the top of `value` to a leaf (a scalar, null, an empty object or array), arrays read as one element. */
+/**
+ * Every path from the top of `value` to a leaf (a scalar, null, an empty object or array), arrays read as one element.
+ */
 export function keyPaths(value: unknown, at = ''): Set<string> {
   const out = new Set<string>();
   const walk = (v: unknown, p: string): void => {
@@ -47,7 +49,11 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const lines = [`${beforeFile}: ${keyPaths(before).size} key paths; ${afterFile}: ${keyPaths(after).size}`];
   for (const k of onlyBefore) lines.push(`only in ${beforeFile}: ${k}`);
   for (const k of onlyAfter) lines.push(`only in ${afterFile}: ${k}`);
-  lines.push(onlyBefore.length + onlyAfter.length === 0 ? 'same keys' : `${onlyBefore.length + onlyAfter.length} key path(s) differ`);
+  lines.push(
+    onlyBefore.length + onlyAfter.length === 0
+      ? 'same keys'
+      : `${onlyBefore.length + onlyAfter.length} key path(s) differ`,
+  );
   process.stdout.write(`${lines.join('\n')}\n`);
   process.exitCode = onlyBefore.length + onlyAfter.length === 0 ? 0 : 1;
 }

@@ -12,7 +12,9 @@ export interface PgDirectResult {
   errors: Record<string, number>;
   tps: number;
   latency: LatencySummary;
-  /** gids of this run found still prepared at the end and rolled back (0 unless a failure interrupted a transaction). */
+  /**
+   * gids of this run found still prepared at the end and rolled back (0 unless a failure interrupted a transaction).
+   */
   leftover_prepared: number;
   histogram: string;
 }
@@ -26,7 +28,13 @@ export interface DirectTiming {
   measureMs: number;
 }
 
-export function directResult(cfg: DirectTiming, ok: number, errors: Record<string, number>, h: Histogram, leftover: number): PgDirectResult {
+export function directResult(
+  cfg: DirectTiming,
+  ok: number,
+  errors: Record<string, number>,
+  h: Histogram,
+  leftover: number,
+): PgDirectResult {
   return {
     connections: cfg.connections,
     measured_ms: cfg.measureMs,
@@ -51,7 +59,8 @@ export async function closedLoop(
   txn: (worker: number, seq: number) => Promise<void>,
   errorCode: (err: unknown) => string,
 ): Promise<{ ok: number; errors: Record<string, number>; h: Histogram }> {
-  if (!(Number.isInteger(cfg.connections) && cfg.connections >= 1)) throw new Error(`connections must be a positive integer, not ${cfg.connections}`);
+  if (!(Number.isInteger(cfg.connections) && cfg.connections >= 1))
+    throw new Error(`connections must be a positive integer, not ${cfg.connections}`);
   const h = newHistogram();
   const errors: Record<string, number> = {};
   let ok = 0;
@@ -73,13 +82,19 @@ export async function closedLoop(
     }
   };
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all(Array.from({ length: cfg.connections }, (_, i) => worker(i))), new Promise<void>((r) => (timer = setTimeout(r, cfg.warmupMs + cfg.measureMs + DRAIN_MS)))]);
+  await Promise.race([
+    Promise.all(Array.from({ length: cfg.connections }, (_, i) => worker(i))),
+    new Promise<void>((r) => (timer = setTimeout(r, cfg.warmupMs + cfg.measureMs + DRAIN_MS))),
+  ]);
   clearTimeout(timer);
   return { ok, errors, h };
 }
 
 /** Runs a direct floor as the child process: reads its config from argv, prints its result, exits. */
-export async function directChildMain<C extends DirectTiming>(name: string, run: (cfg: C) => Promise<PgDirectResult>): Promise<void> {
+export async function directChildMain<C extends DirectTiming>(
+  name: string,
+  run: (cfg: C) => Promise<PgDirectResult>,
+): Promise<void> {
   const cfg = JSON.parse(process.argv[2] ?? '') as C;
   // The orchestrator holds our stdin; when it goes away, so do we.
   process.stdin.on('end', () => process.exit(2)).resume();

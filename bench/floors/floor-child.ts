@@ -87,7 +87,15 @@ export type FloorConfig =
   | { mode: 'grpc'; address: string; bytes: number; warmupMs: number; measureMs: number }
   | { mode: 'flush-pattern'; dir: string; bytes: number; samplesMax: number; measureMs: number }
   | { mode: 'fan-participant'; files: string[]; bytes: number }
-  | { mode: 'fanout'; participants: string[]; followers: string[]; leaderDir: string; bytes: number; warmupMs: number; measureMs: number }
+  | {
+      mode: 'fanout';
+      participants: string[];
+      followers: string[];
+      leaderDir: string;
+      bytes: number;
+      warmupMs: number;
+      measureMs: number;
+    }
   | { mode: 'raft-client'; address: string; bytes: number; warmupMs: number; measureMs: number };
 
 export interface FsyncFloor {
@@ -100,10 +108,18 @@ export interface GrpcFloor {
   streams: LatencySummary;
 }
 
-const ECHO = { Unary: method('Unary', false, false), Bidi: method('Bidi', true, true), Relay: method('Relay', true, false), Sink: method('Sink', true, false) };
+const ECHO = {
+  Unary: method('Unary', false, false),
+  Bidi: method('Bidi', true, true),
+  Relay: method('Relay', true, false),
+  Sink: method('Sink', true, false),
+};
 const FAN_PARTICIPANT = { Prepare: method('Prepare', true, true) };
 const RAFT_LEADER = { Put: method('Put', true, true) };
-/** A fan-out message's first byte: a PREPARE or append (flush every file), the same flushing the first file only, or a question for the process's CPU so far. */
+/**
+ * A fan-out message's first byte: a PREPARE or append (flush every file), the same flushing the first file only, or a
+ * question for the process's CPU so far.
+ */
 const PREPARE = 1;
 const CPU_PROBE = 2;
 const APPEND_ONE_SYNC = 3;
@@ -178,7 +194,20 @@ async function flusherPool(files: string[][], bytes: number): Promise<FlusherPoo
   const jobs = new Int32Array(sab, 8, threads);
   const ends = new BigInt64Array(sab, endsAt, threads);
   const workers = files.map(
-    (f, idx) => new Worker(FLUSHER, { eval: true, workerData: { sab, idx, threads, endsAt, files: f, bytes, preallocBytes: PREALLOC_BYTES_DEFAULT, slotBytes: MARK_SLOT_BYTES } }),
+    (f, idx) =>
+      new Worker(FLUSHER, {
+        eval: true,
+        workerData: {
+          sab,
+          idx,
+          threads,
+          endsAt,
+          files: f,
+          bytes,
+          preallocBytes: PREALLOC_BYTES_DEFAULT,
+          slotBytes: MARK_SLOT_BYTES,
+        },
+      }),
   );
   await Promise.all(workers.map((w) => new Promise((r) => w.once('online', r))));
   return {
@@ -208,14 +237,26 @@ const FAN = 16;
  * sample runs every pattern once, so all see the disk in the same state.
  */
 async function flushPatternFloor(cfg: Extract<FloorConfig, { mode: 'flush-pattern' }>): Promise<FlushPatternFloor> {
-  const nodes = await flusherPool([0, 1, 2].map((i) => [join(cfg.dir, `n${i}-segment`), join(cfg.dir, `n${i}-mark`)]).concat([3, 4].map((i) => [join(cfg.dir, `p${i}-journal`)])), cfg.bytes);
+  const nodes = await flusherPool(
+    [0, 1, 2]
+      .map((i) => [join(cfg.dir, `n${i}-segment`), join(cfg.dir, `n${i}-mark`)])
+      .concat([3, 4].map((i) => [join(cfg.dir, `p${i}-journal`)])),
+    cfg.bytes,
+  );
   const fan = await flusherPool(
     Array.from({ length: FAN }, (_, i) => [join(cfg.dir, `fan${i}-journal`)]),
     cfg.bytes,
   );
   const round = nodes.round;
   const quorum = (e: number[]): number => Math.max(e[0], Math.min(e[1], e[2]));
-  const hs = { classic1: newHistogram(), classic3: newHistogram(), parallel3: newHistogram(), parallel3_one_sync: newHistogram(), participants1: newHistogram(), participants16: newHistogram() };
+  const hs = {
+    classic1: newHistogram(),
+    classic3: newHistogram(),
+    parallel3: newHistogram(),
+    parallel3_one_sync: newHistogram(),
+    participants1: newHistogram(),
+    participants16: newHistogram(),
+  };
   const stopAt = performance.now() + cfg.measureMs;
   const alone = Array.from({ length: FAN }, (_, i) => (i === 0 ? 1 : 0));
   const together = Array.from({ length: FAN }, () => 1);
@@ -272,7 +313,8 @@ async function echoServer(): Promise<void> {
         cb(null, Buffer.alloc(0));
       });
     },
-    Sink: (_call: grpc.ServerReadableStream<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
+    Sink: (_call: grpc.ServerReadableStream<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) =>
+      cb(null, Buffer.alloc(0)),
   });
   await serveUntilStdinEnds(server);
 }
@@ -311,13 +353,25 @@ export interface FanoutFloor {
   participantsN: LatencySummary;
   /** How many participant processes participantsN sent to. */
   n: number;
-  /** PREPARE to two participants, both VOTEs, then the coordinator's own two flushes (segment, mark): classic 2PC on one node. */
+  /**
+   * PREPARE to two participants, both VOTEs, then the coordinator's own two flushes (segment, mark): classic 2PC on one
+   * node.
+   */
   classic1: LatencySummary;
-  /** The same, then the leader's two flushes beside an append to two follower processes (two flushes each), until the leader and one follower are done. */
+  /**
+   * The same, then the leader's two flushes beside an append to two follower processes (two flushes each), until the
+   * leader and one follower are done.
+   */
   classic3: LatencySummary;
-  /** Parallel commit: the two PREPAREs, the two appends and the leader's flushes all at once, until both VOTEs, the leader and one follower. */
+  /**
+   * Parallel commit: the two PREPAREs, the two appends and the leader's flushes all at once, until both VOTEs, the
+   * leader and one follower.
+   */
   parallel3: LatencySummary;
-  /** A raw log write on 3 nodes: the leader's two flushes beside the append to both followers, until the leader and one follower (absent in older results). */
+  /**
+   * A raw log write on 3 nodes: the leader's two flushes beside the append to both followers, until the leader and one
+   * follower (absent in older results).
+   */
   raft3?: LatencySummary;
   /** The same with one flush per node, no mark: how etcd's log syncs (absent in older results). */
   raft3_one_sync?: LatencySummary;
@@ -332,8 +386,14 @@ export interface FanoutFloor {
   coordinator_cpu_us_per_message: number;
 }
 
-/** One long-lived stream to a fan-participant process; send() resolves with the reply and when it arrived (performance.now()). */
-function fanConnection(address: string): { send: (m: Buffer) => Promise<{ at: number; reply: Buffer }>; close: () => void } {
+/**
+ * One long-lived stream to a fan-participant process; send() resolves with the reply and when it arrived
+ * (performance.now()).
+ */
+function fanConnection(address: string): {
+  send: (m: Buffer) => Promise<{ at: number; reply: Buffer }>;
+  close: () => void;
+} {
   const client = new grpc.Client(address, grpc.credentials.createInsecure());
   const call = client.makeBidiStreamRequest<Buffer, Buffer>(FAN_PARTICIPANT.Prepare.path, ident, ident);
   const waiting: ((d: Buffer) => void)[] = [];
@@ -413,7 +473,8 @@ async function fanoutFloor(cfg: Extract<FloorConfig, { mode: 'fanout' }>): Promi
   };
   const cpuOfParticipants = async (): Promise<number> => {
     let sum = 0;
-    for (const p of ps) sum += (JSON.parse((await p.send(Buffer.from([CPU_PROBE]))).reply.toString()) as { cpu_us: number }).cpu_us;
+    for (const p of ps)
+      sum += (JSON.parse((await p.send(Buffer.from([CPU_PROBE]))).reply.toString()) as { cpu_us: number }).cpu_us;
     return sum;
   };
   const start = performance.now();
@@ -492,7 +553,14 @@ async function grpcFloor(cfg: Extract<FloorConfig, { mode: 'grpc' }>): Promise<G
     cfg.measureMs,
     () =>
       new Promise<void>((res, rej) => {
-        client.makeUnaryRequest<Buffer, Buffer>(ECHO.Unary.path, ident, ident, msg, { deadline: Date.now() + 5_000 }, (err) => (err ? rej(err) : res()));
+        client.makeUnaryRequest<Buffer, Buffer>(
+          ECHO.Unary.path,
+          ident,
+          ident,
+          msg,
+          { deadline: Date.now() + 5_000 },
+          (err) => (err ? rej(err) : res()),
+        );
       }),
   );
 
@@ -538,7 +606,12 @@ async function grpcFloor(cfg: Extract<FloorConfig, { mode: 'grpc' }>): Promise<G
  * flushes and the first follower's reply are in (the second follower's comes when it comes, as in a cluster); a
  * raft-client child sends them one at a time and reports what it timed.
  */
-async function raftWithClient(cfg: Extract<FloorConfig, { mode: 'fanout' }>, msg: Buffer, leaderFlush: () => Promise<number>, followers: ReturnType<typeof fanConnection>[]): Promise<LatencySummary> {
+async function raftWithClient(
+  cfg: Extract<FloorConfig, { mode: 'fanout' }>,
+  msg: Buffer,
+  leaderFlush: () => Promise<number>,
+  followers: ReturnType<typeof fanConnection>[],
+): Promise<LatencySummary> {
   const server = new grpc.Server();
   server.addService(RAFT_LEADER, {
     Put: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
@@ -551,7 +624,13 @@ async function raftWithClient(cfg: Extract<FloorConfig, { mode: 'fanout' }>, msg
   });
   const port = await bind(server);
   try {
-    const client: Extract<FloorConfig, { mode: 'raft-client' }> = { mode: 'raft-client', address: `127.0.0.1:${port}`, bytes: cfg.bytes, warmupMs: cfg.warmupMs, measureMs: cfg.measureMs };
+    const client: Extract<FloorConfig, { mode: 'raft-client' }> = {
+      mode: 'raft-client',
+      address: `127.0.0.1:${port}`,
+      bytes: cfg.bytes,
+      warmupMs: cfg.warmupMs,
+      measureMs: cfg.measureMs,
+    };
     const r = await runJsonChild<{ raft3_client: LatencySummary }>(
       'raft3 client',
       'floors/floor-child.ts',
@@ -565,7 +644,9 @@ async function raftWithClient(cfg: Extract<FloorConfig, { mode: 'fanout' }>, msg
   }
 }
 
-async function raftClient(cfg: Extract<FloorConfig, { mode: 'raft-client' }>): Promise<{ raft3_client: LatencySummary }> {
+async function raftClient(
+  cfg: Extract<FloorConfig, { mode: 'raft-client' }>,
+): Promise<{ raft3_client: LatencySummary }> {
   const client = new grpc.Client(cfg.address, grpc.credentials.createInsecure());
   const call = client.makeBidiStreamRequest<Buffer, Buffer>(RAFT_LEADER.Put.path, ident, ident);
   const { arrived, roundTrip } = oneInFlight();

@@ -51,7 +51,12 @@ export const FLOOR_FILE_SOURCE = `function openFloorFile(fs, path, preallocBytes
   return { fd, write(buf) { fs.writeSync(fd, buf); }, close() { fs.closeSync(fd); } };
 }`;
 
-const openFloorFileIn = new Function(`return ${FLOOR_FILE_SOURCE}`)() as (fs: typeof import('node:fs'), path: string, preallocBytes: number, slotBytes: number) => FloorFile;
+const openFloorFileIn = new Function(`return ${FLOOR_FILE_SOURCE}`)() as (
+  fs: typeof import('node:fs'),
+  path: string,
+  preallocBytes: number,
+  slotBytes: number,
+) => FloorFile;
 
 export function openFloorFile(path: string): FloorFile {
   return openFloorFileIn(fsModule, path, PREALLOC_BYTES_DEFAULT, MARK_SLOT_BYTES);

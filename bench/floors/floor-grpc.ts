@@ -7,11 +7,16 @@
 import * as grpc from '@grpc/grpc-js';
 import { fdatasync } from 'node:fs';
 
-export const fdatasyncAsync = (fd: number): Promise<void> => new Promise((res, rej) => fdatasync(fd, (err) => (err ? rej(err) : res())));
+export const fdatasyncAsync = (fd: number): Promise<void> =>
+  new Promise((res, rej) => fdatasync(fd, (err) => (err ? rej(err) : res())));
 
 export const ident = (b: Buffer): Buffer => b;
 
-export const method = (name: string, requestStream: boolean, responseStream: boolean): grpc.MethodDefinition<Buffer, Buffer> => ({
+export const method = (
+  name: string,
+  requestStream: boolean,
+  responseStream: boolean,
+): grpc.MethodDefinition<Buffer, Buffer> => ({
   path: `/verdict.bench.Echo/${name}`,
   requestStream,
   responseStream,
@@ -22,10 +27,17 @@ export const method = (name: string, requestStream: boolean, responseStream: boo
 });
 
 export function bind(server: grpc.Server): Promise<number> {
-  return new Promise((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => (err ? rej(err) : res(port))));
+  return new Promise((res, rej) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) =>
+      err ? rej(err) : res(port),
+    ),
+  );
 }
 
-/** Binds `server`, prints "listening <port>" for the orchestrator, and returns once it closes our stdin (the server is then shut down). */
+/**
+ * Binds `server`, prints "listening <port>" for the orchestrator, and returns once it closes our stdin (the server is
+ * then shut down).
+ */
 export async function serveUntilStdinEnds(server: grpc.Server): Promise<void> {
   const port = await bind(server);
   process.stdout.write(`listening ${port}\n`);

@@ -40,13 +40,21 @@ function errorCode(err: unknown): string {
 async function run(cfg: MySqlDirectConfig): Promise<PgDirectResult> {
   const shops = await Promise.all(
     Array.from({ length: cfg.connections }, async () => {
-      const c = new pg.Client({ connectionString: cfg.shopUrl, connectionTimeoutMillis: 10_000, application_name: 'verdict-bench-mysql-direct' });
+      const c = new pg.Client({
+        connectionString: cfg.shopUrl,
+        connectionTimeoutMillis: 10_000,
+        application_name: 'verdict-bench-mysql-direct',
+      });
       c.on('error', () => {});
       await c.connect();
       return c;
     }),
   );
-  const ledgers = await Promise.all(Array.from({ length: cfg.connections }, () => mysql.createConnection({ uri: cfg.ledgerUrl, connectTimeout: 10_000 })));
+  const ledgers = await Promise.all(
+    Array.from({ length: cfg.connections }, () =>
+      mysql.createConnection({ uri: cfg.ledgerUrl, connectTimeout: 10_000 }),
+    ),
+  );
   for (const l of ledgers) l.on('error', () => {});
   const prefix = `bench-mydirect-${cfg.tag}-`;
 
@@ -86,14 +94,21 @@ async function run(cfg: MySqlDirectConfig): Promise<PgDirectResult> {
   );
 
   let leftover = 0;
-  const r = await shops[0].query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)', [prefix]);
+  const r = await shops[0].query<{ gid: string }>(
+    'SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)',
+    [prefix],
+  );
   for (const row of r.rows) {
     await shops[0].query(`ROLLBACK PREPARED '${row.gid}'`).catch(() => {});
     leftover++;
   }
-  const [branches] = (await ledgers[0].query('XA RECOVER')) as unknown as [{ formatID: number; gtrid_length: number; data: Buffer | string }[]];
+  const [branches] = (await ledgers[0].query('XA RECOVER')) as unknown as [
+    { formatID: number; gtrid_length: number; data: Buffer | string }[],
+  ];
   for (const b of branches) {
-    const gtrid = (Buffer.isBuffer(b.data) ? b.data : Buffer.from(String(b.data), 'latin1')).subarray(0, b.gtrid_length).toString('latin1');
+    const gtrid = (Buffer.isBuffer(b.data) ? b.data : Buffer.from(String(b.data), 'latin1'))
+      .subarray(0, b.gtrid_length)
+      .toString('latin1');
     if (Number(b.formatID) !== FORMAT_ID || !gtrid.startsWith(prefix)) continue;
     await ledgers[0].query(`XA ROLLBACK '${gtrid}','ledger',${FORMAT_ID}`).catch(() => {});
     leftover++;

@@ -41,24 +41,59 @@ export async function startBenchMySql(pg: BenchPg | null): Promise<BenchMySql | 
   const external = process.env.VERDICT_MYSQL_URL ?? '';
   const bin = join(process.env.VERDICT_MYSQL_BIN ?? '/usr/sbin', 'mariadbd');
   if (external === '' && !existsSync(bin))
-    return { skipped: `no MariaDB server binary at ${bin} and VERDICT_MYSQL_URL is not set: install mariadb-server, or set VERDICT_MYSQL_BIN or VERDICT_MYSQL_URL` };
+    return {
+      skipped: `no MariaDB server binary at ${bin} and VERDICT_MYSQL_URL is not set: install mariadb-server, or set VERDICT_MYSQL_BIN or VERDICT_MYSQL_URL`,
+    };
   const server = await startMariaDb({ databases: ['ledger'] });
   try {
     const ledgerUrl = server.url('ledger');
-    await mysqlQuery(ledgerUrl, 'CREATE TABLE IF NOT EXISTS accounts (id VARCHAR(64) PRIMARY KEY, balance_cents BIGINT NOT NULL CHECK (balance_cents >= 0)) ENGINE=InnoDB');
-    const rows = Array.from({ length: CLIENTS_MAX * ACCOUNTS_PER_CLIENT }, (_, g) => `('acct-${g}', ${OPENING_BALANCE_CENTS})`);
-    await mysqlQuery(ledgerUrl, `INSERT INTO accounts (id, balance_cents) VALUES ${rows.join(', ')} ON DUPLICATE KEY UPDATE balance_cents = VALUES(balance_cents)`);
+    await mysqlQuery(
+      ledgerUrl,
+      'CREATE TABLE IF NOT EXISTS accounts (id VARCHAR(64) PRIMARY KEY, balance_cents BIGINT NOT NULL CHECK (balance_cents >= 0)) ENGINE=InnoDB',
+    );
+    const rows = Array.from(
+      { length: CLIENTS_MAX * ACCOUNTS_PER_CLIENT },
+      (_, g) => `('acct-${g}', ${OPENING_BALANCE_CENTS})`,
+    );
+    await mysqlQuery(
+      ledgerUrl,
+      `INSERT INTO accounts (id, balance_cents) VALUES ${rows.join(', ')} ON DUPLICATE KEY UPDATE balance_cents = VALUES(balance_cents)`,
+    );
     return { server, ledgerUrl };
   } catch (err) {
     await server.stop();
-    throw new Error(`preparing the benchmark's MariaDB ledger failed: ${err instanceof Error ? err.message : String(err)}`);
+    throw new Error(
+      `preparing the benchmark's MariaDB ledger failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }
 
-export async function measureMySqlDirect(pg: BenchPg, my: BenchMySql, dir: string, connections: number, t: { warmupMs: number; measureMs: number }): Promise<PgDirectFloor> {
-  const cfg: MySqlDirectConfig = { shopUrl: pg.urls.shop, ledgerUrl: my.ledgerUrl, connections, warmupMs: t.warmupMs, measureMs: t.measureMs, tag: `${pg.tag}my${connections}` };
-  const r = await runJsonChild<PgDirectResult>(`MySQL direct floor, ${connections} connection(s)`, 'floors/mysql-direct.ts', cfg, join(dir, 'mysql-direct.log'), t.warmupMs + t.measureMs + 90_000);
-  if (r.ok === 0) throw new Error(`the MySQL direct floor at ${connections} connection(s) committed nothing (errors: ${JSON.stringify(r.errors)}); see ${join(dir, 'mysql-direct.log')}`);
+export async function measureMySqlDirect(
+  pg: BenchPg,
+  my: BenchMySql,
+  dir: string,
+  connections: number,
+  t: { warmupMs: number; measureMs: number },
+): Promise<PgDirectFloor> {
+  const cfg: MySqlDirectConfig = {
+    shopUrl: pg.urls.shop,
+    ledgerUrl: my.ledgerUrl,
+    connections,
+    warmupMs: t.warmupMs,
+    measureMs: t.measureMs,
+    tag: `${pg.tag}my${connections}`,
+  };
+  const r = await runJsonChild<PgDirectResult>(
+    `MySQL direct floor, ${connections} connection(s)`,
+    'floors/mysql-direct.ts',
+    cfg,
+    join(dir, 'mysql-direct.log'),
+    t.warmupMs + t.measureMs + 90_000,
+  );
+  if (r.ok === 0)
+    throw new Error(
+      `the MySQL direct floor at ${connections} connection(s) committed nothing (errors: ${JSON.stringify(r.errors)}); see ${join(dir, 'mysql-direct.log')}`,
+    );
   return directFloor(r, connections);
 }
 
@@ -68,10 +103,23 @@ export async function measureMySqlDirect(pg: BenchPg, my: BenchMySql, dir: strin
  * MariaDB: what any replicated coordinator with participant processes costs
  * on this path, none of it Verdict's code.
  */
-export function measureMySqlMinimal(pg: BenchPg, my: BenchMySql, dir: string, connections: number, t: { warmupMs: number; measureMs: number }): Promise<PgDirectFloor> {
+export function measureMySqlMinimal(
+  pg: BenchPg,
+  my: BenchMySql,
+  dir: string,
+  connections: number,
+  t: { warmupMs: number; measureMs: number },
+): Promise<PgDirectFloor> {
   return measurePgMinimal(pg, dir, connections, t, my.ledgerUrl);
 }
 
 export function mysqlParticipantArgs(my: BenchMySql): string[] {
-  return ['--resource', 'mysql', '--mysql-url', my.ledgerUrl, '--mysql-concurrency', String(MYSQL_PARTICIPANT_CONCURRENCY)];
+  return [
+    '--resource',
+    'mysql',
+    '--mysql-url',
+    my.ledgerUrl,
+    '--mysql-concurrency',
+    String(MYSQL_PARTICIPANT_CONCURRENCY),
+  ];
 }

@@ -23,7 +23,13 @@
 // rolled back and counted, so the floor never leaves pg_prepared_xacts behind.
 import pg from 'pg';
 import { closedLoop, directChildMain, directResult, type PgDirectResult } from './direct-child.ts';
-import { accountOf, DIRECT_MARKER_SCHEMA, DIRECT_MARKER_TABLE, ledgerStatement, shopStatement } from '../harness/pg-workload.ts';
+import {
+  accountOf,
+  DIRECT_MARKER_SCHEMA,
+  DIRECT_MARKER_TABLE,
+  ledgerStatement,
+  shopStatement,
+} from '../harness/pg-workload.ts';
 
 export interface PgDirectConfig {
   shopUrl: string;
@@ -45,7 +51,12 @@ export interface PgDirectConfig {
 const STATEMENT_TIMEOUT_MS = 20_000;
 
 async function connect(url: string): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, statement_timeout: STATEMENT_TIMEOUT_MS, application_name: 'verdict-bench-direct' });
+  const c = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: 10_000,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    application_name: 'verdict-bench-direct',
+  });
   // An error on an idle connection must not crash the process; the next query reports it.
   c.on('error', () => {});
   await c.connect();
@@ -61,7 +72,8 @@ async function run(cfg: PgDirectConfig): Promise<PgDirectResult> {
   const shops = await Promise.all(Array.from({ length: cfg.connections }, () => connect(cfg.shopUrl)));
   const ledgers = await Promise.all(Array.from({ length: cfg.connections }, () => connect(cfg.ledgerUrl)));
   const gidPrefix = `bench-direct-${cfg.tag}-`;
-  if (cfg.marker === true) for (const c of [shops[0], ledgers[0]]) for (const stmt of DIRECT_MARKER_SCHEMA) await c.query(stmt);
+  if (cfg.marker === true)
+    for (const c of [shops[0], ledgers[0]]) for (const stmt of DIRECT_MARKER_SCHEMA) await c.query(stmt);
   // gids and ids are made of [A-Za-z0-9-] here, so they go into the SQL as they are.
   const prepare = (gid: string, txnId: string): string =>
     cfg.marker === true
@@ -100,7 +112,10 @@ async function run(cfg: PgDirectConfig): Promise<PgDirectResult> {
 
   let leftover = 0;
   for (const conn of [shops[0], ledgers[0]]) {
-    const r = await conn.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)', [gidPrefix]);
+    const r = await conn.query<{ gid: string }>(
+      'SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)',
+      [gidPrefix],
+    );
     for (const row of r.rows) {
       await conn.query(`ROLLBACK PREPARED '${row.gid}'`).catch(() => {});
       leftover++;

@@ -45,7 +45,14 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { closedLoop, directChildMain, directResult, type PgDirectResult } from './direct-child.ts';
 import { fdatasyncAsync, ident, method, serveUntilStdinEnds } from './floor-grpc.ts';
-import { accountOf, DIRECT_MARKER_SCHEMA, DIRECT_MARKER_SCHEMA_MYSQL, DIRECT_MARKER_TABLE, ledgerStatement, shopStatement } from '../harness/pg-workload.ts';
+import {
+  accountOf,
+  DIRECT_MARKER_SCHEMA,
+  DIRECT_MARKER_SCHEMA_MYSQL,
+  DIRECT_MARKER_TABLE,
+  ledgerStatement,
+  shopStatement,
+} from '../harness/pg-workload.ts';
 
 export type PgMinimalConfig =
   | { role: 'participant'; url: string; connections: number; db?: 'postgres' | 'mysql' }
@@ -115,8 +122,13 @@ async function participant(cfg: Extract<PgMinimalConfig, { role: 'participant' }
   await end();
 }
 
-/** MariaDB as Verdict's MySQL participant drives it: a session per branch, one query to prepare, the decision on the same session. */
-async function mysqlRun(cfg: Extract<PgMinimalConfig, { role: 'participant' }>): Promise<{ run: Run; end: () => Promise<void> }> {
+/**
+ * MariaDB as Verdict's MySQL participant drives it: a session per branch, one query to prepare, the decision on the
+ * same session.
+ */
+async function mysqlRun(
+  cfg: Extract<PgMinimalConfig, { role: 'participant' }>,
+): Promise<{ run: Run; end: () => Promise<void> }> {
   const connect = async (): Promise<mysql.Connection> => {
     const c = await mysql.createConnection({ uri: cfg.url, multipleStatements: true });
     c.on('error', () => {});
@@ -130,7 +142,8 @@ async function mysqlRun(cfg: Extract<PgMinimalConfig, { role: 'participant' }>):
     const own = held.get(m.gid);
     if (m.k !== 'p') {
       held.delete(m.gid);
-      // The coordinator decides only branches that voted YES, which this process holds; any other is decided on a session of its own.
+      // The coordinator decides only branches that voted YES, which this process holds; any other is decided on a
+      // session of its own.
       const c = own ?? (await connect());
       try {
         await c.query(`XA ${m.k === 'c' ? 'COMMIT' : 'ROLLBACK'} ${xid}`);
@@ -152,10 +165,15 @@ async function mysqlRun(cfg: Extract<PgMinimalConfig, { role: 'participant' }>):
       throw err;
     }
   };
-  return { run, end: async () => void (await Promise.all([...idle, ...held.values()].map((c) => c.end().catch(() => c.destroy())))) };
+  return {
+    run,
+    end: async () => void (await Promise.all([...idle, ...held.values()].map((c) => c.end().catch(() => c.destroy())))),
+  };
 }
 
-async function postgresRun(cfg: Extract<PgMinimalConfig, { role: 'participant' }>): Promise<{ run: Run; end: () => Promise<void> }> {
+async function postgresRun(
+  cfg: Extract<PgMinimalConfig, { role: 'participant' }>,
+): Promise<{ run: Run; end: () => Promise<void> }> {
   const opts = { connectionString: cfg.url, max: cfg.connections, application_name: 'verdict-bench-minimal' };
   const work = new pg.Pool(opts);
   const decide = new pg.Pool(opts);
@@ -173,7 +191,8 @@ async function postgresRun(cfg: Extract<PgMinimalConfig, { role: 'participant' }
         `BEGIN; ${m.sql}; INSERT INTO ${DIRECT_MARKER_TABLE} (gid, txn_id, prepared_at) VALUES ('${gid}', '${safe(m.txnId ?? '')}', statement_timestamp()); PREPARE TRANSACTION '${gid}'`,
       )) as unknown as pg.QueryResult[];
       // PREPARE TRANSACTION of a failed transaction answers ROLLBACK, not an error.
-      if (r[r.length - 1]?.command !== 'PREPARE') throw new Error(`PREPARE TRANSACTION answered ${r[r.length - 1]?.command}`);
+      if (r[r.length - 1]?.command !== 'PREPARE')
+        throw new Error(`PREPARE TRANSACTION answered ${r[r.length - 1]?.command}`);
       c.release();
     } catch (err) {
       // A connection that cannot even roll back is not given back to the pool.
@@ -249,7 +268,10 @@ async function follower(cfg: Extract<PgMinimalConfig, { role: 'follower' }>): Pr
   log.close();
 }
 
-/** One long-lived bidi stream; send() resolves with the answer paired by `n`, or with the next answer when there is no `n` (followers answer in order). */
+/**
+ * One long-lived bidi stream; send() resolves with the answer paired by `n`, or with the next answer when there is no
+ * `n` (followers answer in order).
+ */
 function connection(address: string): { send: (m: Buffer, n?: number) => Promise<Buffer>; close: () => void } {
   const client = new grpc.Client(address, grpc.credentials.createInsecure());
   const call = client.makeBidiStreamRequest<Buffer, Buffer>(STREAM.Stream.path, ident, ident);
@@ -342,7 +364,10 @@ async function coordinator(cfg: Extract<PgMinimalConfig, { role: 'coordinator' }
   for (const url of cfg.ledgerDb === 'mysql' ? [cfg.shopUrl] : [cfg.shopUrl, cfg.ledgerUrl]) {
     const c = new pg.Client({ connectionString: url });
     await c.connect();
-    const r = await c.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)', [gidPrefix]);
+    const r = await c.query<{ gid: string }>(
+      'SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)',
+      [gidPrefix],
+    );
     for (const row of r.rows) {
       await c.query(`ROLLBACK PREPARED '${safe(row.gid)}'`).catch(() => {});
       leftover++;
@@ -361,7 +386,9 @@ async function rollbackLeftoverBranches(url: string, prefix: string): Promise<nu
     const [rows] = (await c.query('XA RECOVER')) as unknown as [{ gtrid_length: number; data: Buffer | string }[]];
     let n = 0;
     for (const r of rows) {
-      const gtrid = (Buffer.isBuffer(r.data) ? r.data : Buffer.from(String(r.data), 'latin1')).subarray(0, Number(r.gtrid_length)).toString('latin1');
+      const gtrid = (Buffer.isBuffer(r.data) ? r.data : Buffer.from(String(r.data), 'latin1'))
+        .subarray(0, Number(r.gtrid_length))
+        .toString('latin1');
       if (!gtrid.startsWith(prefix)) continue;
       await c.query(`XA ROLLBACK '${safe(gtrid)}'`).catch(() => {});
       n++;

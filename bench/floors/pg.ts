@@ -39,9 +39,14 @@ import { listeningAddress, ROOT, runJsonChild, spawnChild, stopChild, type Child
 export const PG_CONCURRENCY = [1, 16] as const;
 /** The participants' ids, also the databases' names. */
 export const PG_PARTICIPANTS = ['shop', 'ledger'] as const;
-/** Prepared transactions the server allows at once: both participants at full concurrency, and the direct floor's, with room to spare. */
+/**
+ * Prepared transactions the server allows at once: both participants at full concurrency, and the direct floor's, with
+ * room to spare.
+ */
 const MAX_PREPARED_TRANSACTIONS = 128;
-/** Each participant's --pg-concurrency: transactions it holds open at once, so 16 clients never queue for a connection. */
+/**
+ * Each participant's --pg-concurrency: transactions it holds open at once, so 16 clients never queue for a connection.
+ */
 export const PG_PARTICIPANT_CONCURRENCY = 16;
 
 const PG_BIN = process.env.VERDICT_PG_BIN ?? '/usr/lib/postgresql/15/bin';
@@ -67,11 +72,20 @@ export interface PgDirectFloor extends LatencySummary {
 export interface PgDirectFloors {
   pg_direct_1: PgDirectFloor | null;
   pg_direct_16: PgDirectFloor | null;
-  /** pg_direct_16 with a marker row beside each PREPARE TRANSACTION, as the participant writes (absent in older results). */
+  /**
+   * pg_direct_16 with a marker row beside each PREPARE TRANSACTION, as the participant writes (absent in older
+   * results).
+   */
   pg_direct_16_marked?: PgDirectFloor | null;
-  /** pg_direct_16 measured again after Verdict's PostgreSQL scenarios, on the same server: how far the floor moved meanwhile (absent in older results). */
+  /**
+   * pg_direct_16 measured again after Verdict's PostgreSQL scenarios, on the same server: how far the floor moved
+   * meanwhile (absent in older results).
+   */
   pg_direct_16_after?: PgDirectFloor | null;
-  /** The same transaction at 16 in flight through the least possible processes: two participants, a leader and two followers (bench/floors/pg-minimal.ts; absent in older results). */
+  /**
+   * The same transaction at 16 in flight through the least possible processes: two participants, a leader and two
+   * followers (bench/floors/pg-minimal.ts; absent in older results).
+   */
   pg_minimal_16?: PgDirectFloor | null;
 }
 
@@ -79,7 +93,16 @@ export const NO_PG_DIRECT: PgDirectFloors = { pg_direct_1: null, pg_direct_16: n
 
 /** A floor child's result (bench/floors/direct-child.ts) as the results file holds it. */
 export function directFloor(r: PgDirectResult, connections: number): PgDirectFloor {
-  return { ...r.latency, connections, tps: r.tps, ok: r.ok, errors: r.errors, measure_ms: r.measured_ms, leftover_prepared: r.leftover_prepared, histogram: r.histogram };
+  return {
+    ...r.latency,
+    connections,
+    tps: r.tps,
+    ok: r.ok,
+    errors: r.errors,
+    measure_ms: r.measured_ms,
+    leftover_prepared: r.leftover_prepared,
+    histogram: r.histogram,
+  };
 }
 
 /**
@@ -90,9 +113,14 @@ export function directFloor(r: PgDirectResult, connections: number): PgDirectFlo
 export async function startBenchPg(): Promise<BenchPg | { skipped: string }> {
   const external = process.env.VERDICT_PG_URL ?? '';
   if (external === '' && !existsSync(join(PG_BIN, 'postgres'))) {
-    return { skipped: `no PostgreSQL server binary at ${join(PG_BIN, 'postgres')} and VERDICT_PG_URL is not set: install postgresql-15, or set VERDICT_PG_BIN or VERDICT_PG_URL` };
+    return {
+      skipped: `no PostgreSQL server binary at ${join(PG_BIN, 'postgres')} and VERDICT_PG_URL is not set: install postgresql-15, or set VERDICT_PG_BIN or VERDICT_PG_URL`,
+    };
   }
-  const server = await startPostgres({ maxPreparedTransactions: MAX_PREPARED_TRANSACTIONS, databases: [...PG_PARTICIPANTS] });
+  const server = await startPostgres({
+    maxPreparedTransactions: MAX_PREPARED_TRANSACTIONS,
+    databases: [...PG_PARTICIPANTS],
+  });
   try {
     const urls = { shop: server.url('shop'), ledger: server.url('ledger') };
     for (const [db, ddl] of [
@@ -100,9 +128,13 @@ export async function startBenchPg(): Promise<BenchPg | { skipped: string }> {
       ['ledger', LEDGER_SCHEMA],
     ] as const) {
       await withClient(urls[db], async (c) => {
-        const mpt = Number((await c.query<{ mpt: string }>("SELECT current_setting('max_prepared_transactions') AS mpt")).rows[0]?.mpt);
+        const mpt = Number(
+          (await c.query<{ mpt: string }>("SELECT current_setting('max_prepared_transactions') AS mpt")).rows[0]?.mpt,
+        );
         if (mpt < PG_PARTICIPANT_CONCURRENCY * 2) {
-          throw new Error(`PostgreSQL at ${db} has max_prepared_transactions = ${mpt}; the benchmark needs at least ${PG_PARTICIPANT_CONCURRENCY * 2} (set it and restart PostgreSQL)`);
+          throw new Error(
+            `PostgreSQL at ${db} has max_prepared_transactions = ${mpt}; the benchmark needs at least ${PG_PARTICIPANT_CONCURRENCY * 2} (set it and restart PostgreSQL)`,
+          );
         }
         for (const stmt of ddl) await c.query(stmt);
       });
@@ -110,7 +142,9 @@ export async function startBenchPg(): Promise<BenchPg | { skipped: string }> {
     return { server, urls, tag: `r${Date.now().toString(36)}` };
   } catch (err) {
     await server.stop();
-    throw new Error(`preparing the benchmark's shop and ledger databases failed: ${err instanceof Error ? err.message : String(err)}`);
+    throw new Error(
+      `preparing the benchmark's shop and ledger databases failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }
 
@@ -124,7 +158,14 @@ export interface PgDirectTiming {
  * database also writes a marker row as the participant does. `again` names a
  * second measurement of the same floor in one run (its order ids must differ).
  */
-export async function measurePgDirect(pg: BenchPg, dir: string, connections: number, t: PgDirectTiming, marker = false, again = ''): Promise<PgDirectFloor> {
+export async function measurePgDirect(
+  pg: BenchPg,
+  dir: string,
+  connections: number,
+  t: PgDirectTiming,
+  marker = false,
+  again = '',
+): Promise<PgDirectFloor> {
   const cfg: PgDirectConfig = {
     shopUrl: pg.urls.shop,
     ledgerUrl: pg.urls.ledger,
@@ -136,15 +177,27 @@ export async function measurePgDirect(pg: BenchPg, dir: string, connections: num
     marker,
   };
   const what = `PostgreSQL direct floor${marker ? ' with markers' : ''}, ${connections} connection(s)`;
-  const r = await runJsonChild<PgDirectResult>(what, 'floors/pg-direct.ts', cfg, join(dir, 'pg-direct.log'), t.warmupMs + t.measureMs + 90_000);
-  if (r.ok === 0) throw new Error(`the ${what} committed nothing (errors: ${JSON.stringify(r.errors)}); see ${join(dir, 'pg-direct.log')}`);
+  const r = await runJsonChild<PgDirectResult>(
+    what,
+    'floors/pg-direct.ts',
+    cfg,
+    join(dir, 'pg-direct.log'),
+    t.warmupMs + t.measureMs + 90_000,
+  );
+  if (r.ok === 0)
+    throw new Error(
+      `the ${what} committed nothing (errors: ${JSON.stringify(r.errors)}); see ${join(dir, 'pg-direct.log')}`,
+    );
   return directFloor(r, connections);
 }
 
 /** The extra `verdict participant` flags of participant `id` (shop or ledger). */
 export function pgParticipantArgs(pg: BenchPg, id: string): string[] {
   const url = (pg.urls as Record<string, string>)[id];
-  if (url === undefined) throw new Error(`no PostgreSQL database for participant ${id}; the PostgreSQL participants are ${PG_PARTICIPANTS.join(', ')}`);
+  if (url === undefined)
+    throw new Error(
+      `no PostgreSQL database for participant ${id}; the PostgreSQL participants are ${PG_PARTICIPANTS.join(', ')}`,
+    );
   return ['--resource', 'postgres', '--pg-url', url, '--pg-concurrency', String(PG_PARTICIPANT_CONCURRENCY)];
 }
 
@@ -155,19 +208,38 @@ export function pgParticipantArgs(pg: BenchPg, id: string): string[] {
  * flight. What any replicated coordinator costs on this machine, none of it
  * Verdict's code: floors.pg_minimal_16.
  */
-export async function measurePgMinimal(pg: BenchPg, dir: string, connections: number, t: PgDirectTiming, mariaDbLedgerUrl: string | null = null): Promise<PgDirectFloor> {
+export async function measurePgMinimal(
+  pg: BenchPg,
+  dir: string,
+  connections: number,
+  t: PgDirectTiming,
+  mariaDbLedgerUrl: string | null = null,
+): Promise<PgDirectFloor> {
   const what = mariaDbLedgerUrl === null ? 'PostgreSQL' : 'MariaDB';
   const log = join(dir, mariaDbLedgerUrl === null ? 'pg-minimal.log' : 'mysql-minimal.log');
   const start = (label: string, cfg: PgMinimalConfig): Child =>
-    spawnChild(label, ['--import', 'tsx', join(ROOT, 'bench', 'floors', 'pg-minimal.ts'), JSON.stringify(cfg)], log, { stdin: true, stdout: true });
+    spawnChild(label, ['--import', 'tsx', join(ROOT, 'bench', 'floors', 'pg-minimal.ts'), JSON.stringify(cfg)], log, {
+      stdin: true,
+      stdout: true,
+    });
   const ledgerUrl = mariaDbLedgerUrl ?? pg.urls.ledger;
   const participants = [
     start('minimal shop participant', { role: 'participant', url: pg.urls.shop, connections }),
-    start('minimal ledger participant', { role: 'participant', url: ledgerUrl, connections, db: mariaDbLedgerUrl === null ? 'postgres' : 'mysql' }),
+    start('minimal ledger participant', {
+      role: 'participant',
+      url: ledgerUrl,
+      connections,
+      db: mariaDbLedgerUrl === null ? 'postgres' : 'mysql',
+    }),
   ];
-  const followers = [1, 2].map((i) => start(`minimal follower ${i}`, { role: 'follower', dir, name: `minimal-follower-${i}`, bytes: 200 }));
+  const followers = [1, 2].map((i) =>
+    start(`minimal follower ${i}`, { role: 'follower', dir, name: `minimal-follower-${i}`, bytes: 200 }),
+  );
   try {
-    const [[shop, ledger], fs] = await Promise.all([Promise.all(participants.map((c) => listeningAddress(c))), Promise.all(followers.map((c) => listeningAddress(c)))]);
+    const [[shop, ledger], fs] = await Promise.all([
+      Promise.all(participants.map((c) => listeningAddress(c))),
+      Promise.all(followers.map((c) => listeningAddress(c))),
+    ]);
     const cfg: PgMinimalConfig = {
       role: 'coordinator',
       shop,
@@ -184,8 +256,17 @@ export async function measurePgMinimal(pg: BenchPg, dir: string, connections: nu
       tag: `${pg.tag}${mariaDbLedgerUrl === null ? 'n' : 'x'}${connections}${Date.now().toString(36)}`,
       bytes: 200,
     };
-    const r = await runJsonChild<PgDirectResult>(`${what} minimal-process floor`, 'floors/pg-minimal.ts', cfg, log, t.warmupMs + t.measureMs + 90_000);
-    if (r.ok === 0) throw new Error(`the ${what} minimal-process floor committed nothing (errors: ${JSON.stringify(r.errors)}); see ${log}`);
+    const r = await runJsonChild<PgDirectResult>(
+      `${what} minimal-process floor`,
+      'floors/pg-minimal.ts',
+      cfg,
+      log,
+      t.warmupMs + t.measureMs + 90_000,
+    );
+    if (r.ok === 0)
+      throw new Error(
+        `the ${what} minimal-process floor committed nothing (errors: ${JSON.stringify(r.errors)}); see ${log}`,
+      );
     return directFloor(r, connections);
   } finally {
     const all = [...participants, ...followers];

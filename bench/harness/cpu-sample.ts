@@ -98,11 +98,13 @@ export function databaseProcs(): CpuProc[] {
     } catch {
       continue;
     }
-    if (comm === 'postgres' || comm === 'mariadbd' || comm === 'mysqld') all.push({ kind: 'database', label: comm, pid });
+    if (comm === 'postgres' || comm === 'mariadbd' || comm === 'mysqld')
+      all.push({ kind: 'database', label: comm, pid });
   }
   const descends = (pid: number): boolean => {
     // Bounded walk up the tree: pid 1 (or a vanished parent) ends it.
-    for (let p = parentOf.get(pid), hops = 0; p !== undefined && p > 1 && hops < 64; p = parentOf.get(p), hops++) if (p === process.pid) return true;
+    for (let p = parentOf.get(pid), hops = 0; p !== undefined && p > 1 && hops < 64; p = parentOf.get(p), hops++)
+      if (p === process.pid) return true;
     return false;
   };
   const ours = all.filter((p) => descends(p.pid));
@@ -160,7 +162,12 @@ export class CpuWindow {
       total += used;
       sys += e.sys - s.sys;
       byKind[p.kind] = (byKind[p.kind] ?? 0) + used;
-      byProcess.push({ label: p.label, kind: p.kind, ms_per_txn: round3(used / committed), sys_ms_per_txn: round3((e.sys - s.sys) / committed) });
+      byProcess.push({
+        label: p.label,
+        kind: p.kind,
+        ms_per_txn: round3(used / committed),
+        sys_ms_per_txn: round3((e.sys - s.sys) / committed),
+      });
     }
     const cores = availableParallelism();
     for (const k of Object.keys(byKind) as CpuKind[]) byKind[k] = round3((byKind[k] ?? 0) / committed);

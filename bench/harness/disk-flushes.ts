@@ -27,7 +27,8 @@ export function flushCounter(dir: string): () => FlushReading {
       .split('\n')
       .map((l) => l.trim().split(/\s+/))
       .find((f) => Number(f[0]) === major && Number(f[1]) === minor);
-    if (line === undefined || line.length < 20) throw new Error(`/proc/diskstats has no flush counters for device ${major}:${minor} (the one holding ${dir})`);
+    if (line === undefined || line.length < 20)
+      throw new Error(`/proc/diskstats has no flush counters for device ${major}:${minor} (the one holding ${dir})`);
     return { flushes: Number(line[18]), ms: Number(line[19]) };
   };
   read();
@@ -60,7 +61,10 @@ export function msPerFlush(us: number | null): string {
  * after its first (the first is its warm-up), in order, as the paired step's
  * rounds are.
  */
-export function roundFlushes(starts: { label: string; at: FlushReading }[], end: FlushReading): Record<string, (number | null)[]> {
+export function roundFlushes(
+  starts: { label: string; at: FlushReading }[],
+  end: FlushReading,
+): Record<string, (number | null)[]> {
   const out: Record<string, (number | null)[]> = {};
   starts.forEach((s, i) => {
     const next = i + 1 < starts.length ? starts[i + 1].at : end;

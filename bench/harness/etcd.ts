@@ -26,7 +26,11 @@ export interface EtcdBinary {
 }
 
 function run(cmd: string, args: string[]): string {
-  return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  return execFileSync(cmd, args, {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 }
 
 function found(): EtcdBinary | null {
@@ -42,7 +46,8 @@ function found(): EtcdBinary | null {
 export function ensureEtcd(log: (line: string) => void): EtcdBinary | { skipped: string } {
   const have = found();
   if (have !== null) return have;
-  if (process.getuid?.() !== 0) return { skipped: 'etcd is not installed and installing it needs root: run `apt-get install -y etcd-server` once' };
+  if (process.getuid?.() !== 0)
+    return { skipped: 'etcd is not installed and installing it needs root: run `apt-get install -y etcd-server` once' };
   let policy = '';
   try {
     policy = run('apt-cache', ['policy', 'etcd-server']);
@@ -50,7 +55,8 @@ export function ensureEtcd(log: (line: string) => void): EtcdBinary | { skipped:
     return { skipped: `etcd is not installed and apt-cache failed: ${(err as Error).message.split('\n')[0]}` };
   }
   const candidate = /Candidate:\s*(\S+)/.exec(policy)?.[1];
-  if (candidate === undefined || candidate === '(none)') return { skipped: 'etcd is not installed and apt has no candidate for etcd-server (run apt-get update?)' };
+  if (candidate === undefined || candidate === '(none)')
+    return { skipped: 'etcd is not installed and apt has no candidate for etcd-server (run apt-get update?)' };
   log(`bench: installing etcd-server ${candidate} from apt (the etcd anchor)`);
   try {
     run('apt-get', ['install', '-y', 'etcd-server']);
@@ -66,7 +72,11 @@ interface EtcdStatus {
   version: string;
 }
 
-type Unary<Req, Res> = (req: Req, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Res) => void) => void;
+type Unary<Req, Res> = (
+  req: Req,
+  options: grpc.CallOptions,
+  cb: (err: grpc.ServiceError | null, res?: Res) => void,
+) => void;
 interface KvClient extends grpc.Client {
   Put: Unary<{ key: Uint8Array; value: Uint8Array }, { header: { revision: string } | null }>;
 }
@@ -90,7 +100,9 @@ export class EtcdKv {
 
   put(key: string, value: Uint8Array, timeoutMs: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.kv.Put({ key: Buffer.from(key), value }, { deadline: Date.now() + timeoutMs }, (err) => (err ? reject(err) : resolve()));
+      this.kv.Put({ key: Buffer.from(key), value }, { deadline: Date.now() + timeoutMs }, (err) =>
+        err ? reject(err) : resolve(),
+      );
     });
   }
 
@@ -103,7 +115,9 @@ function status(address: string, timeoutMs: number): Promise<EtcdStatus> {
   const M = pkg().Maintenance as unknown as new (address: string, creds: grpc.ChannelCredentials) => MaintenanceClient;
   const c = new M(address, grpc.credentials.createInsecure());
   return new Promise<EtcdStatus>((resolve, reject) => {
-    c.Status({}, { deadline: Date.now() + timeoutMs }, (err, res) => (err || !res ? reject(err ?? new Error('empty status')) : resolve(res)));
+    c.Status({}, { deadline: Date.now() + timeoutMs }, (err, res) =>
+      err || !res ? reject(err ?? new Error('empty status')) : resolve(res),
+    );
   }).finally(() => c.close());
 }
 
@@ -113,7 +127,10 @@ export class EtcdCluster {
     readonly version: string,
   ) {}
 
-  /** Three members on loopback, on free ports, data under `dir` (the same disk as Verdict's nodes), fsync as etcd ships it. */
+  /**
+   * Three members on loopback, on free ports, data under `dir` (the same disk as Verdict's nodes), fsync as etcd ships
+   * it.
+   */
   static async start(bin: EtcdBinary, dir: string, size = 3): Promise<EtcdCluster> {
     const ports = await freePorts(2 * size);
     const names = Array.from({ length: size }, (_, i) => `e${i + 1}`);

@@ -10,7 +10,12 @@ export type Histogram = hdr.Histogram;
 const HIGHEST_US = 3_600_000_000;
 
 export function newHistogram(): Histogram {
-  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: HIGHEST_US, numberOfSignificantValueDigits: 3, autoResize: false });
+  return hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: HIGHEST_US,
+    numberOfSignificantValueDigits: 3,
+    autoResize: false,
+  });
 }
 
 /** Records a duration given in milliseconds (performance.now() differences) as whole microseconds, at least 1. */

@@ -69,7 +69,10 @@ export interface CommitLoad {
 
 export interface RawLoad {
   mode: 'raw';
-  /** verdict (default): Puts on the leader's RaftNode.PutStream; etcd: etcd's KV.Put (bench/harness/etcd.ts), the anchor. */
+  /**
+   * verdict (default): Puts on the leader's RaftNode.PutStream; etcd: etcd's KV.Put (bench/harness/etcd.ts), the
+   * anchor.
+   */
   system?: 'verdict' | 'etcd';
   leader: string;
   inflight: number;
@@ -109,7 +112,8 @@ function errorCode(err: unknown): string {
 }
 
 async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
-  if (cfg.workload === 'pg' && cfg.participants.length !== 2) throw new Error(`the pg workload needs two participants (shop, ledger), not ${cfg.participants.length}`);
+  if (cfg.workload === 'pg' && cfg.participants.length !== 2)
+    throw new Error(`the pg workload needs two participants (shop, ledger), not ${cfg.participants.length}`);
   const commitH = newHistogram();
   const txnH = newHistogram();
   const errors: Record<string, number> = {};
@@ -140,7 +144,8 @@ async function commitLoad(cfg: CommitLoad, w: Window): Promise<LoadResult> {
         outcome = (await tx.commit()).outcome;
       } catch (err) {
         if (performance.now() >= w.measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
-        // A failure that came without I/O (a closed client, a full stream) must not loop without the event loop getting a turn.
+        // A failure that came without I/O (a closed client, a full stream) must not loop without the event loop getting
+        // a turn.
         await nextTurn();
         continue;
       }
@@ -177,7 +182,8 @@ async function rawLoad(cfg: RawLoad, w: Window): Promise<LoadResult> {
         await client.put(`raw-${i}-${seq % 256}`, value);
       } catch (err) {
         if (performance.now() >= w.measureFrom) errors[errorCode(err)] = (errors[errorCode(err)] ?? 0) + 1;
-        // A failure that came without I/O (a closed client, a full stream) must not loop without the event loop getting a turn.
+        // A failure that came without I/O (a closed client, a full stream) must not loop without the event loop getting
+        // a turn.
         await nextTurn();
         continue;
       }
@@ -225,7 +231,8 @@ async function pairedLoad(cfg: PairedLoad): Promise<PairedResult> {
     const c = client;
     return async (seq) => {
       const tx = c.transaction({ timeoutMs: cfg.txnTimeoutMs, parallelCommit: t.parallelCommit });
-      for (const p of t.participants) tx.enlist(p, { set: { [`${t.keyPrefix}-${seq % KEYS_PER_CLIENT}`]: String(seq) } });
+      for (const p of t.participants)
+        tx.enlist(p, { set: { [`${t.keyPrefix}-${seq % KEYS_PER_CLIENT}`]: String(seq) } });
       return (await tx.commit()).outcome === 'COMMITTED';
     };
   });
@@ -242,7 +249,14 @@ async function pairedLoad(cfg: PairedLoad): Promise<PairedResult> {
     k++;
   };
   const pooled = cfg.targets.map(() => newHistogram());
-  const results: PairedTargetResult[] = cfg.targets.map((t) => ({ label: t.label, ok: 0, aborted: 0, errors: {}, latency: summarize(newHistogram()), round_p50_us: [] }));
+  const results: PairedTargetResult[] = cfg.targets.map((t) => ({
+    label: t.label,
+    ok: 0,
+    aborted: 0,
+    errors: {},
+    latency: summarize(newHistogram()),
+    round_p50_us: [],
+  }));
   const seqs = cfg.targets.map(() => 0);
   const segment = async (i: number, ms: number, counted: boolean): Promise<void> => {
     await begin(cfg.targets[i].label);
@@ -285,7 +299,16 @@ async function pairedLoad(cfg: PairedLoad): Promise<PairedResult> {
   return { mode: 'paired', rounds: cfg.rounds, segmentMs: cfg.segmentMs, settleMs: cfg.settleMs, targets: results };
 }
 
-function result(mode: 'commit' | 'raw', concurrency: number, measuredMs: number, ok: number, aborted: number, errors: Record<string, number>, h: Histogram, txnH: Histogram | null): LoadResult {
+function result(
+  mode: 'commit' | 'raw',
+  concurrency: number,
+  measuredMs: number,
+  ok: number,
+  aborted: number,
+  errors: Record<string, number>,
+  h: Histogram,
+  txnH: Histogram | null,
+): LoadResult {
   return {
     mode,
     concurrency,
@@ -322,10 +345,10 @@ async function main(): Promise<void> {
   }, hardMs).unref();
   const start = performance.now();
   const w = { measureFrom: start + cfg.warmupMs, stopAt: start + cfg.warmupMs + cfg.measureMs };
-  // Progress lines for an orchestrator that samples something over exactly the measured window (bench/analysis/cpu-per-txn.ts).
-  // Each is printed once, from its timer, and at the latest before the result line: the workers may all
-  // see the window end and the result be written before the "closed" timer gets its turn, and an orchestrator
-  // waiting for the line must never miss it.
+  // Progress lines for an orchestrator that samples something over exactly the measured window
+  // (bench/analysis/cpu-per-txn.ts). Each is printed once, from its timer, and at the latest before the result line:
+  // the workers may all see the window end and the result be written before the "closed" timer gets its turn, and an
+  // orchestrator waiting for the line must never miss it.
   const marks = windowMarks();
   const openTimer = setTimeout(marks.open, cfg.warmupMs);
   const closeTimer = setTimeout(marks.close, cfg.warmupMs + cfg.measureMs);

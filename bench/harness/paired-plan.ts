@@ -71,7 +71,8 @@ export interface PairedRatio {
 export function pairedRatio(r: PairedResult, num: string, den: string): PairedRatio {
   const a = r.targets.find((t) => t.label === num);
   const b = r.targets.find((t) => t.label === den);
-  if (a === undefined || b === undefined || a.ok === 0 || b.ok === 0) return { pooled: null, rounds: [], median_round: null, rounds_below_1: 0 };
+  if (a === undefined || b === undefined || a.ok === 0 || b.ok === 0)
+    return { pooled: null, rounds: [], median_round: null, rounds_below_1: 0 };
   const rounds: number[] = [];
   for (let i = 0; i < Math.min(a.round_p50_us.length, b.round_p50_us.length); i++) {
     if (a.round_p50_us[i] > 0 && b.round_p50_us[i] > 0) rounds.push(round3(a.round_p50_us[i] / b.round_p50_us[i]));

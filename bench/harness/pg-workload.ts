@@ -34,7 +34,8 @@ export const LEDGER_SCHEMA = [
 
 /** The account client `worker` debits in its transaction number `seq`. */
 export function accountOf(worker: number, seq: number): string {
-  if (!(Number.isInteger(worker) && worker >= 0 && worker < CLIENTS_MAX)) throw new Error(`client number ${worker} is outside 0..${CLIENTS_MAX - 1}`);
+  if (!(Number.isInteger(worker) && worker >= 0 && worker < CLIENTS_MAX))
+    throw new Error(`client number ${worker} is outside 0..${CLIENTS_MAX - 1}`);
   return `acct-${worker * ACCOUNTS_PER_CLIENT + (seq % ACCOUNTS_PER_CLIENT)}`;
 }
 
@@ -61,7 +62,9 @@ export const DIRECT_MARKER_SCHEMA = [
   `CREATE INDEX IF NOT EXISTS ${DIRECT_MARKER_TABLE}_age ON ${DIRECT_MARKER_TABLE} ((coalesce(committed_at, prepared_at)))`,
 ];
 
-/** The same marker table on MariaDB: the shape of the MySQL participant's (src/participant/resources/mysql/tables.ts). */
+/**
+ * The same marker table on MariaDB: the shape of the MySQL participant's (src/participant/resources/mysql/tables.ts).
+ */
 export const DIRECT_MARKER_SCHEMA_MYSQL = [
   `CREATE TABLE IF NOT EXISTS ${DIRECT_MARKER_TABLE} (gid VARCHAR(160) CHARACTER SET ascii NOT NULL PRIMARY KEY, txn_id TEXT NOT NULL, ` +
     `prepared_at DATETIME(3) NOT NULL, committed_at DATETIME(3) NULL, KEY ${DIRECT_MARKER_TABLE}_age (prepared_at)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,

@@ -33,10 +33,14 @@ export const BIN = join(ROOT, 'bin', 'verdict.mjs');
  */
 const CPU_PROF_DIR = process.env.VERDICT_BENCH_CPU_PROF ?? '';
 
-/** Node flags that make a product process write a CPU profile named after it, when VERDICT_BENCH_CPU_PROF asks for it. */
+/**
+ * Node flags that make a product process write a CPU profile named after it, when VERDICT_BENCH_CPU_PROF asks for it.
+ */
 function profileFlags(name: string): string[] {
   // A folder per process: Node writes one profile per thread (tsx's loader runs in a worker) under its default names.
-  return CPU_PROF_DIR === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(resolve(CPU_PROF_DIR), `${name}-${Date.now().toString(36)}`)}`];
+  return CPU_PROF_DIR === ''
+    ? []
+    : ['--cpu-prof', `--cpu-prof-dir=${join(resolve(CPU_PROF_DIR), `${name}-${Date.now().toString(36)}`)}`];
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -46,7 +50,8 @@ export function intFlag(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   if (i < 0) return fallback;
   const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
+  if (!Number.isInteger(v) || v <= 0)
+    throw new Error(`--${name} needs a positive integer, not ${process.argv[i + 1] ?? '(nothing)'}`);
   return v;
 }
 
@@ -66,17 +71,31 @@ export interface Child {
 const live = new Set<Child>();
 
 /** Spawns `node args...` in the repository root, its output into logFile, and registers it. */
-export function spawnChild(label: string, args: string[], logFile: string, pipes: { stdin?: boolean; stdout?: boolean } = {}): Child {
+export function spawnChild(
+  label: string,
+  args: string[],
+  logFile: string,
+  pipes: { stdin?: boolean; stdout?: boolean } = {},
+): Child {
   return spawnProgram(label, process.execPath, args, logFile, pipes);
 }
 
 /** Spawns `program args...` (another system's server, e.g. etcd) the same way: registered, output into logFile. */
-export function spawnProgram(label: string, program: string, args: string[], logFile: string, pipes: { stdin?: boolean; stdout?: boolean } = {}): Child {
+export function spawnProgram(
+  label: string,
+  program: string,
+  args: string[],
+  logFile: string,
+  pipes: { stdin?: boolean; stdout?: boolean } = {},
+): Child {
   mkdirSync(dirname(logFile), { recursive: true });
   const fd = openSync(logFile, 'a');
   let proc: ChildProcess;
   try {
-    proc = spawn(program, args, { cwd: ROOT, stdio: [pipes.stdin ? 'pipe' : 'ignore', pipes.stdout ? 'pipe' : fd, fd] });
+    proc = spawn(program, args, {
+      cwd: ROOT,
+      stdio: [pipes.stdin ? 'pipe' : 'ignore', pipes.stdout ? 'pipe' : fd, fd],
+    });
   } finally {
     closeSync(fd);
   }
@@ -95,7 +114,10 @@ export async function stopChild(c: Child, signal: NodeJS.Signals = 'SIGTERM', gr
   if (!live.has(c)) return c.exited;
   c.proc.kill(signal);
   let timer: NodeJS.Timeout | undefined;
-  const timedOut = await Promise.race([c.exited.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+  const timedOut = await Promise.race([
+    c.exited.then(() => false),
+    new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs))),
+  ]);
   clearTimeout(timer);
   if (timedOut) c.proc.kill('SIGKILL');
   return c.exited;
@@ -128,11 +150,29 @@ export function logTail(file: string, lines = 15): string {
  * JSON object on the last line of its stdout. Lines before it go to onLine
  * (a child may announce progress that way). Bounded by timeoutMs.
  */
-export async function runJsonChild<T>(label: string, script: string, config: object, logFile: string, timeoutMs: number, hooks: { onLine?: (line: string, child: Child) => void } = {}): Promise<T> {
-  const child = spawnChild(label, [...profileFlags(`${basename(script, '.ts')}-${process.pid}`), '--import', 'tsx', join(ROOT, 'bench', script), JSON.stringify(config)], logFile, {
-    stdin: true,
-    stdout: true,
-  });
+export async function runJsonChild<T>(
+  label: string,
+  script: string,
+  config: object,
+  logFile: string,
+  timeoutMs: number,
+  hooks: { onLine?: (line: string, child: Child) => void } = {},
+): Promise<T> {
+  const child = spawnChild(
+    label,
+    [
+      ...profileFlags(`${basename(script, '.ts')}-${process.pid}`),
+      '--import',
+      'tsx',
+      join(ROOT, 'bench', script),
+      JSON.stringify(config),
+    ],
+    logFile,
+    {
+      stdin: true,
+      stdout: true,
+    },
+  );
   let out = '';
   let pending = '';
   child.proc.stdout?.setEncoding('utf8').on('data', (d: string) => {
@@ -145,7 +185,10 @@ export async function runJsonChild<T>(label: string, script: string, config: obj
     }
   });
   let timer: NodeJS.Timeout | undefined;
-  const exit = await Promise.race([child.exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)))]);
+  const exit = await Promise.race([
+    child.exited,
+    new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs))),
+  ]);
   clearTimeout(timer);
   if (exit === 'timeout') {
     await stopChild(child, 'SIGKILL');
@@ -153,7 +196,9 @@ export async function runJsonChild<T>(label: string, script: string, config: obj
   }
   const last = out.trimEnd().split('\n').pop() ?? '';
   if (exit.code !== 0 || !last.startsWith('{')) {
-    throw new Error(`${label} failed (${exit.signal ?? `exit code ${exit.code}`}); its log ${logFile}:\n${logTail(logFile)}`);
+    throw new Error(
+      `${label} failed (${exit.signal ?? `exit code ${exit.code}`}); its log ${logFile}:\n${logTail(logFile)}`,
+    );
   }
   return JSON.parse(last) as T;
 }
@@ -162,7 +207,12 @@ export async function runJsonChild<T>(label: string, script: string, config: obj
 export class FatalError extends Error {}
 
 /** Polls probe until it returns a value; throws naming `what` at the deadline, or at once on a FatalError. */
-export async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, pollMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined>,
+  pollMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (;;) {
@@ -173,7 +223,8 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
       if (err instanceof FatalError) throw err;
       last = err instanceof Error ? err.message : String(err);
     }
-    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ''}`);
+    if (Date.now() >= deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ''}`);
     await sleep(pollMs);
   }
 }
@@ -182,14 +233,22 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
 export function listeningAddress(c: Child, timeoutMs = 30_000): Promise<string> {
   let out = '';
   c.proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
-  return waitFor(`${c.label} to listen`, timeoutMs, async () => /listening (\d+)/.exec(out)?.[1], 50).then((port) => `127.0.0.1:${port}`);
+  return waitFor(`${c.label} to listen`, timeoutMs, async () => /listening (\d+)/.exec(out)?.[1], 50).then(
+    (port) => `127.0.0.1:${port}`,
+  );
 }
 
 /** How long BenchCluster.waitForLeader waits by default (see there). */
 export const LEADER_WAIT_MS = 180_000;
 
 /** Node timing as shipped in cluster/n1.json, so the figures are what a user of the local cluster gets. */
-export const NODE_TIMING = { tickMs: 100, electionTicks: 10, heartbeatTicks: 1, snapshotEntries: 10_000, snapshotLogRatio: 1 };
+export const NODE_TIMING = {
+  tickMs: 100,
+  electionTicks: 10,
+  heartbeatTicks: 1,
+  snapshotEntries: 10_000,
+  snapshotLogRatio: 1,
+};
 
 export interface BenchNode {
   id: string;
@@ -216,7 +275,10 @@ export class BenchCluster {
     readonly logLevel: string,
   ) {}
 
-  /** `logLevel`: of the nodes and participants ('info' for a failover timeline from their logs; 'warn' keeps measured runs quiet). */
+  /**
+   * `logLevel`: of the nodes and participants ('info' for a failover timeline from their logs; 'warn' keeps measured
+   * runs quiet).
+   */
   static async start(dir: string, size: number, tag: string, logLevel = 'warn'): Promise<BenchCluster> {
     mkdirSync(dir, { recursive: true });
     const clusterId = `bench-${tag}-${process.pid}`;
@@ -225,7 +287,16 @@ export class BenchCluster {
     ports.forEach((p, i) => (peers[`n${i + 1}`] = `127.0.0.1:${p}`));
     const nodes: BenchNode[] = [];
     for (const [id, address] of Object.entries(peers)) {
-      const cfg = { clusterId, nodeId: id, listen: address, dataDir: `data-${id}`, peers, ...NODE_TIMING, logLevel, insecure: true };
+      const cfg = {
+        clusterId,
+        nodeId: id,
+        listen: address,
+        dataDir: `data-${id}`,
+        peers,
+        ...NODE_TIMING,
+        logLevel,
+        insecure: true,
+      };
       const configFile = join(dir, `${id}.json`);
       writeFileSync(configFile, JSON.stringify(cfg, null, 2) + '\n');
       // A new cluster is founded before its first start (what `verdict cluster init` does; docs/storage.md).
@@ -243,7 +314,11 @@ export class BenchCluster {
   }
 
   private startNode(n: BenchNode): void {
-    n.child = spawnChild(`node ${n.id}`, [...profileFlags(`${this.clusterId}-${n.id}`), BIN, 'node', '--config', n.configFile], join(this.dir, `${n.id}.log`));
+    n.child = spawnChild(
+      `node ${n.id}`,
+      [...profileFlags(`${this.clusterId}-${n.id}`), BIN, 'node', '--config', n.configFile],
+      join(this.dir, `${n.id}.log`),
+    );
   }
 
   private api(n: BenchNode): RaftNodeClient {
@@ -279,7 +354,9 @@ export class BenchCluster {
    * At the deadline the error says what each node last reported and the
    * load average, so a slow machine is told apart from a broken cluster.
    */
-  async waitForLeader(o: { notId?: string; minTerm?: number; timeoutMs?: number; pollMs?: number } = {}): Promise<Leader> {
+  async waitForLeader(
+    o: { notId?: string; minTerm?: number; timeoutMs?: number; pollMs?: number } = {},
+  ): Promise<Leader> {
     let seen = 'no node answered yet';
     const timeoutMs = o.timeoutMs ?? LEADER_WAIT_MS;
     return waitFor(
@@ -289,9 +366,15 @@ export class BenchCluster {
         // A node that died on its own will not elect anyone: say why at once instead of at the deadline.
         const dead = this.nodes.find((n) => n.child !== null && !isRunning(n.child));
         if (dead?.child)
-          throw new FatalError(`node ${dead.id} exited (${dead.child.proc.signalCode ?? `code ${dead.child.proc.exitCode}`}); its log ${dead.child.logFile}:\n${logTail(dead.child.logFile)}`);
+          throw new FatalError(
+            `node ${dead.id} exited (${dead.child.proc.signalCode ?? `code ${dead.child.proc.exitCode}`}); its log ${dead.child.logFile}:\n${logTail(dead.child.logFile)}`,
+          );
         const st = [...(await this.statuses())];
-        seen = st.map(([n, x]) => (x === null ? `${n.id} not answering` : `${n.id} ${x.role} term ${x.term} leader ${x.leaderId || '-'}`)).join('; ');
+        seen = st
+          .map(([n, x]) =>
+            x === null ? `${n.id} not answering` : `${n.id} ${x.role} term ${x.term} leader ${x.leaderId || '-'}`,
+          )
+          .join('; ');
         const leaders = st.filter(([, s]) => s?.role === 'leader') as [BenchNode, NodeStatus][];
         if (leaders.length === 0) return undefined;
         leaders.sort((a, b) => b[1].term - a[1].term);
@@ -332,8 +415,27 @@ export class BenchCluster {
   async startParticipants(ids: string[], extraArgs: (id: string) => string[] = () => []): Promise<void> {
     const ports = await freePorts(ids.length);
     for (const [i, id] of ids.entries()) {
-      const args = [...profileFlags(`${this.clusterId}-participant-${id}`), BIN, 'participant', '--id', id, '--listen', `127.0.0.1:${ports[i]}`, '--data', this.participantDir(id)];
-      args.push('--cluster-id', this.clusterId, '--endpoints', this.endpoints.join(','), '--log-level', this.logLevel, '--insecure', ...extraArgs(id));
+      const args = [
+        ...profileFlags(`${this.clusterId}-participant-${id}`),
+        BIN,
+        'participant',
+        '--id',
+        id,
+        '--listen',
+        `127.0.0.1:${ports[i]}`,
+        '--data',
+        this.participantDir(id),
+      ];
+      args.push(
+        '--cluster-id',
+        this.clusterId,
+        '--endpoints',
+        this.endpoints.join(','),
+        '--log-level',
+        this.logLevel,
+        '--insecure',
+        ...extraArgs(id),
+      );
       this.participants.set(id, spawnChild(`participant ${id}`, args, join(this.dir, `participant-${id}.log`)));
     }
     const client = new VerdictClient({ insecure: true, endpoints: this.endpoints, clusterId: this.clusterId });
@@ -342,7 +444,9 @@ export class BenchCluster {
         `participants ${ids.join(', ')} registered`,
         60_000,
         async () => {
-          for (const [id, c] of this.participants) if (!isRunning(c)) throw new FatalError(`participant ${id} exited; its log ${c.logFile}:\n${logTail(c.logFile)}`);
+          for (const [id, c] of this.participants)
+            if (!isRunning(c))
+              throw new FatalError(`participant ${id} exited; its log ${c.logFile}:\n${logTail(c.logFile)}`);
           const known = new Set((await client.participants({}, { callTimeoutMs: 2_000 })).map((p) => p.participantId));
           return ids.every((id) => known.has(id)) ? true : undefined;
         },

@@ -11,7 +11,10 @@
 // drain() bounds the wait for the workers after the window.
 
 /** "window open" then "window closed", each at most once and in that order, whichever caller comes first. */
-export function windowMarks(write: (line: string) => void = (line) => process.stdout.write(line)): { open(): void; close(): void } {
+export function windowMarks(write: (line: string) => void = (line) => process.stdout.write(line)): {
+  open(): void;
+  close(): void;
+} {
   let state: 'before' | 'open' | 'closed' = 'before';
   const open = (): void => {
     if (state !== 'before') return;

@@ -18,11 +18,16 @@ const COLORS: Record<number, string> = { 1: '#1f77b4', 3: '#d62728', 5: '#2ca02c
 const FSYNC_COLOR = '#9467bd';
 const GRPC_COLOR = '#8c564b';
 
-const msOf = (us: number | null | undefined): string => (us === null || us === undefined ? '–' : (us / 1000).toFixed(2));
+const msOf = (us: number | null | undefined): string =>
+  us === null || us === undefined ? '–' : (us / 1000).toFixed(2);
 const num = (x: number | null | undefined, unit = ''): string => (x === null || x === undefined ? '–' : `${x}${unit}`);
 
-/** A sweep's figure of a key that `ratios` may hold from the paired step (results.ts, targetRatios); older files hold only the sweeps'. */
-const sweepRatio = (r: Results, key: string): number | null | undefined => (r.ratios_sweep === undefined ? r.ratios[key] : r.ratios_sweep[key]);
+/**
+ * A sweep's figure of a key that `ratios` may hold from the paired step (results.ts, targetRatios); older files hold
+ * only the sweeps'.
+ */
+const sweepRatio = (r: Results, key: string): number | null | undefined =>
+  r.ratios_sweep === undefined ? r.ratios[key] : r.ratios_sweep[key];
 
 /** A target ratio with where it came from: the paired step's, with the sweep's beside it, or the sweep's alone. */
 export function sourcedRatio(r: Results, key: string): string {
@@ -35,8 +40,19 @@ function table(head: string[], rows: (string | number)[][]): string {
   return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-function commitSeries(r: Results, nodes: number, participants: number, value: (s: Scenario) => number, dashed = false, suffix = ''): Series {
-  const pts = r.scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === nodes && s.participants === participants).map((s) => [s.clients, value(s)] as [number, number]);
+function commitSeries(
+  r: Results,
+  nodes: number,
+  participants: number,
+  value: (s: Scenario) => number,
+  dashed = false,
+  suffix = '',
+): Series {
+  const pts = r.scenarios
+    .filter(
+      (s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === nodes && s.participants === participants,
+    )
+    .map((s) => [s.clients, value(s)] as [number, number]);
   return { name: `${nodes} node${nodes > 1 ? 's' : ''}${suffix}`, color: COLORS[nodes] ?? '#555', dashed, points: pts };
 }
 
@@ -53,7 +69,10 @@ function charts(r: Results): Record<string, string> {
     xLog: true,
     yLog: true,
     xTicks: r.settings.concurrency,
-    series: [...sizes.map((n) => commitSeries(r, n, 2, (s) => s.p50_us / 1000, false, ' p50')), ...sizes.map((n) => commitSeries(r, n, 2, (s) => s.p99_us / 1000, true, ' p99'))],
+    series: [
+      ...sizes.map((n) => commitSeries(r, n, 2, (s) => s.p50_us / 1000, false, ' p50')),
+      ...sizes.map((n) => commitSeries(r, n, 2, (s) => s.p99_us / 1000, true, ' p99')),
+    ],
     rules: floors,
   });
   const throughput = lineChart({
@@ -66,11 +85,17 @@ function charts(r: Results): Record<string, string> {
   });
   const sweep = r.scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === 3);
   const pSeries: Series[] = r.settings.participant_sweep_clients.flatMap((clients, i) => {
-    const pts = (f: (s: Scenario) => number): [number, number][] => sweep.filter((s) => s.clients === clients).map((s) => [s.participants, f(s)] as [number, number]);
+    const pts = (f: (s: Scenario) => number): [number, number][] =>
+      sweep.filter((s) => s.clients === clients).map((s) => [s.participants, f(s)] as [number, number]);
     const color = ['#d62728', '#ff7f0e', '#17becf'][i % 3];
     return [
       { name: `${clients} client${clients > 1 ? 's' : ''} p50`, color, points: pts((s) => s.p50_us / 1000) },
-      { name: `${clients} client${clients > 1 ? 's' : ''} p99`, color, dashed: true, points: pts((s) => s.p99_us / 1000) },
+      {
+        name: `${clients} client${clients > 1 ? 's' : ''} p99`,
+        color,
+        dashed: true,
+        points: pts((s) => s.p99_us / 1000),
+      },
     ];
   });
   const participants = lineChart({
@@ -104,8 +129,17 @@ function charts(r: Results): Record<string, string> {
       markers: marks,
     };
   });
-  const failover = timelineChart('Failover: answers per 100 ms around the SIGKILL of the leader (3 nodes, 2 participants, 16 clients)', 'seconds from the kill', rows);
-  return { 'latency-vs-concurrency.svg': latency, 'throughput.svg': throughput, 'participants.svg': participants, 'failover.svg': failover };
+  const failover = timelineChart(
+    'Failover: answers per 100 ms around the SIGKILL of the leader (3 nodes, 2 participants, 16 clients)',
+    'seconds from the kill',
+    rows,
+  );
+  return {
+    'latency-vs-concurrency.svg': latency,
+    'throughput.svg': throughput,
+    'participants.svg': participants,
+    'failover.svg': failover,
+  };
 }
 
 function floorRow(name: string, s: LatencySummary): (string | number)[] {
@@ -129,7 +163,16 @@ function pgSection(r: Results): string[] {
     const errs = Object.entries(d.errors)
       .map(([k, v]) => `${v} ${k}`)
       .join(', ');
-    rows.push([`direct, ${d.connections} connection${d.connections > 1 ? 's' : ''} per database`, d.tps, msOf(d.p50_us), msOf(d.p99_us), msOf(d.p999_us), msOf(d.max_us), '–', errs || '0']);
+    rows.push([
+      `direct, ${d.connections} connection${d.connections > 1 ? 's' : ''} per database`,
+      d.tps,
+      msOf(d.p50_us),
+      msOf(d.p99_us),
+      msOf(d.p999_us),
+      msOf(d.max_us),
+      '–',
+      errs || '0',
+    ]);
   }
   for (const s of r.scenarios.filter((x) => x.resource === 'postgres').sort((a, b) => a.clients - b.clients)) {
     const errs = Object.entries(s.errors)
@@ -146,9 +189,15 @@ function pgSection(r: Results): string[] {
       [s.aborted ? `${s.aborted} aborted` : '', errs].filter(Boolean).join('; ') || '0',
     ]);
   }
-  out.push(table(['driver', 'tx/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'begin+commit p50 ms', 'aborts / errors'], rows), '');
+  out.push(
+    table(['driver', 'tx/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'begin+commit p50 ms', 'aborts / errors'], rows),
+    '',
+  );
   const ratio = r.ratios.pg_through_verdict_over_direct;
-  out.push(`Throughput through Verdict ÷ direct, 16 clients against 16 connections per database (\`ratios.pg_through_verdict_over_direct\`): **${num(ratio, '×')}** (target: at least 0.7×).`, '');
+  out.push(
+    `Throughput through Verdict ÷ direct, 16 clients against 16 connections per database (\`ratios.pg_through_verdict_over_direct\`): **${num(ratio, '×')}** (target: at least 0.7×).`,
+    '',
+  );
   return out;
 }
 
@@ -204,7 +253,15 @@ export function pairedSection(r: Results): string[] {
   const withFlushes = Object.values(p.targets).some((t) => t.round_flush_us !== undefined);
   out.push(
     table(
-      ['target', 'counted', 'p50 ms', 'p99 ms', "rounds' p50 ms, lowest to highest", ...(withFlushes ? ["rounds' ms per disk flush, lowest to highest"] : []), 'errors'],
+      [
+        'target',
+        'counted',
+        'p50 ms',
+        'p99 ms',
+        "rounds' p50 ms, lowest to highest",
+        ...(withFlushes ? ["rounds' ms per disk flush, lowest to highest"] : []),
+        'errors',
+      ],
       Object.entries(p.targets).map(([label, t]) => [
         label,
         t.count,
@@ -223,19 +280,56 @@ export function pairedSection(r: Results): string[] {
       '',
     );
   else if (p.flushes_skipped) out.push(`No flush times: ${p.flushes_skipped}.`, '');
-  const row = (what: string, target: string, x: import('../harness/paired-plan.ts').PairedRatio | null, sweepKey: string): (string | number)[] =>
+  const row = (
+    what: string,
+    target: string,
+    x: import('../harness/paired-plan.ts').PairedRatio | null,
+    sweepKey: string,
+  ): (string | number)[] =>
     x === null
       ? [what, target, '-', '-', '-', num(sweepRatio(r, sweepKey), '×')]
-      : [what, target, num(x.pooled, '×'), num(x.median_round, '×'), `${x.rounds_below_1} of ${x.rounds.length}`, num(sweepRatio(r, sweepKey), '×')];
+      : [
+          what,
+          target,
+          num(x.pooled, '×'),
+          num(x.median_round, '×'),
+          `${x.rounds_below_1} of ${x.rounds.length}`,
+          num(sweepRatio(r, sweepKey), '×'),
+        ];
   if (r.ratio_source !== undefined)
-    out.push("The pooled ratios are the target keys (`ratios.*`): both sides of each were measured in the same minutes. The sweeps' figures are kept under `ratios_sweep.*`.", '');
+    out.push(
+      "The pooled ratios are the target keys (`ratios.*`): both sides of each were measured in the same minutes. The sweeps' figures are kept under `ratios_sweep.*`.",
+      '',
+    );
   out.push(
     table(
-      ['ratio (`paired.ratios.*`)', 'target', 'pooled p50s', 'median of rounds', 'rounds below 1', r.ratio_source === undefined ? 'the sweeps (`ratios.*`)' : 'the sweeps (`ratios_sweep.*`)'],
       [
-        row('3-node classic ÷ 1-node classic (`latency_p50_3_over_1`)', '≤ 1.15', p.ratios.latency_p50_3_over_1, 'latency_p50_3_over_1'),
-        row('3-node parallel ÷ 1-node classic (`latency_p50_3_parallel_over_1`)', '≤ 1.0', p.ratios.latency_p50_3_parallel_over_1, 'latency_p50_3_parallel_over_1'),
-        row('raw log ÷ etcd, 1 in flight (`raft_seq_p50_over_etcd`)', '≤ 1.0', p.ratios.raft_seq_p50_over_etcd, 'raft_seq_p50_over_etcd'),
+        'ratio (`paired.ratios.*`)',
+        'target',
+        'pooled p50s',
+        'median of rounds',
+        'rounds below 1',
+        r.ratio_source === undefined ? 'the sweeps (`ratios.*`)' : 'the sweeps (`ratios_sweep.*`)',
+      ],
+      [
+        row(
+          '3-node classic ÷ 1-node classic (`latency_p50_3_over_1`)',
+          '≤ 1.15',
+          p.ratios.latency_p50_3_over_1,
+          'latency_p50_3_over_1',
+        ),
+        row(
+          '3-node parallel ÷ 1-node classic (`latency_p50_3_parallel_over_1`)',
+          '≤ 1.0',
+          p.ratios.latency_p50_3_parallel_over_1,
+          'latency_p50_3_parallel_over_1',
+        ),
+        row(
+          'raw log ÷ etcd, 1 in flight (`raft_seq_p50_over_etcd`)',
+          '≤ 1.0',
+          p.ratios.raft_seq_p50_over_etcd,
+          'raft_seq_p50_over_etcd',
+        ),
       ],
     ),
     '',
@@ -296,30 +390,62 @@ export function markdown(r: Results, source: string): string {
     ),
   );
   out.push(
-    h('16 participants ÷ 1, 3 nodes, commit p50 (`ratios.latency_p50_16p_over_1p`)', r.ratios.latency_p50_16p_over_1p === null ? '– (not in a quick run)' : `${r.ratios.latency_p50_16p_over_1p}×`),
+    h(
+      '16 participants ÷ 1, 3 nodes, commit p50 (`ratios.latency_p50_16p_over_1p`)',
+      r.ratios.latency_p50_16p_over_1p === null ? '– (not in a quick run)' : `${r.ratios.latency_p50_16p_over_1p}×`,
+    ),
   );
-  out.push(h('peak throughput, 3 nodes, 2 memory participants (`peak_tps.nodes3_memory2`)', num(r.peak_tps.nodes3_memory2, ' tx/s')));
-  out.push(h('raw replicated log, 100-byte Put one at a time, p50 (`raft.seq_p50_us`)', `${msOf(r.raft.seq_p50_us)} ms`));
+  out.push(
+    h(
+      'peak throughput, 3 nodes, 2 memory participants (`peak_tps.nodes3_memory2`)',
+      num(r.peak_tps.nodes3_memory2, ' tx/s'),
+    ),
+  );
+  out.push(
+    h('raw replicated log, 100-byte Put one at a time, p50 (`raft.seq_p50_us`)', `${msOf(r.raft.seq_p50_us)} ms`),
+  );
   out.push(h('raw replicated log, 64 Puts in flight (`raft.inflight64_tps`)', num(r.raft.inflight64_tps, ' puts/s')));
-  out.push(h('raw log ÷ etcd 3.4, sequential p50 (`ratios.raft_seq_p50_over_etcd`, lower is better)', sourcedRatio(r, 'raft_seq_p50_over_etcd')));
-  out.push(h('raw log ÷ etcd 3.4, 64 in flight throughput (`ratios.raft_inflight64_over_etcd`, higher is better)', num(r.ratios.raft_inflight64_over_etcd, '×')));
+  out.push(
+    h(
+      'raw log ÷ etcd 3.4, sequential p50 (`ratios.raft_seq_p50_over_etcd`, lower is better)',
+      sourcedRatio(r, 'raft_seq_p50_over_etcd'),
+    ),
+  );
+  out.push(
+    h(
+      'raw log ÷ etcd 3.4, 64 in flight throughput (`ratios.raft_inflight64_over_etcd`, higher is better)',
+      num(r.ratios.raft_inflight64_over_etcd, '×'),
+    ),
+  );
   out.push(
     h(
       'failover: participants in doubt after the leader is killed, p99 (`failover.in_doubt_p99_ms`)',
       `${num(fo.in_doubt_p99_ms, ' ms')} (max ${num(fo.in_doubt_max_ms, ' ms')}, ${fo.in_doubt_pairs} transaction-participant pairs over ${fo.runs.length} run${fo.runs.length > 1 ? 's' : ''})`,
     ),
   );
-  out.push(h('failover: client-visible gap (no successful commit)', fo.client_gap_ms_per_run.map((g) => num(g, ' ms')).join(', ')));
-  out.push(h('decided transactions rolled back (`failover.decided_rolled_back`, must be 0)', String(fo.decided_rolled_back)));
+  out.push(
+    h(
+      'failover: client-visible gap (no successful commit)',
+      fo.client_gap_ms_per_run.map((g) => num(g, ' ms')).join(', '),
+    ),
+  );
+  out.push(
+    h('decided transactions rolled back (`failover.decided_rolled_back`, must be 0)', String(fo.decided_rolled_back)),
+  );
   out.push(
     h(
       'PostgreSQL through Verdict ÷ direct (`ratios.pg_through_verdict_over_direct`)',
-      r.ratios.pg_through_verdict_over_direct === null ? `– (${r.pg?.skipped ?? 'not measured'})` : `${r.ratios.pg_through_verdict_over_direct}×`,
+      r.ratios.pg_through_verdict_over_direct === null
+        ? `– (${r.pg?.skipped ?? 'not measured'})`
+        : `${r.ratios.pg_through_verdict_over_direct}×`,
     ),
   );
   const myRatio = r.ratios.mysql_through_verdict_over_direct ?? null;
   out.push(
-    h('PostgreSQL + MariaDB (XA) through Verdict ÷ direct, 16 clients (`ratios.mysql_through_verdict_over_direct`)', myRatio === null ? `– (${r.mysql?.skipped ?? 'not measured'})` : `${myRatio}×`),
+    h(
+      'PostgreSQL + MariaDB (XA) through Verdict ÷ direct, 16 clients (`ratios.mysql_through_verdict_over_direct`)',
+      myRatio === null ? `– (${r.mysql?.skipped ?? 'not measured'})` : `${myRatio}×`,
+    ),
   );
   out.push('');
 
@@ -344,14 +470,29 @@ export function markdown(r: Results, source: string): string {
           : []),
         ...(f.flush_pattern != null
           ? [
-              floorRow("one transaction's flushes, 1 node classic: the 2 participants' at once, then the node's segment and mark (`floors.flush_pattern.classic1`)", f.flush_pattern.classic1),
-              floorRow("the same with 3 nodes: then three nodes' two each at once, until the leader and one follower (`classic3`)", f.flush_pattern.classic3),
+              floorRow(
+                "one transaction's flushes, 1 node classic: the 2 participants' at once, then the node's segment and mark (`floors.flush_pattern.classic1`)",
+                f.flush_pattern.classic1,
+              ),
+              floorRow(
+                "the same with 3 nodes: then three nodes' two each at once, until the leader and one follower (`classic3`)",
+                f.flush_pattern.classic3,
+              ),
               floorRow('3 nodes, parallel commit: all five at once (`parallel3`)', f.flush_pattern.parallel3),
-              floorRow("the same with one sync per node (`parallel3_one_sync`: what the mark's own sync costs)", f.flush_pattern.parallel3_one_sync),
+              floorRow(
+                "the same with one sync per node (`parallel3_one_sync`: what the mark's own sync costs)",
+                f.flush_pattern.parallel3_one_sync,
+              ),
               ...(f.flush_pattern.participants1 != null && f.flush_pattern.participants16 != null
                 ? [
-                    floorRow("one participant's journal flush, the participant sweep's prepare phase (`participants1`)", f.flush_pattern.participants1),
-                    floorRow("sixteen participants' journal flushes at once, until the last (`participants16`)", f.flush_pattern.participants16),
+                    floorRow(
+                      "one participant's journal flush, the participant sweep's prepare phase (`participants1`)",
+                      f.flush_pattern.participants1,
+                    ),
+                    floorRow(
+                      "sixteen participants' journal flushes at once, until the last (`participants16`)",
+                      f.flush_pattern.participants16,
+                    ),
                   ]
                 : []),
             ]
@@ -362,25 +503,50 @@ export function markdown(r: Results, source: string): string {
                 `the prepare phase with minimal participant processes: PREPARE on a gRPC stream, 200 B journal append + fdatasync, VOTE back; to one (\`floors.fanout.participants1\`; ${f.fanout.participant_cpu_us_per_txn} µs of participant CPU per transaction)`,
                 f.fanout.participants1,
               ),
-              floorRow(`the same to ${f.fanout.n} processes at once, until the last VOTE (\`participantsN\`)`, f.fanout.participantsN),
-              floorRow("minimal processes, 1 node classic: PREPARE to two participants, both VOTEs, then the coordinator's segment and mark flushes (`classic1`)", f.fanout.classic1),
+              floorRow(
+                `the same to ${f.fanout.n} processes at once, until the last VOTE (\`participantsN\`)`,
+                f.fanout.participantsN,
+              ),
+              floorRow(
+                "minimal processes, 1 node classic: PREPARE to two participants, both VOTEs, then the coordinator's segment and mark flushes (`classic1`)",
+                f.fanout.classic1,
+              ),
               floorRow(
                 "the same with 3 nodes: then the leader's flushes beside an append to two follower processes (segment and mark each), until the leader and one follower (`classic3`)",
                 f.fanout.classic3,
               ),
-              floorRow("3 nodes, parallel commit: the PREPAREs, the appends and the leader's flushes at once (`parallel3`)", f.fanout.parallel3),
+              floorRow(
+                "3 nodes, parallel commit: the PREPAREs, the appends and the leader's flushes at once (`parallel3`)",
+                f.fanout.parallel3,
+              ),
               ...(f.fanout.raft3 != null && f.fanout.raft3_one_sync != null
                 ? [
-                    floorRow("minimal processes, a raw log write on 3 nodes: the leader's flushes beside the append, until the leader and one follower (`raft3`)", f.fanout.raft3),
-                    floorRow('the same with one flush per node, no mark, as etcd syncs (`raft3_one_sync`)', f.fanout.raft3_one_sync),
+                    floorRow(
+                      "minimal processes, a raw log write on 3 nodes: the leader's flushes beside the append, until the leader and one follower (`raft3`)",
+                      f.fanout.raft3,
+                    ),
+                    floorRow(
+                      'the same with one flush per node, no mark, as etcd syncs (`raft3_one_sync`)',
+                      f.fanout.raft3_one_sync,
+                    ),
                   ]
                 : []),
-              ...(f.fanout.raft3_client != null ? [floorRow('`raft3` with the client in a process of its own, timed there (`raft3_client`)', f.fanout.raft3_client)] : []),
+              ...(f.fanout.raft3_client != null
+                ? [
+                    floorRow(
+                      '`raft3` with the client in a process of its own, timed there (`raft3_client`)',
+                      f.fanout.raft3_client,
+                    ),
+                  ]
+                : []),
             ]
           : []),
         floorRow('gRPC unary round trip, 100 B, two processes', f.grpc_unary_rtt),
         floorRow('gRPC bidi stream round trip (ping-pong on one stream)', f.grpc_bidi_rtt),
-        floorRow("gRPC client streams round trip (out on one, back on the peer's: Raft's transport)", f.grpc_client_streams_rtt),
+        floorRow(
+          "gRPC client streams round trip (out on one, back on the peer's: Raft's transport)",
+          f.grpc_client_streams_rtt,
+        ),
         ...(f.mysql_direct_16 != null
           ? [
               floorRow(
@@ -403,7 +569,13 @@ export function markdown(r: Results, source: string): string {
                 `PostgreSQL shop/ledger transaction, PREPARE TRANSACTION + COMMIT PREPARED driven directly, ${d.connections} connection${d.connections > 1 ? 's' : ''} per database (\`floors.pg_direct_${d.connections}\`, ${d.tps} tx/s)`,
                 d,
               )
-            : [`PostgreSQL direct PREPARE TRANSACTION + COMMIT PREPARED (\`floors.pg_direct_${i === 0 ? 1 : 16}\`)`, '–', '–', '–', r.pg?.skipped ?? 'not measured'],
+            : [
+                `PostgreSQL direct PREPARE TRANSACTION + COMMIT PREPARED (\`floors.pg_direct_${i === 0 ? 1 : 16}\`)`,
+                '–',
+                '–',
+                '–',
+                r.pg?.skipped ?? 'not measured',
+              ],
         ),
         ...(f.pg_direct_16_marked != null
           ? [
@@ -465,8 +637,31 @@ export function markdown(r: Results, source: string): string {
         num(s.cpu?.ms_per_txn),
       ];
     });
-  const head = ['nodes', 'participants', 'clients', 'tx/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'begin+commit p50 ms', 'aborts / errors', 'leader changes', 'CPU ms / tx'];
-  out.push(table(head, commitRows(r.scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.participants === 2).sort((a, b) => a.nodes - b.nodes || a.clients - b.clients))), '');
+  const head = [
+    'nodes',
+    'participants',
+    'clients',
+    'tx/s',
+    'p50 ms',
+    'p99 ms',
+    'p99.9 ms',
+    'max ms',
+    'begin+commit p50 ms',
+    'aborts / errors',
+    'leader changes',
+    'CPU ms / tx',
+  ];
+  out.push(
+    table(
+      head,
+      commitRows(
+        r.scenarios
+          .filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.participants === 2)
+          .sort((a, b) => a.nodes - b.nodes || a.clients - b.clients),
+      ),
+    ),
+    '',
+  );
 
   out.push('## Participants per transaction (3 nodes)', '');
   out.push('![commit latency against participants](participants.svg)', '');
@@ -475,7 +670,13 @@ export function markdown(r: Results, source: string): string {
       head,
       commitRows(
         r.scenarios
-          .filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === 3 && r.settings.participant_sweep_clients.includes(s.clients))
+          .filter(
+            (s) =>
+              s.kind === 'commit' &&
+              s.resource === 'memory' &&
+              s.nodes === 3 &&
+              r.settings.participant_sweep_clients.includes(s.clients),
+          )
           .sort((a, b) => a.clients - b.clients || a.participants - b.participants),
       ),
     ),
@@ -494,7 +695,16 @@ export function markdown(r: Results, source: string): string {
       ['nodes', 'in flight', 'puts/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'errors'],
       r.scenarios
         .filter((s) => s.kind === 'raw')
-        .map((s) => [s.nodes, s.clients, s.tps, msOf(s.p50_us), msOf(s.p99_us), msOf(s.p999_us), msOf(s.max_us), Object.values(s.errors).reduce((a, b) => a + b, 0)]),
+        .map((s) => [
+          s.nodes,
+          s.clients,
+          s.tps,
+          msOf(s.p50_us),
+          msOf(s.p99_us),
+          msOf(s.p999_us),
+          msOf(s.max_us),
+          Object.values(s.errors).reduce((a, b) => a + b, 0),
+        ]),
     ),
     '',
   );
@@ -570,11 +780,25 @@ export function markdown(r: Results, source: string): string {
           ['p99 at 1 client', `${g.p99_ms_c1} ms`],
           ['direct calls in sequence, p50', `${g.direct_p50_ms} ms`],
           ['saga over direct, p50 (`ratios.saga_over_direct_p50`)', String(r.ratios.saga_over_direct_p50 ?? '-')],
-          ['one replicated write, p50 (`saga.write_p50_ms`)', g.write_p50_ms === undefined ? '-' : `${g.write_p50_ms} ms`],
-          ['floor: direct + 4 writes, p50 (`saga.floor_p50_ms_c1`)', g.floor_p50_ms_c1 === undefined ? '-' : `${g.floor_p50_ms_c1} ms`],
+          [
+            'one replicated write, p50 (`saga.write_p50_ms`)',
+            g.write_p50_ms === undefined ? '-' : `${g.write_p50_ms} ms`,
+          ],
+          [
+            'floor: direct + 4 writes, p50 (`saga.floor_p50_ms_c1`)',
+            g.floor_p50_ms_c1 === undefined ? '-' : `${g.floor_p50_ms_c1} ms`,
+          ],
           ['floor over direct (`saga.floor_over_direct_p50`)', String(g.floor_over_direct_p50 ?? '-')],
-          ['CPU per saga at 16 clients, every process (of it the leader)', g.cpu_ms_per_saga_c16 === undefined ? '-' : `${g.cpu_ms_per_saga_c16} ms (${g.cpu_ms_per_saga_leader_c16} ms)`],
-          ['the ceiling that CPU sets (`saga.ceiling_sagas_s`)', g.ceiling_sagas_s === undefined ? '-' : `${g.ceiling_sagas_s} sagas/s`],
+          [
+            'CPU per saga at 16 clients, every process (of it the leader)',
+            g.cpu_ms_per_saga_c16 === undefined
+              ? '-'
+              : `${g.cpu_ms_per_saga_c16} ms (${g.cpu_ms_per_saga_leader_c16} ms)`,
+          ],
+          [
+            'the ceiling that CPU sets (`saga.ceiling_sagas_s`)',
+            g.ceiling_sagas_s === undefined ? '-' : `${g.ceiling_sagas_s} sagas/s`,
+          ],
         ],
       ),
     );
@@ -598,16 +822,56 @@ export function markdown(r: Results, source: string): string {
           ...(o.floor_publish_consume_eps === undefined
             ? []
             : [
-                ['broker floor: publish + consume + ack/s (`outbox.floor_publish_consume_eps`)', `${o.floor_publish_consume_eps}/s`, ''],
-                ['delivered ÷ that floor (`outbox.polling_over_floor`, `outbox.cdc_over_floor`)', String(o.polling_over_floor), String(o.cdc_over_floor)],
-                ["the writers' own commits/s in that run (`outbox.writers_commit_eps`)", String(o.writers_commit_eps), ''],
-                [`a backlog of ${o.drain_events} drained, events/s (\`outbox.polling_drain_eps\`, \`outbox.cdc_drain_eps\`)`, String(o.polling_drain_eps), String(o.cdc_drain_eps)],
-                ['drained ÷ the publish + consume floor (`outbox.polling_drain_over_floor`, `outbox.cdc_drain_over_floor`)', String(o.polling_drain_over_floor), String(o.cdc_drain_over_floor)],
-                [`largest unpublished backlog sampled (writers' bound ${o.backlog_max})`, String(o.polling_backlog_max_seen), String(o.cdc_backlog_max_seen)],
-                [`broker floor at ${o.rate_eps} messages/s: publish → consumer, p50 / p99`, `${o.floor_p50_ms_at_rate} / ${o.floor_p99_ms_at_rate} ms`, ''],
-                [`PostgreSQL floor at ${o.rate_eps} commits/s: BEGIN, INSERT, COMMIT, p50 / p99`, `${o.pg_commit_p50_ms_at_rate} / ${o.pg_commit_p99_ms_at_rate} ms`, ''],
-                [`commit → effect p50 at ${o.rate_eps} events/s`, `${o.polling_p50_ms_at_rate} ms`, `${o.cdc_p50_ms_at_rate} ms`],
-                [`commit → effect p99 at ${o.rate_eps} events/s (\`outbox.polling_p99_ms_at_rate\`, \`outbox.cdc_p99_ms_at_rate\`)`, `${o.polling_p99_ms_at_rate} ms`, `${o.cdc_p99_ms_at_rate} ms`],
+                [
+                  'broker floor: publish + consume + ack/s (`outbox.floor_publish_consume_eps`)',
+                  `${o.floor_publish_consume_eps}/s`,
+                  '',
+                ],
+                [
+                  'delivered ÷ that floor (`outbox.polling_over_floor`, `outbox.cdc_over_floor`)',
+                  String(o.polling_over_floor),
+                  String(o.cdc_over_floor),
+                ],
+                [
+                  "the writers' own commits/s in that run (`outbox.writers_commit_eps`)",
+                  String(o.writers_commit_eps),
+                  '',
+                ],
+                [
+                  `a backlog of ${o.drain_events} drained, events/s (\`outbox.polling_drain_eps\`, \`outbox.cdc_drain_eps\`)`,
+                  String(o.polling_drain_eps),
+                  String(o.cdc_drain_eps),
+                ],
+                [
+                  'drained ÷ the publish + consume floor (`outbox.polling_drain_over_floor`, `outbox.cdc_drain_over_floor`)',
+                  String(o.polling_drain_over_floor),
+                  String(o.cdc_drain_over_floor),
+                ],
+                [
+                  `largest unpublished backlog sampled (writers' bound ${o.backlog_max})`,
+                  String(o.polling_backlog_max_seen),
+                  String(o.cdc_backlog_max_seen),
+                ],
+                [
+                  `broker floor at ${o.rate_eps} messages/s: publish → consumer, p50 / p99`,
+                  `${o.floor_p50_ms_at_rate} / ${o.floor_p99_ms_at_rate} ms`,
+                  '',
+                ],
+                [
+                  `PostgreSQL floor at ${o.rate_eps} commits/s: BEGIN, INSERT, COMMIT, p50 / p99`,
+                  `${o.pg_commit_p50_ms_at_rate} / ${o.pg_commit_p99_ms_at_rate} ms`,
+                  '',
+                ],
+                [
+                  `commit → effect p50 at ${o.rate_eps} events/s`,
+                  `${o.polling_p50_ms_at_rate} ms`,
+                  `${o.cdc_p50_ms_at_rate} ms`,
+                ],
+                [
+                  `commit → effect p99 at ${o.rate_eps} events/s (\`outbox.polling_p99_ms_at_rate\`, \`outbox.cdc_p99_ms_at_rate\`)`,
+                  `${o.polling_p99_ms_at_rate} ms`,
+                  `${o.cdc_p99_ms_at_rate} ms`,
+                ],
               ]),
         ],
       ),
@@ -626,7 +890,8 @@ export function boundsSection(r: Results): string[] {
   const e = r.anchors?.etcd;
   const etcdCpu = e && e.skipped === null ? e : null;
   const cores = r.machine.cores;
-  const met = (v: number | null | undefined, ok: (x: number) => boolean): string => (v === null || v === undefined ? '–' : ok(v) ? 'yes' : 'no');
+  const met = (v: number | null | undefined, ok: (x: number) => boolean): string =>
+    v === null || v === undefined ? '–' : ok(v) ? 'yes' : 'no';
   const x = (v: number | null | undefined): string => num(v, '×');
   const cpuMs = (v: number | null | undefined): string => num(v, ' ms');
   const rows: (string | number)[][] = [

@@ -29,7 +29,10 @@ export interface Scenario extends Omit<LatencySummary, 'count'> {
   nodes: number;
   /** Participants per transaction (commit) or 0 (raw). */
   participants: number;
-  /** postgres: the shop/ledger transaction of bench/harness/pg-workload.ts, participants shop and ledger; postgres+mysql: the same with the ledger on MariaDB. */
+  /**
+   * postgres: the shop/ledger transaction of bench/harness/pg-workload.ts, participants shop and ledger;
+   * postgres+mysql: the same with the ledger on MariaDB.
+   */
   resource: 'memory' | 'postgres' | 'postgres+mysql' | 'raw-log';
   /** Concurrent clients (commit) or Puts in flight (raw). */
   clients: number;
@@ -45,7 +48,10 @@ export interface Scenario extends Omit<LatencySummary, 'count'> {
   txn_p99_us: number | null;
   /** Raft terms that passed during the scenario (0: one leader throughout). */
   leader_changes: number;
-  /** CPU of every process the scenario touches, over its measured window (bench/harness/cpu-sample.ts); null when not sampled, absent in older files. */
+  /**
+   * CPU of every process the scenario touches, over its measured window (bench/harness/cpu-sample.ts); null when not
+   * sampled, absent in older files.
+   */
   cpu?: CpuFigures | null;
   /** HDR histogram of the latency, compressed base64 (hdr-histogram-js). */
   histogram: string;
@@ -64,7 +70,13 @@ export interface Settings {
   failover_runs: number;
   /** The paired step (bench/scenarios/paired.ts); absent in older results files. */
   paired?: { warmup_ms: number; segment_ms: number; settle_ms: number; rounds: number };
-  node_timing: { tickMs: number; electionTicks: number; heartbeatTicks: number; snapshotEntries: number; snapshotLogRatio?: number };
+  node_timing: {
+    tickMs: number;
+    electionTicks: number;
+    heartbeatTicks: number;
+    snapshotEntries: number;
+    snapshotLogRatio?: number;
+  };
   payload: string;
 }
 
@@ -102,19 +114,34 @@ export interface Results {
   peak_tps: Record<string, number | null>;
   raft: Record<string, number | null>;
   floor_ratios: Record<string, number | null>;
-  /** What bounds each target in this run: CPU per transaction and the ceilings it implies (cpuBounds); absent in older files. */
+  /**
+   * What bounds each target in this run: CPU per transaction and the ceilings it implies (cpuBounds); absent in older
+   * files.
+   */
   bounds?: Record<string, number | null>;
-  /** Command-line timings: `status_ms` is `verdict status` from a cold process against 3 nodes (null if not measured). Absent from older files. */
+  /**
+   * Command-line timings: `status_ms` is `verdict status` from a cold process against 3 nodes (null if not measured).
+   * Absent from older files.
+   */
   cli?: { status_ms: CliTiming | null };
   /** Sagas on three nodes, three steps (bench/scenarios/saga.ts); absent in older results files. */
   saga?: import('../scenarios/saga.ts').SagaFigures | null;
-  /** Outbox relays through NATS JetStream to the inbox (bench/scenarios/outbox.ts); absent in older results files, null when skipped. */
+  /**
+   * Outbox relays through NATS JetStream to the inbox (bench/scenarios/outbox.ts); absent in older results files, null
+   * when skipped.
+   */
   outbox?: import('../scenarios/outbox.ts').OutboxFigures | null;
   /** Other systems measured in the same run on the same machine; absent in results files older than the anchor. */
   anchors?: { etcd: EtcdAnchorFields };
-  /** The target ratios measured with every system up and the targets taken in turn (bench/scenarios/paired.ts); null when the step failed, absent in older files. */
+  /**
+   * The target ratios measured with every system up and the targets taken in turn (bench/scenarios/paired.ts); null
+   * when the step failed, absent in older files.
+   */
   paired?: import('../scenarios/paired.ts').PairedFigures | null;
-  /** The sweeps' figures of the keys in PAIRED_KEYS, kept beside the paired ones that `ratios` holds (targetRatios); absent in older files. */
+  /**
+   * The sweeps' figures of the keys in PAIRED_KEYS, kept beside the paired ones that `ratios` holds (targetRatios);
+   * absent in older files.
+   */
   ratios_sweep?: Record<string, number | null>;
   /** Where each key in PAIRED_KEYS of `ratios` came from; absent in older files, whose `ratios` are all the sweeps'. */
   ratio_source?: Record<string, 'paired' | 'sweep'>;
@@ -137,7 +164,10 @@ export const PAIRED_KEYS = ['latency_p50_3_over_1', 'latency_p50_3_parallel_over
  * a figure across its target), the sweeps' figures of those keys in
  * `ratios_sweep`, and where each came from in `ratio_source`.
  */
-export function targetRatios(sweep: Record<string, number | null>, paired: import('../scenarios/paired.ts').PairedFigures | null): Required<Pick<Results, 'ratios' | 'ratios_sweep' | 'ratio_source'>> {
+export function targetRatios(
+  sweep: Record<string, number | null>,
+  paired: import('../scenarios/paired.ts').PairedFigures | null,
+): Required<Pick<Results, 'ratios' | 'ratios_sweep' | 'ratio_source'>> {
   const ratios = { ...sweep };
   const ratios_sweep: Record<string, number | null> = {};
   const ratio_source: Record<string, 'paired' | 'sweep'> = {};
@@ -150,8 +180,13 @@ export function targetRatios(sweep: Record<string, number | null>, paired: impor
   return { ratios, ratios_sweep, ratio_source };
 }
 
-/** The etcd anchor as the results file holds it: the figures (null when skipped) and why it was skipped (null when measured). */
-export type EtcdAnchorFields = (EtcdAnchor & { skipped: null }) | { seq_p50_us: null; inflight64_tps: null; skipped: string };
+/**
+ * The etcd anchor as the results file holds it: the figures (null when skipped) and why it was skipped (null when
+ * measured).
+ */
+export type EtcdAnchorFields =
+  | (EtcdAnchor & { skipped: null })
+  | { seq_p50_us: null; inflight64_tps: null; skipped: string };
 
 export function etcdAnchorFields(e: EtcdAnchorResult): EtcdAnchorFields {
   return 'skipped' in e ? { seq_p50_us: null, inflight64_tps: null, skipped: e.skipped } : { ...e, skipped: null };
@@ -167,7 +202,9 @@ export function pgCommitId(nodes: number, clients: number, parallel = false): st
   return `commit.nodes${nodes}.pg2.c${clients}${parallel ? '.parallel' : ''}`;
 }
 
-/** The shop/ledger transaction through Verdict, shop on PostgreSQL and the ledger on MariaDB (bench/floors/mysql.ts). */
+/**
+ * The shop/ledger transaction through Verdict, shop on PostgreSQL and the ledger on MariaDB (bench/floors/mysql.ts).
+ */
 export function mysqlCommitId(nodes: number, clients: number): string {
   return `commit.nodes${nodes}.pgmysql.c${clients}`;
 }
@@ -193,7 +230,9 @@ export function summarizeFailover(runs: FailoverRun[], method: string): Failover
     in_doubt_p99_ms: delays.length ? percentile(delays, 99) : null,
     in_doubt_max_ms: delays.length ? Math.max(...delays) : null,
     in_doubt_window_ms_per_run: windows,
-    cluster_in_doubt_window_ms_per_run: runs.map((r) => (r.cluster.windowMs === null ? null : Math.round(r.cluster.windowMs))),
+    cluster_in_doubt_window_ms_per_run: runs.map((r) =>
+      r.cluster.windowMs === null ? null : Math.round(r.cluster.windowMs),
+    ),
     client_gap_ms_per_run: runs.map((r) => r.clientGapMs),
     election_ms_per_run: runs.map((r) => r.electionMs),
     still_in_doubt: runs.reduce((s, r) => s + r.inDoubt.stillInDoubt, 0),
@@ -206,7 +245,10 @@ export function summarizeFailover(runs: FailoverRun[], method: string): Failover
  * etcd's (lower is better) and 64-in-flight throughput over etcd's (higher is
  * better); null when either side was not measured.
  */
-export function etcdRatios(raft: Record<string, number | null | undefined>, etcd: EtcdAnchorResult | null): Record<'raft_seq_p50_over_etcd' | 'raft_inflight64_over_etcd', number | null> {
+export function etcdRatios(
+  raft: Record<string, number | null | undefined>,
+  etcd: EtcdAnchorResult | null,
+): Record<'raft_seq_p50_over_etcd' | 'raft_inflight64_over_etcd', number | null> {
   const e = etcd === null || 'skipped' in etcd ? null : etcd;
   return {
     raft_seq_p50_over_etcd: ratio(raft.seq_p50_us ?? undefined, e?.seq_p50_us),
@@ -214,17 +256,27 @@ export function etcdRatios(raft: Record<string, number | null | undefined>, etcd
   };
 }
 
-/** Throughput through Verdict over the direct floor's (both at 16 clients / connections); null when either is missing. */
-export function pgThroughVerdictOverDirect(verdictTps: number | undefined, direct: PgDirectFloor | null | undefined): number | null {
+/**
+ * Throughput through Verdict over the direct floor's (both at 16 clients / connections); null when either is missing.
+ */
+export function pgThroughVerdictOverDirect(
+  verdictTps: number | undefined,
+  direct: PgDirectFloor | null | undefined,
+): number | null {
   return direct === null || direct === undefined ? null : ratio(verdictTps, direct.tps);
 }
 
 /** The summary keys of the results file, from the scenarios, floors and failover runs. */
-export function summaryKeys(scenarios: Scenario[], floors: Floors): Pick<Results, 'ratios' | 'peak_tps' | 'raft' | 'floor_ratios'> {
+export function summaryKeys(
+  scenarios: Scenario[],
+  floors: Floors,
+): Pick<Results, 'ratios' | 'peak_tps' | 'raft' | 'floor_ratios'> {
   const by = new Map(scenarios.map((s) => [s.id, s]));
   const p50 = (id: string): number | undefined => by.get(id)?.p50_us;
   const peak = (nodes: number): number | null => {
-    const xs = scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === nodes && s.participants === 2);
+    const xs = scenarios.filter(
+      (s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === nodes && s.participants === 2,
+    );
     return xs.length ? Math.max(...xs.map((s) => s.tps)) : null;
   };
   const ratios: Record<string, number | null> = {
@@ -235,9 +287,16 @@ export function summaryKeys(scenarios: Scenario[], floors: Floors): Pick<Results
     latency_p50_5_over_1: ratio(p50(commitId(5, 2, 1)), p50(commitId(1, 2, 1))),
     latency_p50_16p_over_1p: ratio(p50(commitId(3, 16, 1)), p50(commitId(3, 1, 1))),
     pg_through_verdict_over_direct: pgThroughVerdictOverDirect(by.get(pgCommitId(3, 16))?.tps, floors.pg_direct_16),
-    mysql_through_verdict_over_direct: pgThroughVerdictOverDirect(by.get(mysqlCommitId(3, 16))?.tps, floors.mysql_direct_16),
+    mysql_through_verdict_over_direct: pgThroughVerdictOverDirect(
+      by.get(mysqlCommitId(3, 16))?.tps,
+      floors.mysql_direct_16,
+    ),
   };
-  const peak_tps: Record<string, number | null> = { nodes1_memory2: peak(1), nodes3_memory2: peak(3), nodes5_memory2: peak(5) };
+  const peak_tps: Record<string, number | null> = {
+    nodes1_memory2: peak(1),
+    nodes3_memory2: peak(3),
+    nodes5_memory2: peak(5),
+  };
   const pg16 = by.get(pgCommitId(3, 16));
   if (pg16 !== undefined) peak_tps.nodes3_pg2_c16 = pg16.tps;
   if (floors.pg_direct_16 !== null) peak_tps.pg_direct_16 = floors.pg_direct_16.tps;
@@ -295,11 +354,22 @@ export function summaryKeys(scenarios: Scenario[], floors: Floors): Pick<Results
  *   with the other nodes' (three processes' fsyncs at once, floors) and one
  *   round trip to the followers.
  */
-export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: number | null): Record<string, number | null> {
+export function cpuBounds(
+  scenarios: Scenario[],
+  floors: Floors,
+  etcdSeqP50Us: number | null,
+): Record<string, number | null> {
   const by = new Map(scenarios.map((s) => [s.id, s]));
   const cpu = (id: string): number | null => by.get(id)?.cpu?.ms_per_txn ?? null;
   const out: Record<string, number | null> = {};
-  const sweep = scenarios.filter((s) => s.kind === 'commit' && s.resource === 'memory' && s.nodes === 3 && s.participants === 2 && !s.id.endsWith('.parallel'));
+  const sweep = scenarios.filter(
+    (s) =>
+      s.kind === 'commit' &&
+      s.resource === 'memory' &&
+      s.nodes === 3 &&
+      s.participants === 2 &&
+      !s.id.endsWith('.parallel'),
+  );
   const peak = [...sweep].sort((a, b) => b.tps - a.tps)[0];
   if (peak?.cpu) {
     out.nodes3_memory2_peak_clients = peak.clients;
@@ -318,9 +388,11 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
   out.nodes1_memory2_c1_cpu_ms_per_txn = c1;
   out.nodes3_memory2_c1_cpu_ms_per_txn = c3;
   const p1 = by.get(commitId(1, 2, 1))?.p50_us;
-  // One client's transactions follow each other no faster than their CPU over the cores: the 3-node cycle against the 1-node p50.
+  // One client's transactions follow each other no faster than their CPU over the cores: the 3-node cycle against the
+  // 1-node p50.
   const cores3 = by.get(commitId(3, 2, 1))?.cpu?.cores;
-  if (c3 !== null && cores3 !== undefined && p1 !== undefined) out.latency_p50_3_over_1_cpu_floor = ratio((c3 / cores3) * 1000, p1);
+  if (c3 !== null && cores3 !== undefined && p1 !== undefined)
+    out.latency_p50_3_over_1_cpu_floor = ratio((c3 / cores3) * 1000, p1);
   const x3 = floors.fsync_200B_x3?.p50_us;
   if (p1 !== undefined && x3 !== undefined) {
     const extra = 2 * Math.max(0, x3 - floors.fsync_200B.p50_us) + floors.grpc_client_streams_rtt.p50_us;
@@ -335,14 +407,19 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
     if (floors.pg_direct_16) out.pg_c16_cpu_ceiling_over_direct = ratio(pg.cpu.ceiling_tps, floors.pg_direct_16.tps);
   }
   // What the participant's marker row (its idempotent decisions) costs the databases with no coordinator at all.
-  if (floors.pg_direct_16 && floors.pg_direct_16_marked) out.pg_direct_marked_over_direct = ratio(floors.pg_direct_16_marked.tps, floors.pg_direct_16.tps);
+  if (floors.pg_direct_16 && floors.pg_direct_16_marked)
+    out.pg_direct_marked_over_direct = ratio(floors.pg_direct_16_marked.tps, floors.pg_direct_16.tps);
   // The same transaction through the least possible processes (bench/floors/pg-minimal.ts): the most any replicated
   // coordinator with participant processes can reach here, and how near Verdict comes to it.
-  if (floors.pg_direct_16 && floors.pg_minimal_16) out.pg_minimal_over_direct = ratio(floors.pg_minimal_16.tps, floors.pg_direct_16.tps);
+  if (floors.pg_direct_16 && floors.pg_minimal_16)
+    out.pg_minimal_over_direct = ratio(floors.pg_minimal_16.tps, floors.pg_direct_16.tps);
   if (floors.pg_minimal_16 && pg) out.pg_through_verdict_over_minimal = ratio(pg.tps, floors.pg_minimal_16.tps);
-  // The direct floor again after Verdict's PostgreSQL scenarios, on the same server: how far it moved, and Verdict over it.
-  if (floors.pg_direct_16 && floors.pg_direct_16_after) out.pg_direct_after_over_before = ratio(floors.pg_direct_16_after.tps, floors.pg_direct_16.tps);
-  if (floors.pg_direct_16_after && pg) out.pg_through_verdict_over_direct_after = ratio(pg.tps, floors.pg_direct_16_after.tps);
+  // The direct floor again after Verdict's PostgreSQL scenarios, on the same server: how far it moved, and Verdict over
+  // it.
+  if (floors.pg_direct_16 && floors.pg_direct_16_after)
+    out.pg_direct_after_over_before = ratio(floors.pg_direct_16_after.tps, floors.pg_direct_16.tps);
+  if (floors.pg_direct_16_after && pg)
+    out.pg_through_verdict_over_direct_after = ratio(pg.tps, floors.pg_direct_16_after.tps);
   // The same bounds for the path with the ledger on MariaDB: its CPU ceiling and its least-process floor.
   const my = by.get(mysqlCommitId(3, 16));
   if (my?.cpu) {
@@ -350,16 +427,20 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
     out.mysql_c16_database_cpu_ms_per_txn = my.cpu.by_kind.database ?? null;
     out.mysql_c16_cpu_ceiling_tps = my.cpu.ceiling_tps;
     out.mysql_c16_busy = my.cpu.busy;
-    if (floors.mysql_direct_16) out.mysql_c16_cpu_ceiling_over_direct = ratio(my.cpu.ceiling_tps, floors.mysql_direct_16.tps);
+    if (floors.mysql_direct_16)
+      out.mysql_c16_cpu_ceiling_over_direct = ratio(my.cpu.ceiling_tps, floors.mysql_direct_16.tps);
   }
-  if (floors.mysql_direct_16 && floors.mysql_minimal_16) out.mysql_minimal_over_direct = ratio(floors.mysql_minimal_16.tps, floors.mysql_direct_16.tps);
-  if (floors.mysql_minimal_16 && my) out.mysql_through_verdict_over_minimal = ratio(my.tps, floors.mysql_minimal_16.tps);
+  if (floors.mysql_direct_16 && floors.mysql_minimal_16)
+    out.mysql_minimal_over_direct = ratio(floors.mysql_minimal_16.tps, floors.mysql_direct_16.tps);
+  if (floors.mysql_minimal_16 && my)
+    out.mysql_through_verdict_over_minimal = ratio(my.tps, floors.mysql_minimal_16.tps);
   const one = by.get(commitId(3, 1, 1));
   const sixteen = by.get(commitId(3, 16, 1));
   out.participants1_c1_cpu_ms_per_txn = one?.cpu?.ms_per_txn ?? null;
   out.participants16_c1_cpu_ms_per_txn = sixteen?.cpu?.ms_per_txn ?? null;
   out.participants16_c1_participant_cpu_ms_per_txn = sixteen?.cpu?.by_kind.participant ?? null;
-  if (one && sixteen?.cpu) out.latency_p50_16p_over_1p_cpu_floor = ratio((sixteen.cpu.ms_per_txn / sixteen.cpu.cores) * 1000, one.p50_us);
+  if (one && sixteen?.cpu)
+    out.latency_p50_16p_over_1p_cpu_floor = ratio((sixteen.cpu.ms_per_txn / sixteen.cpu.cores) * 1000, one.p50_us);
   const raw1 = by.get(rawId(3, 1));
   out.raft_seq_cpu_ms_per_put = raw1?.cpu?.ms_per_txn ?? null;
   out.raft_inflight64_cpu_ms_per_put = by.get(rawId(3, 64))?.cpu?.ms_per_txn ?? null;
@@ -372,18 +453,23 @@ export function cpuBounds(scenarios: Scenario[], floors: Floors, etcdSeqP50Us: n
   }
   const par = by.get(commitId(3, 2, 1, true));
   out.nodes3_memory2_c1_parallel_cpu_ms_per_txn = par?.cpu?.ms_per_txn ?? null;
-  if (par?.cpu && p1 !== undefined) out.latency_p50_3_parallel_over_1_cpu_floor = ratio((par.cpu.ms_per_txn / par.cpu.cores) * 1000, p1);
+  if (par?.cpu && p1 !== undefined)
+    out.latency_p50_3_parallel_over_1_cpu_floor = ratio((par.cpu.ms_per_txn / par.cpu.cores) * 1000, p1);
   // One transaction's flushes on the one disk with nothing else running (floors.flush_pattern): the 1-node p50
   // with its flushes swapped for the 3-node pattern's is what the disk alone leaves of each ratio.
   const fp = floors.flush_pattern;
   if (fp !== undefined && p1 !== undefined) {
-    out.latency_p50_3_over_1_flush_floor = ratio(p1 - fp.classic1.p50_us + fp.classic3.p50_us + floors.grpc_client_streams_rtt.p50_us, p1);
+    out.latency_p50_3_over_1_flush_floor = ratio(
+      p1 - fp.classic1.p50_us + fp.classic3.p50_us + floors.grpc_client_streams_rtt.p50_us,
+      p1,
+    );
     out.latency_p50_3_parallel_over_1_flush_floor = ratio(p1 - fp.classic1.p50_us + fp.parallel3.p50_us, p1);
     out.flush_pattern_classic1_us = fp.classic1.p50_us;
     out.flush_pattern_parallel3_us = fp.parallel3.p50_us;
     out.flush_pattern_parallel3_one_sync_us = fp.parallel3_one_sync.p50_us;
   }
-  // The participant sweep's prepare phase on the one disk: one journal flush against sixteen at once (the last of them).
+  // The participant sweep's prepare phase on the one disk: one journal flush against sixteen at once (the last of
+  // them).
   const p1p = one?.p50_us;
   if (fp?.participants1 !== undefined && fp.participants16 !== undefined && p1p !== undefined) {
     out.latency_p50_16p_over_1p_flush_floor = ratio(p1p - fp.participants1.p50_us + fp.participants16.p50_us, p1p);

@@ -74,45 +74,68 @@ export function lineChart(c: LineChart): string {
   const pw = W - M.left - M.right;
   const ph = H - M.top - M.bottom;
   const xs = c.series.flatMap((s) => s.points.map((p) => p[0]));
-  const ys = [...c.series.flatMap((s) => s.points.map((p) => p[1])), ...(c.rules ?? []).map((r) => r.value)].filter((y) => !c.yLog || y > 0);
+  const ys = [...c.series.flatMap((s) => s.points.map((p) => p[1])), ...(c.rules ?? []).map((r) => r.value)].filter(
+    (y) => !c.yLog || y > 0,
+  );
   if (xs.length === 0 || ys.length === 0) return emptyChart(c.title, W, H);
   let [x0, x1] = [Math.min(...xs), Math.max(...xs)];
   let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
   if (x0 === x1) [x0, x1] = c.xLog ? [x0 / 2, x1 * 2] : [x0 - 1, x1 + 1];
   if (c.yLog) [y0, y1] = [10 ** Math.floor(Math.log10(y0)), 10 ** Math.ceil(Math.log10(y1))];
   else [y0, y1] = [0, y1 * 1.1 || 1];
-  const sx = (x: number): number => M.left + (c.xLog ? (Math.log(x) - Math.log(x0)) / (Math.log(x1) - Math.log(x0)) : (x - x0) / (x1 - x0)) * pw;
-  const sy = (y: number): number => M.top + ph - (c.yLog ? (Math.log(y) - Math.log(y0)) / (Math.log(y1) - Math.log(y0)) : (y - y0) / (y1 - y0)) * ph;
+  const sx = (x: number): number =>
+    M.left + (c.xLog ? (Math.log(x) - Math.log(x0)) / (Math.log(x1) - Math.log(x0)) : (x - x0) / (x1 - x0)) * pw;
+  const sy = (y: number): number =>
+    M.top + ph - (c.yLog ? (Math.log(y) - Math.log(y0)) / (Math.log(y1) - Math.log(y0)) : (y - y0) / (y1 - y0)) * ph;
   const out: string[] = [header(W, H, c.title)];
   const yt = c.yLog ? logTicks(y0, y1) : niceTicks(y0, y1);
   for (const t of yt) {
-    out.push(`<line x1="${M.left}" x2="${M.left + pw}" y1="${sy(t).toFixed(1)}" y2="${sy(t).toFixed(1)}" stroke="#e5e5e5"/>`);
-    out.push(`<text x="${M.left - 6}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end" font-size="11" fill="#444">${fmt(t)}</text>`);
+    out.push(
+      `<line x1="${M.left}" x2="${M.left + pw}" y1="${sy(t).toFixed(1)}" y2="${sy(t).toFixed(1)}" stroke="#e5e5e5"/>`,
+    );
+    out.push(
+      `<text x="${M.left - 6}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end" font-size="11" fill="#444">${fmt(t)}</text>`,
+    );
   }
   for (const t of c.xTicks ?? [...new Set(xs)].sort((a, b) => a - b)) {
-    out.push(`<line x1="${sx(t).toFixed(1)}" x2="${sx(t).toFixed(1)}" y1="${M.top}" y2="${M.top + ph}" stroke="#f0f0f0"/>`);
-    out.push(`<text x="${sx(t).toFixed(1)}" y="${M.top + ph + 16}" text-anchor="middle" font-size="11" fill="#444">${fmt(t)}</text>`);
+    out.push(
+      `<line x1="${sx(t).toFixed(1)}" x2="${sx(t).toFixed(1)}" y1="${M.top}" y2="${M.top + ph}" stroke="#f0f0f0"/>`,
+    );
+    out.push(
+      `<text x="${sx(t).toFixed(1)}" y="${M.top + ph + 16}" text-anchor="middle" font-size="11" fill="#444">${fmt(t)}</text>`,
+    );
   }
   out.push(`<rect x="${M.left}" y="${M.top}" width="${pw}" height="${ph}" fill="none" stroke="#999"/>`);
   out.push(`<text x="${M.left + pw / 2}" y="${H - 12}" text-anchor="middle" font-size="12">${esc(c.xLabel)}</text>`);
-  out.push(`<text transform="translate(16 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle" font-size="12">${esc(c.yLabel)}</text>`);
+  out.push(
+    `<text transform="translate(16 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle" font-size="12">${esc(c.yLabel)}</text>`,
+  );
   let legendY = M.top + 8;
   const legend = (color: string, dashed: boolean, label: string): void => {
-    out.push(`<line x1="${M.left + pw + 12}" x2="${M.left + pw + 36}" y1="${legendY}" y2="${legendY}" stroke="${color}" stroke-width="2"${dashed ? ' stroke-dasharray="5 3"' : ''}/>`);
+    out.push(
+      `<line x1="${M.left + pw + 12}" x2="${M.left + pw + 36}" y1="${legendY}" y2="${legendY}" stroke="${color}" stroke-width="2"${dashed ? ' stroke-dasharray="5 3"' : ''}/>`,
+    );
     out.push(`<text x="${M.left + pw + 42}" y="${legendY + 4}" font-size="11">${esc(label)}</text>`);
     legendY += 18;
   };
   for (const r of c.rules ?? []) {
     if (c.yLog && r.value <= 0) continue;
-    out.push(`<line x1="${M.left}" x2="${M.left + pw}" y1="${sy(r.value).toFixed(1)}" y2="${sy(r.value).toFixed(1)}" stroke="${r.color}" stroke-width="1.5" stroke-dasharray="2 3"/>`);
+    out.push(
+      `<line x1="${M.left}" x2="${M.left + pw}" y1="${sy(r.value).toFixed(1)}" y2="${sy(r.value).toFixed(1)}" stroke="${r.color}" stroke-width="1.5" stroke-dasharray="2 3"/>`,
+    );
     legend(r.color, true, r.label);
   }
   for (const s of c.series) {
     const pts = [...s.points].filter((p) => !c.yLog || p[1] > 0).sort((a, b) => a[0] - b[0]);
     if (pts.length === 0) continue;
     const d = pts.map((p, i) => `${i === 0 ? 'M' : 'L'}${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(' ');
-    out.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="5 3"' : ''}/>`);
-    for (const p of pts) out.push(`<circle cx="${sx(p[0]).toFixed(1)}" cy="${sy(p[1]).toFixed(1)}" r="3" fill="${s.color}"><title>${esc(s.name)}: ${fmt(p[0])} → ${fmt(p[1])}</title></circle>`);
+    out.push(
+      `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="5 3"' : ''}/>`,
+    );
+    for (const p of pts)
+      out.push(
+        `<circle cx="${sx(p[0]).toFixed(1)}" cy="${sy(p[1]).toFixed(1)}" r="3" fill="${s.color}"><title>${esc(s.name)}: ${fmt(p[0])} → ${fmt(p[1])}</title></circle>`,
+      );
     legend(s.color, s.dashed ?? false, s.name);
   }
   out.push('</svg>');
@@ -162,8 +185,12 @@ export function timelineChart(title: string, xLabel: string, rows: TimelineRow[]
     const sy = (y: number): number => top + panelH - (y / yMax) * panelH;
     out.push(`<text x="${left}" y="${top - 6}" font-size="12" font-weight="600">${esc(row.title)}</text>`);
     for (const t of yTicks) {
-      out.push(`<line x1="${left}" x2="${left + pw}" y1="${sy(t).toFixed(1)}" y2="${sy(t).toFixed(1)}" stroke="#eee"/>`);
-      out.push(`<text x="${left - 6}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end" font-size="10" fill="#444">${fmt(t)}</text>`);
+      out.push(
+        `<line x1="${left}" x2="${left + pw}" y1="${sy(t).toFixed(1)}" y2="${sy(t).toFixed(1)}" stroke="#eee"/>`,
+      );
+      out.push(
+        `<text x="${left - 6}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end" font-size="10" fill="#444">${fmt(t)}</text>`,
+      );
     }
     const bw = Math.max(1, pw / n - 0.5);
     for (let i = 0; i < n; i++) {
@@ -171,14 +198,20 @@ export function timelineChart(title: string, xLabel: string, rows: TimelineRow[]
       for (const b of row.bars) {
         const v = b.values[i] ?? 0;
         if (v === 0) continue;
-        out.push(`<rect x="${sx(x0 + i * row.bucket).toFixed(1)}" y="${sy(base + v).toFixed(1)}" width="${bw.toFixed(1)}" height="${(sy(base) - sy(base + v)).toFixed(1)}" fill="${b.color}"/>`);
+        out.push(
+          `<rect x="${sx(x0 + i * row.bucket).toFixed(1)}" y="${sy(base + v).toFixed(1)}" width="${bw.toFixed(1)}" height="${(sy(base) - sy(base + v)).toFixed(1)}" fill="${b.color}"/>`,
+        );
         base += v;
       }
     }
     for (const t of niceTicks(x0, x1, 10)) {
-      out.push(`<text x="${sx(t).toFixed(1)}" y="${top + panelH + 14}" text-anchor="middle" font-size="10" fill="#444">${fmt(t)}</text>`);
+      out.push(
+        `<text x="${sx(t).toFixed(1)}" y="${top + panelH + 14}" text-anchor="middle" font-size="10" fill="#444">${fmt(t)}</text>`,
+      );
     }
-    out.push(`<text x="${left + pw}" y="${top + panelH + 28}" text-anchor="end" font-size="11" fill="#444">${esc(xLabel)}</text>`);
+    out.push(
+      `<text x="${left + pw}" y="${top + panelH + 28}" text-anchor="end" font-size="11" fill="#444">${esc(xLabel)}</text>`,
+    );
     out.push(`<rect x="${left}" y="${top}" width="${pw}" height="${panelH}" fill="none" stroke="#999"/>`);
     // Markers: a dashed line in the panel; its name and time in the key below, in time order.
     let mx = left;
@@ -186,14 +219,18 @@ export function timelineChart(title: string, xLabel: string, rows: TimelineRow[]
     for (const mk of [...row.markers].sort((a, b) => a.at - b.at)) {
       if (mk.at < x0 || mk.at > x1) continue;
       const x = sx(mk.at).toFixed(1);
-      out.push(`<line x1="${x}" x2="${x}" y1="${top}" y2="${top + panelH}" stroke="${mk.color}" stroke-width="1.5" stroke-dasharray="4 2"><title>${esc(mk.label)}</title></line>`);
+      out.push(
+        `<line x1="${x}" x2="${x}" y1="${top}" y2="${top + panelH}" stroke="${mk.color}" stroke-width="1.5" stroke-dasharray="4 2"><title>${esc(mk.label)}</title></line>`,
+      );
       const label = `${mk.label} ${mk.at >= 0 ? '+' : ''}${mk.at.toFixed(2)} s`;
       const w = 26 + 6 * label.length;
       if (mx + w > left + pw) {
         mx = left;
         my += 14;
       }
-      out.push(`<line x1="${mx}" x2="${mx + 14}" y1="${my - 4}" y2="${my - 4}" stroke="${mk.color}" stroke-width="2" stroke-dasharray="4 2"/>`);
+      out.push(
+        `<line x1="${mx}" x2="${mx + 14}" y1="${my - 4}" y2="${my - 4}" stroke="${mk.color}" stroke-width="2" stroke-dasharray="4 2"/>`,
+      );
       out.push(`<text x="${mx + 18}" y="${my}" font-size="11" fill="${mk.color}">${esc(label)}</text>`);
       mx += w;
     }

@@ -18,7 +18,11 @@ function onceMs(bin: string, args: string[]): Promise<number> {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
     // The bench's clusters are plaintext: said in the environment, which a verdict from before --insecure ignores.
-    const child = spawn(process.execPath, [bin, ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VERDICT_INSECURE: 'true' } });
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, VERDICT_INSECURE: 'true' },
+    });
     let err = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
@@ -32,11 +36,19 @@ function onceMs(bin: string, args: string[]): Promise<number> {
   });
 }
 
-/** Runs `verdict status --endpoints ...` `runs` times, one after the other, each a cold process; `bin` is the verdict command run. */
+/**
+ * Runs `verdict status --endpoints ...` `runs` times, one after the other, each a cold process; `bin` is the verdict
+ * command run.
+ */
 export async function measureCliStatus(endpoints: string[], runs: number, bin = BIN): Promise<CliTiming> {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) times.push(await onceMs(bin, ['status', '--endpoints', endpoints.join(',')]));
   const sorted = [...times].sort((a, b) => a - b);
   const round = (x: number): number => Math.round(x * 10) / 10;
-  return { runs, p50_ms: round(sorted[Math.floor((sorted.length - 1) / 2)]), min_ms: round(sorted[0]), max_ms: round(sorted[sorted.length - 1]) };
+  return {
+    runs,
+    p50_ms: round(sorted[Math.floor((sorted.length - 1) / 2)]),
+    min_ms: round(sorted[0]),
+    max_ms: round(sorted[sorted.length - 1]),
+  };
 }

@@ -16,7 +16,10 @@ export interface EtcdAnchor {
   inflight64_tps: number;
   inflight64_p50_us: number;
   inflight64_p99_us: number;
-  /** CPU of the three members and the load generator per acknowledged Put (bench/harness/cpu-sample.ts), beside Verdict's raw log's; null if not sampled. */
+  /**
+   * CPU of the three members and the load generator per acknowledged Put (bench/harness/cpu-sample.ts), beside
+   * Verdict's raw log's; null if not sampled.
+   */
   seq_cpu_ms_per_put: number | null;
   inflight64_cpu_ms_per_put: number | null;
   /** Failed Puts in the two windows, by code. */
@@ -25,7 +28,10 @@ export interface EtcdAnchor {
 
 export type EtcdAnchorResult = EtcdAnchor | { skipped: string };
 
-export async function measureEtcdAnchor(dir: string, o: { warmupMs: number; measureMs: number; log: (line: string) => void }): Promise<EtcdAnchorResult> {
+export async function measureEtcdAnchor(
+  dir: string,
+  o: { warmupMs: number; measureMs: number; log: (line: string) => void },
+): Promise<EtcdAnchorResult> {
   const bin = ensureEtcd(o.log);
   if ('skipped' in bin) return bin;
   const cluster = await EtcdCluster.start(bin, join(dir, 'etcd'));
@@ -34,11 +40,26 @@ export async function measureEtcdAnchor(dir: string, o: { warmupMs: number; meas
     const cpu: (number | null)[] = [];
     for (const inflight of [1, 64]) {
       const leader = await cluster.leader();
-      const cfg: RawLoad = { mode: 'raw', system: 'etcd', leader, inflight, warmupMs: o.warmupMs, measureMs: o.measureMs, valueBytes: 100 };
+      const cfg: RawLoad = {
+        mode: 'raw',
+        system: 'etcd',
+        leader,
+        inflight,
+        warmupMs: o.warmupMs,
+        measureMs: o.measureMs,
+        valueBytes: 100,
+      };
       const window = new CpuWindow(() => cluster.members.flatMap((m) => childProc('etcd', m.name, m.child)));
-      const r = await runJsonChild<LoadResult>(`load etcd inflight${inflight}`, 'harness/loadgen.ts', cfg, join(dir, 'etcd', `load-inflight${inflight}.log`), o.warmupMs + o.measureMs + 90_000, {
-        onLine: window.onLine,
-      });
+      const r = await runJsonChild<LoadResult>(
+        `load etcd inflight${inflight}`,
+        'harness/loadgen.ts',
+        cfg,
+        join(dir, 'etcd', `load-inflight${inflight}.log`),
+        o.warmupMs + o.measureMs + 90_000,
+        {
+          onLine: window.onLine,
+        },
+      );
       runs.push(r);
       cpu.push(window.figures(r.ok)?.ms_per_txn ?? null);
     }

@@ -87,7 +87,10 @@ const CHECK_CONCURRENCY = 32;
 /** If the aim never comes true, fire anyway after this long. */
 const ARM_MAX_MS = 5_000;
 const RECENT_MAX = 64;
-/** Fire when half the clients are this far into the recent median commit latency: past PREPARE's first steps, before the DECISION is out. */
+/**
+ * Fire when half the clients are this far into the recent median commit latency: past PREPARE's first steps, before the
+ * DECISION is out.
+ */
 const AIM_FRACTION = 0.4;
 
 async function pool<T>(items: readonly T[], n: number, f: (x: T) => Promise<void>): Promise<void> {
@@ -111,7 +114,12 @@ async function main(): Promise<void> {
   const latency = newHistogram();
   let kill: { atMs: number; leader: string } | null = null;
   let watching: Promise<FailoverLoadResult['watch']> | null = null;
-  const watcher = new VerdictClient({ insecure: true, endpoints: cfg.endpoints, callTimeoutMs: 2_000, attemptTimeoutMs: 1_000 });
+  const watcher = new VerdictClient({
+    insecure: true,
+    endpoints: cfg.endpoints,
+    callTimeoutMs: 2_000,
+    attemptTimeoutMs: 1_000,
+  });
 
   /** Clients with a commit() sent and not yet answered → when it was sent (performance.now()). */
   const committing = new Map<number, number>();
@@ -158,7 +166,8 @@ async function main(): Promise<void> {
       if (asks.length === 0 || wallMs() > deadline) break;
       await pool(asks, CHECK_CONCURRENCY, async (e) => {
         const r = await watcher.outcome(e.id).catch(() => null);
-        if (r?.outcome === 'COMMITTED' || r?.outcome === 'ABORTED') resolvedAt.set(e.id, Math.min(wallMs(), e.o === 'C' || e.o === 'A' ? e.a : Infinity));
+        if (r?.outcome === 'COMMITTED' || r?.outcome === 'ABORTED')
+          resolvedAt.set(e.id, Math.min(wallMs(), e.o === 'C' || e.o === 'A' ? e.a : Infinity));
       });
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
@@ -220,7 +229,8 @@ async function main(): Promise<void> {
     if (e.o === 'E') return;
     let r = await checker.outcome(e.id);
     // Unknown to the client and undecided in the log: settle it (Abort answers COMMITTED if the log says so).
-    if (e.o === 'U' && r.outcome !== 'COMMITTED' && r.outcome !== 'ABORTED') r = await checker.abort(e.id, 'settled by the benchmark');
+    if (e.o === 'U' && r.outcome !== 'COMMITTED' && r.outcome !== 'ABORTED')
+      r = await checker.abort(e.id, 'settled by the benchmark');
     e.f = r.outcome === 'COMMITTED' ? 'C' : r.outcome === 'ABORTED' ? 'A' : 'N';
     if (e.o === 'U') return;
     rollback.checked++;

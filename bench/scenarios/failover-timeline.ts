@@ -43,7 +43,13 @@ function lines(file: string): LogLine[] {
  * log file; `decidedRelMs` holds each participant's in-doubt delays (from
  * its journal), of which the first and the last are reported.
  */
-export function failoverTimeline(o: { killAtMs: number; killed: string; nodeLogs: Map<string, string>; participantLogs: Map<string, string>; decidedRelMs: Map<string, number[]> }): TimelineEvent[] {
+export function failoverTimeline(o: {
+  killAtMs: number;
+  killed: string;
+  nodeLogs: Map<string, string>;
+  participantLogs: Map<string, string>;
+  decidedRelMs: Map<string, number[]>;
+}): TimelineEvent[] {
   const ev: TimelineEvent[] = [];
   const at = (t: number | undefined): number => (t === undefined ? Number.NaN : t - o.killAtMs);
   for (const [id, file] of o.nodeLogs) {
@@ -55,14 +61,20 @@ export function failoverTimeline(o: { killAtMs: number; killed: string; nodeLogs
         sawBreak = true;
         ev.push({ relMs: at(l.time), who: id, what: `stream to ${o.killed} broke` });
       }
-      if (l.msg === 'raft role changed') ev.push({ relMs: at(l.time), who: id, what: `${l.role} in term ${l.term}${l.leader ? ` (leader ${l.leader})` : ''}` });
+      if (l.msg === 'raft role changed')
+        ev.push({
+          relMs: at(l.time),
+          who: id,
+          what: `${l.role} in term ${l.term}${l.leader ? ` (leader ${l.leader})` : ''}`,
+        });
     }
   }
   for (const [id, file] of o.participantLogs) {
     let asked = false;
     for (const l of lines(file)) {
       if (l.time === undefined || l.time < o.killAtMs - 50) continue;
-      if (l.msg?.startsWith("the leader's Exchange stream broke")) ev.push({ relMs: at(l.time), who: id, what: 'Exchange stream broke; asking now' });
+      if (l.msg?.startsWith("the leader's Exchange stream broke"))
+        ev.push({ relMs: at(l.time), who: id, what: 'Exchange stream broke; asking now' });
       if (!asked && l.msg === 'in doubt: outcome not known yet; asking again') {
         asked = true;
         ev.push({ relMs: at(l.time), who: id, what: `first ask unanswered: ${l.why ?? '?'}` });

@@ -41,9 +41,18 @@ export interface FailoverOptions {
   logLevel?: string;
 }
 
-/** The failover run of the benchmark (the full run and bench/analysis/failover-only.ts alike): 3 nodes, 2 memory participants, 16 clients. */
+/**
+ * The failover run of the benchmark (the full run and bench/analysis/failover-only.ts alike): 3 nodes, 2 memory
+ * participants, 16 clients.
+ */
 export function failoverPlan(quick: boolean): FailoverOptions {
-  return { clients: 16, participants: 2, warmupMs: quick ? 1_000 : 2_000, beforeKillMs: quick ? 1_500 : 3_000, afterKillMs: quick ? 5_000 : 8_000 };
+  return {
+    clients: 16,
+    participants: 2,
+    warmupMs: quick ? 1_000 : 2_000,
+    beforeKillMs: quick ? 1_500 : 3_000,
+    afterKillMs: quick ? 5_000 : 8_000,
+  };
 }
 
 export interface Timeline {
@@ -54,7 +63,12 @@ export interface Timeline {
   aborts: number[];
   failures: number[];
   /** Relative to the kill. */
-  marks: { electedMs: number; firstCommitMs: number | null; clusterResolvedMs: number | null; participantsResolvedMs: number | null };
+  marks: {
+    electedMs: number;
+    firstCommitMs: number | null;
+    clusterResolvedMs: number | null;
+    participantsResolvedMs: number | null;
+  };
 }
 
 export interface FailoverRun {
@@ -133,12 +147,19 @@ export async function runFailover(dir: string, tag: string, o: FailoverOptions):
       await cluster.waitForLeader({ notId: leader.id, minTerm: leader.term + 1, timeoutMs: 30_000, pollMs: 20 });
       return { atMs, leader: leader.id, electionMs: Date.now() - atMs };
     };
-    const load = await runJsonChild<FailoverLoadResult>('failover load', 'scenarios/failover-load.ts', cfg, join(dir, 'failover-load.log'), cfg.runMs + 120_000, {
-      onLine: (line, child) => {
-        if (line.startsWith('started') && killed === null) killed = killLeader(child);
-        if (line === 'fire') (fire as (() => void) | null)?.();
+    const load = await runJsonChild<FailoverLoadResult>(
+      'failover load',
+      'scenarios/failover-load.ts',
+      cfg,
+      join(dir, 'failover-load.log'),
+      cfg.runMs + 120_000,
+      {
+        onLine: (line, child) => {
+          if (line.startsWith('started') && killed === null) killed = killLeader(child);
+          if (line === 'fire') (fire as (() => void) | null)?.();
+        },
       },
-    });
+    );
     if (killed === null) throw new Error('the failover load never started');
     const kill = await (killed as Promise<{ atMs: number; leader: string; electionMs: number }>);
     await settled(cluster);
@@ -154,7 +175,16 @@ export async function runFailover(dir: string, tag: string, o: FailoverOptions):
     if (o.logLevel !== 'info') return run;
     const nodeLogs = new Map(cluster.nodes.map((n) => [n.id, join(dir, `${n.id}.log`)]));
     const participantLogs = new Map(ids.map((id) => [id, join(dir, `participant-${id}.log`)]));
-    return { ...run, events: failoverTimeline({ killAtMs: kill.atMs, killed: kill.leader, nodeLogs, participantLogs, decidedRelMs: byParticipant }) };
+    return {
+      ...run,
+      events: failoverTimeline({
+        killAtMs: kill.atMs,
+        killed: kill.leader,
+        nodeLogs,
+        participantLogs,
+        decidedRelMs: byParticipant,
+      }),
+    };
   } finally {
     await cluster.destroy();
   }
@@ -180,7 +210,11 @@ async function settled(cluster: BenchCluster): Promise<void> {
 
 async function readJournal(path: string): Promise<JournalRecord[]> {
   const records: JournalRecord[] = [];
-  const j = await FileJournal.open<JournalRecord>({ path, fold: { add: (r) => records.push(r), snapshot: () => records }, isRecord: isJournalRecord });
+  const j = await FileJournal.open<JournalRecord>({
+    path,
+    fold: { add: (r) => records.push(r), snapshot: () => records },
+    isRecord: isJournalRecord,
+  });
   await j.close();
   return records;
 }
@@ -293,7 +327,13 @@ function analyse(
       delaysMs: delays.sort((a, b) => a - b),
     },
     cluster: load.watch,
-    counts: { txns: load.txns, committed: load.committed, aborted: load.aborted, outcomeUnknown: load.outcomeUnknown, beginFailed: load.beginFailed },
+    counts: {
+      txns: load.txns,
+      committed: load.committed,
+      aborted: load.aborted,
+      outcomeUnknown: load.outcomeUnknown,
+      beginFailed: load.beginFailed,
+    },
     latency: load.latency,
     rollback,
     decidedRolledBack: rollback.committedThenNot + rollback.abortedThenCommitted + participantMismatches,

@@ -30,7 +30,10 @@ export interface HistoryFigures {
   bytes_per_txn_records: number;
   /** du of <dataDir>/history over the transactions it holds (LevelDB's files, compressed, with its log and slack). */
   bytes_per_txn_disk: number;
-  /** Each round's commits per second, in the order run: a spread wider than the difference says the machine was too busy to tell. */
+  /**
+   * Each round's commits per second, in the order run: a spread wider than the difference says the machine was too busy
+   * to tell.
+   */
   tps_rounds: { history: boolean; tps: number }[];
   concurrency: number;
   rounds: number;
@@ -78,7 +81,9 @@ async function round(dir: string, on: boolean, windowMs: number): Promise<Round>
     const loop = async (until: number, lat: number[]): Promise<void> => {
       while (performance.now() < until) lat.push(await one());
     };
-    await Promise.all(Array.from({ length: CONCURRENCY }, () => loop(performance.now() + Math.min(3_000, windowMs / 3), [])));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, () => loop(performance.now() + Math.min(3_000, windowMs / 3), [])),
+    );
     const lat: number[] = [];
     const t0 = performance.now();
     await Promise.all(Array.from({ length: CONCURRENCY }, () => loop(t0 + windowMs, lat)));
@@ -107,7 +112,11 @@ async function round(dir: string, on: boolean, windowMs: number): Promise<Round>
       } finally {
         api.close();
       }
-      diskBytes = Number(execFileSync('du', ['-sb', join(dir, 'nodes', `data-n${at + 1}`, 'history')], { encoding: 'utf8' }).split('\t')[0]);
+      diskBytes = Number(
+        execFileSync('du', ['-sb', join(dir, 'nodes', `data-n${at + 1}`, 'history')], { encoding: 'utf8' }).split(
+          '\t',
+        )[0],
+      );
     }
     return { tps: lat.length / (elapsedMs / 1000), lat, txns: n, recordBytes, diskBytes };
   } finally {
@@ -159,7 +168,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     const quick = process.argv.includes('--quick');
     const i = process.argv.indexOf('--rounds');
     const rounds = i > 0 ? Number(process.argv[i + 1]) : quick ? 2 : 3;
-    if (!(Number.isInteger(rounds) && rounds >= 1 && rounds <= 20)) throw new Error('--rounds takes a whole number from 1 to 20');
+    if (!(Number.isInteger(rounds) && rounds >= 1 && rounds <= 20))
+      throw new Error('--rounds takes a whole number from 1 to 20');
     const f = await measureHistory(dir, quick ? 8_000 : 20_000, rounds);
     process.stdout.write(`${JSON.stringify({ history: f }, null, 2)}\n`);
   } finally {

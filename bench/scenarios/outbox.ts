@@ -48,9 +48,15 @@ export interface OutboxFigures {
   /** Delivered events/s at saturation over floor_publish_consume_eps. */
   polling_over_floor: number;
   cdc_over_floor: number;
-  /** Events the 16 writers committed per second in the polling saturation run: what bounds polling_eps when the outbox keeps up. */
+  /**
+   * Events the 16 writers committed per second in the polling saturation run: what bounds polling_eps when the outbox
+   * keeps up.
+   */
   writers_commit_eps: number;
-  /** The outbox's own capacity: drain_events committed first, then relayed and consumed; events/s, and over the publish + consume floor. */
+  /**
+   * The outbox's own capacity: drain_events committed first, then relayed and consumed; events/s, and over the publish
+   * + consume floor.
+   */
   drain_events: number;
   polling_drain_eps: number;
   cdc_drain_eps: number;
@@ -91,7 +97,11 @@ const pct = (xs: number[], p: number): number => {
 };
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const allPartitions: Fence = { owned: () => new Map([[0, 1]]), valid: () => true, leaseName: (p) => `outbox/bench/p${p}` };
+const allPartitions: Fence = {
+  owned: () => new Map([[0, 1]]),
+  valid: () => true,
+  leaseName: (p) => `outbox/bench/p${p}`,
+};
 
 async function floor(url: string, windowMs: number): Promise<{ eps: number; p50: number }> {
   const nc = await connect({ servers: url.replace('nats://', '') });
@@ -99,7 +109,9 @@ async function floor(url: string, windowMs: number): Promise<{ eps: number; p50:
   await jsm.streams.add({ name: 'FLOOR', subjects: ['floor.events'], duplicate_window: 120_000_000_000 });
   const js = nc.jetstream();
   const lat: number[] = [];
-  const body = new TextEncoder().encode(JSON.stringify({ id: 'x'.repeat(36), aggregate: 'order-1', seq: 1, type: 'bench', epoch: 1, payload: { n: 1 } }));
+  const body = new TextEncoder().encode(
+    JSON.stringify({ id: 'x'.repeat(36), aggregate: 'order-1', seq: 1, type: 'bench', epoch: 1, payload: { n: 1 } }),
+  );
   const endAtMs = performance.now() + windowMs;
   let n = 0;
   await Promise.all(
@@ -116,15 +128,24 @@ async function floor(url: string, windowMs: number): Promise<{ eps: number; p50:
   return { eps: Math.round(n / (windowMs / 1_000)), p50: r2(pct(lat, 50)) };
 }
 
-/** Publishes as floor() does while a durable consumer reads and acknowledges each message: messages consumed per second. */
+/**
+ * Publishes as floor() does while a durable consumer reads and acknowledges each message: messages consumed per second.
+ */
 async function floorConsume(url: string, windowMs: number): Promise<number> {
   const nc = await connect({ servers: url.replace('nats://', '') });
   const jsm = await nc.jetstreamManager();
   await jsm.streams.add({ name: 'FLOOR2', subjects: ['floor2.events'], duplicate_window: 120_000_000_000 });
-  await jsm.consumers.add('FLOOR2', { durable_name: 'floor2', ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: 2_048 });
+  await jsm.consumers.add('FLOOR2', {
+    durable_name: 'floor2',
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    max_ack_pending: 2_048,
+  });
   const js = nc.jetstream();
   const messages = await (await js.consumers.get('FLOOR2', 'floor2')).consume({ max_messages: 256 });
-  const body = new TextEncoder().encode(JSON.stringify({ id: 'x'.repeat(36), aggregate: 'order-1', seq: 1, type: 'bench', epoch: 1, payload: { n: 1 } }));
+  const body = new TextEncoder().encode(
+    JSON.stringify({ id: 'x'.repeat(36), aggregate: 'order-1', seq: 1, type: 'bench', epoch: 1, payload: { n: 1 } }),
+  );
   const startAtMs = performance.now();
   const endAtMs = startAtMs + windowMs;
   let consumed = 0;
@@ -137,7 +158,8 @@ async function floorConsume(url: string, windowMs: number): Promise<number> {
   })();
   await Promise.all(
     Array.from({ length: WRITERS }, async (_, w) => {
-      for (let i = 0; performance.now() < endAtMs; i++) await js.publish('floor2.events', body, { msgID: `g-${w}-${i}` });
+      for (let i = 0; performance.now() < endAtMs; i++)
+        await js.publish('floor2.events', body, { msgID: `g-${w}-${i}` });
     }),
   );
   messages.stop();
@@ -155,7 +177,12 @@ async function floorAtRate(url: string, rateEps: number, windowMs: number): Prom
   const nc = await connect({ servers: url.replace('nats://', '') });
   const jsm = await nc.jetstreamManager();
   await jsm.streams.add({ name: 'FLOOR3', subjects: ['floor3.events'], duplicate_window: 120_000_000_000 });
-  await jsm.consumers.add('FLOOR3', { durable_name: 'floor3', ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: 2_048 });
+  await jsm.consumers.add('FLOOR3', {
+    durable_name: 'floor3',
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    max_ack_pending: 2_048,
+  });
   const js = nc.jetstream();
   const messages = await (await js.consumers.get('FLOOR3', 'floor3')).consume({ max_messages: 256 });
   const sentAtMs = new Map<string, number>();
@@ -171,7 +198,9 @@ async function floorAtRate(url: string, rateEps: number, windowMs: number): Prom
       if (lat.length >= sent && sent > 0 && !publishing) break;
     }
   })();
-  const body = new TextEncoder().encode(JSON.stringify({ id: 'x'.repeat(36), aggregate: 'order-1', seq: 1, type: 'bench', epoch: 1, payload: { n: 1 } }));
+  const body = new TextEncoder().encode(
+    JSON.stringify({ id: 'x'.repeat(36), aggregate: 'order-1', seq: 1, type: 'bench', epoch: 1, payload: { n: 1 } }),
+  );
   const startAtMs = performance.now();
   const endAtMs = startAtMs + windowMs;
   const gapMs = (1_000 * WRITERS) / rateEps;
@@ -203,7 +232,9 @@ async function floorAtRate(url: string, rateEps: number, windowMs: number): Prom
  * clients together at `rateEps`, each a one-row INSERT committed; p50 and p99.
  */
 async function pgCommitAtRate(url: string, rateEps: number, windowMs: number): Promise<{ p50: number; p99: number }> {
-  await withClient(url, (c) => c.query('CREATE TABLE IF NOT EXISTS bench_commit_floor (id bigserial PRIMARY KEY, w int, i int)'));
+  await withClient(url, (c) =>
+    c.query('CREATE TABLE IF NOT EXISTS bench_commit_floor (id bigserial PRIMARY KEY, w int, i int)'),
+  );
   const lat: number[] = [];
   const startAtMs = performance.now();
   const endAtMs = startAtMs + windowMs;
@@ -249,7 +280,10 @@ async function run(
   await db.connect();
   const slot = `bench_${tag}`;
   if (mode === 'cdc') await ensureSlot(db, slot);
-  const relay = mode === 'polling' ? new PollingRelay({ db, sink, fence: allPartitions, partitions: 1, batchMax: 1_000 }) : new CdcRelay({ db, sink, fence: allPartitions, slot, changesMax: 3_000 });
+  const relay =
+    mode === 'polling'
+      ? new PollingRelay({ db, sink, fence: allPartitions, partitions: 1, batchMax: 1_000 })
+      : new CdcRelay({ db, sink, fence: allPartitions, slot, changesMax: 3_000 });
   const committedAtMs = new Map<string, number>();
   const latencies: number[] = [];
   let lastEffectAtMs = 0;
@@ -277,7 +311,9 @@ async function run(
     const c = new pg.Client({ connectionString: pgUrl });
     await c.connect();
     while (sampling) {
-      const r = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM verdict_outbox WHERE published_at IS NULL');
+      const r = await c.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM verdict_outbox WHERE published_at IS NULL',
+      );
       backlogMaxSeen = Math.max(backlogMaxSeen, r.rows[0].n);
       await sleep(250);
     }
@@ -301,7 +337,11 @@ async function run(
         }
         await c.query('BEGIN');
         try {
-          const { id } = await enqueue(c, { aggregate: `${tag}-${w}-${i % 8}`, type: 'bench', payload: { w, i } }, { backlogMax: BACKLOG_MAX });
+          const { id } = await enqueue(
+            c,
+            { aggregate: `${tag}-${w}-${i % 8}`, type: 'bench', payload: { w, i } },
+            { backlogMax: BACKLOG_MAX },
+          );
           await c.query('COMMIT');
           committedAtMs.set(id, performance.now());
           events++;
@@ -323,8 +363,16 @@ async function run(
   await consumer.stop();
   await sink.close();
   await db.end();
-  if (consumer.counts.applied < events) throw new Error(`outbox bench (${tag}): ${consumer.counts.applied} of ${events} events took effect within 120 s`);
-  return { eps: Math.round(events / ((lastEffectAtMs - startAtMs) / 1_000)), p50: r2(pct(latencies, 50)), p99: r2(pct(latencies, 99)), events, refused, backlogMaxSeen };
+  if (consumer.counts.applied < events)
+    throw new Error(`outbox bench (${tag}): ${consumer.counts.applied} of ${events} events took effect within 120 s`);
+  return {
+    eps: Math.round(events / ((lastEffectAtMs - startAtMs) / 1_000)),
+    p50: r2(pct(latencies, 50)),
+    p99: r2(pct(latencies, 99)),
+    events,
+    refused,
+    backlogMaxSeen,
+  };
 }
 
 /**
@@ -332,7 +380,13 @@ async function run(
  * committed first (16 writers, 50 events a transaction), then the relay and
  * the consumer start; events/s from the relay's start to the last effect.
  */
-async function drain(mode: 'polling' | 'cdc', pgUrl: string, consumerUrl: string, natsUrl: string, events: number): Promise<number> {
+async function drain(
+  mode: 'polling' | 'cdc',
+  pgUrl: string,
+  consumerUrl: string,
+  natsUrl: string,
+  events: number,
+): Promise<number> {
   const tag = `${mode}drain`;
   const target = { url: natsUrl, stream: tag.toUpperCase(), subject: `${tag}.events` };
   const sink = new NatsSink(target);
@@ -347,7 +401,12 @@ async function drain(mode: 'polling' | 'cdc', pgUrl: string, consumerUrl: string
       await c.connect();
       for (let i = 0; i < per; i += 50) {
         await c.query('BEGIN');
-        for (let j = i; j < Math.min(per, i + 50); j++) await enqueue(c, { aggregate: `${tag}-${w}-${j % 8}`, type: 'bench', payload: { w, j } }, { backlogMax: 1_000_000_000 });
+        for (let j = i; j < Math.min(per, i + 50); j++)
+          await enqueue(
+            c,
+            { aggregate: `${tag}-${w}-${j % 8}`, type: 'bench', payload: { w, j } },
+            { backlogMax: 1_000_000_000 },
+          );
         await c.query('COMMIT');
       }
       await c.end();
@@ -363,7 +422,10 @@ async function drain(mode: 'polling' | 'cdc', pgUrl: string, consumerUrl: string
     effect: async () => {},
     onResult: () => void (lastEffectAtMs = performance.now()),
   });
-  const relay = mode === 'polling' ? new PollingRelay({ db, sink, fence: allPartitions, partitions: 1, batchMax: 1_000 }) : new CdcRelay({ db, sink, fence: allPartitions, slot, changesMax: 3_000 });
+  const relay =
+    mode === 'polling'
+      ? new PollingRelay({ db, sink, fence: allPartitions, partitions: 1, batchMax: 1_000 })
+      : new CdcRelay({ db, sink, fence: allPartitions, slot, changesMax: 3_000 });
   let relaying = true;
   const startAtMs = performance.now();
   const relayLoop = (async () => {
@@ -376,13 +438,18 @@ async function drain(mode: 'polling' | 'cdc', pgUrl: string, consumerUrl: string
   await consumer.stop();
   await sink.close();
   await db.end();
-  if (consumer.counts.applied < total) throw new Error(`outbox bench (${tag}): ${consumer.counts.applied} of ${total} events took effect within 120 s`);
+  if (consumer.counts.applied < total)
+    throw new Error(`outbox bench (${tag}): ${consumer.counts.applied} of ${total} events took effect within 120 s`);
   return Math.round(total / ((lastEffectAtMs - startAtMs) / 1_000));
 }
 
 export async function measureOutbox(windowMs: number): Promise<OutboxFigures> {
   const [server, nats] = await Promise.all([
-    startPostgres({ databases: ['shop', 'consumer'], maxPreparedTransactions: null, settings: ['wal_level=logical', 'max_replication_slots=4', 'max_wal_senders=4'] }),
+    startPostgres({
+      databases: ['shop', 'consumer'],
+      maxPreparedTransactions: null,
+      settings: ['wal_level=logical', 'max_replication_slots=4', 'max_wal_senders=4'],
+    }),
     startNats(),
   ]);
   try {
@@ -395,7 +462,14 @@ export async function measureOutbox(windowMs: number): Promise<OutboxFigures> {
     // Each run's CDC slot is made at its start, so it reads only what that run writes.
     const polling = await run('polling', null, server.url('shop'), server.url('consumer'), nats.url, windowMs);
     const cdc = await run('cdc', null, server.url('shop'), server.url('consumer'), nats.url, windowMs);
-    const pollingAtRate = await run('polling', RATE_EPS, server.url('shop'), server.url('consumer'), nats.url, windowMs);
+    const pollingAtRate = await run(
+      'polling',
+      RATE_EPS,
+      server.url('shop'),
+      server.url('consumer'),
+      nats.url,
+      windowMs,
+    );
     const cdcAtRate = await run('cdc', RATE_EPS, server.url('shop'), server.url('consumer'), nats.url, windowMs);
     const drained = windowMs >= 20_000 ? 20_000 : 5_000;
     const pollingDrain = await drain('polling', server.url('shop'), server.url('consumer'), nats.url, drained);

@@ -17,7 +17,14 @@
 import { join } from 'node:path';
 import { flushCounterOrNull, roundFlushes, type FlushReading } from '../harness/disk-flushes.ts';
 import { EtcdCluster, ensureEtcd } from '../harness/etcd.ts';
-import { pairedRatio, pairedSpanMs, type PairedLoad, type PairedRatio, type PairedResult, type PairedTarget } from '../harness/paired-plan.ts';
+import {
+  pairedRatio,
+  pairedSpanMs,
+  type PairedLoad,
+  type PairedRatio,
+  type PairedResult,
+  type PairedTarget,
+} from '../harness/paired-plan.ts';
 import { procState } from '../harness/cpu-sample.ts';
 import { BenchCluster, runJsonChild, sleep, type Child } from '../harness/procs.ts';
 import { DRAIN_MS } from '../harness/window-marks.ts';
@@ -42,7 +49,18 @@ export interface PairedFigures {
    * (null for a round with none; absent when the disk has no counters, and in
    * older files).
    */
-  targets: Record<string, { count: number; aborted: number; errors: Record<string, number>; p50_us: number; p99_us: number; round_p50_us: number[]; round_flush_us?: (number | null)[] }>;
+  targets: Record<
+    string,
+    {
+      count: number;
+      aborted: number;
+      errors: Record<string, number>;
+      p50_us: number;
+      p99_us: number;
+      round_p50_us: number[];
+      round_flush_us?: (number | null)[];
+    }
+  >;
   /** Why the rounds carry no flush times, when they do not. */
   flushes_skipped?: string | null;
   ratios: {
@@ -56,7 +74,10 @@ export interface PairedFigures {
   etcd_skipped: string | null;
 }
 
-/** How long the paused systems may take to show as stopped before a segment begins (pairedSpanMs allows a second per segment). */
+/**
+ * How long the paused systems may take to show as stopped before a segment begins (pairedSpanMs allows a second per
+ * segment).
+ */
 const PAUSE_WAIT_MS = 1_000;
 
 /** The processes of one system, paused together while another is measured. */
@@ -83,13 +104,20 @@ export async function measurePaired(dir: string, o: PairedOptions): Promise<Pair
     else etcd = await EtcdCluster.start(bin, join(dir, 'etcd'));
     const c3 = three;
     const e = etcd;
-    const ofCluster = (c: BenchCluster) => (): Child[] => [...c.nodes.flatMap((n) => (n.child ? [n.child] : [])), ...c.participants.values()];
+    const ofCluster = (c: BenchCluster) => (): Child[] => [
+      ...c.nodes.flatMap((n) => (n.child ? [n.child] : [])),
+      ...c.participants.values(),
+    ];
     groups.push({ name: 'nodes1', children: ofCluster(one) }, { name: 'nodes3', children: ofCluster(c3) });
     if (e !== null) groups.push({ name: 'etcd', children: () => e.members.map((m) => m.child) });
 
     const lead1 = await one.waitForLeader();
     const lead3 = await c3.waitForLeader();
-    const memory = (c: BenchCluster, parallelCommit: boolean, keyPrefix: string): { kind: 'commit'; endpoints: string[]; participants: string[]; parallelCommit: boolean; keyPrefix: string } => ({
+    const memory = (
+      c: BenchCluster,
+      parallelCommit: boolean,
+      keyPrefix: string,
+    ): { kind: 'commit'; endpoints: string[]; participants: string[]; parallelCommit: boolean; keyPrefix: string } => ({
       kind: 'commit',
       endpoints: c.endpoints,
       participants: ['p1', 'p2'],
@@ -102,11 +130,23 @@ export async function measurePaired(dir: string, o: PairedOptions): Promise<Pair
       { label: 'parallel3', ...memory(c3, true, 'p3') },
       { label: 'raw3', kind: 'raw', system: 'verdict', leader: lead3.address, valueBytes: 100 },
     ];
-    if (e !== null) targets.push({ label: 'etcd3', kind: 'raw', system: 'etcd', leader: await e.leader(), valueBytes: 100 });
-    const groupOf = (label: string): string => (label === 'classic1' ? 'nodes1' : label === 'etcd3' ? 'etcd' : 'nodes3');
+    if (e !== null)
+      targets.push({ label: 'etcd3', kind: 'raw', system: 'etcd', leader: await e.leader(), valueBytes: 100 });
+    const groupOf = (label: string): string =>
+      label === 'classic1' ? 'nodes1' : label === 'etcd3' ? 'etcd' : 'nodes3';
 
-    const cfg: PairedLoad = { mode: 'paired', targets, warmupMs: o.warmupMs, segmentMs: o.segmentMs, settleMs: o.settleMs, rounds: o.rounds, txnTimeoutMs: 30_000 };
-    o.log(`        paired: ${targets.map((t) => t.label).join(', ')}; ${o.rounds} rounds of ${o.segmentMs} ms each after a ${o.warmupMs} ms warm-up each, the others paused`);
+    const cfg: PairedLoad = {
+      mode: 'paired',
+      targets,
+      warmupMs: o.warmupMs,
+      segmentMs: o.segmentMs,
+      settleMs: o.settleMs,
+      rounds: o.rounds,
+      txnTimeoutMs: 30_000,
+    };
+    o.log(
+      `        paired: ${targets.map((t) => t.label).join(', ')}; ${o.rounds} rounds of ${o.segmentMs} ms each after a ${o.warmupMs} ms warm-up each, the others paused`,
+    );
     let failure: Error | null = null;
     // The disk's flush counters as each segment is announced (before the
     // handover), so a segment's flush time includes its handover and settle.
@@ -122,29 +162,45 @@ export async function measurePaired(dir: string, o: PairedOptions): Promise<Pair
       // A process that is gone counts as stopped: it takes no core either.
       const t0 = performance.now();
       while (!pids.every((pid) => (procState(pid) ?? 'T') === 'T')) {
-        if (performance.now() - t0 > PAUSE_WAIT_MS) throw new Error(`segment ${k} (${label}): the other systems' processes were not all stopped ${PAUSE_WAIT_MS} ms after SIGSTOP`);
+        if (performance.now() - t0 > PAUSE_WAIT_MS)
+          throw new Error(
+            `segment ${k} (${label}): the other systems' processes were not all stopped ${PAUSE_WAIT_MS} ms after SIGSTOP`,
+          );
         await sleep(1);
       }
       child.proc.stdin?.write(`go ${k}\n`);
     };
-    const r = await runJsonChild<PairedResult>('paired load', 'harness/loadgen.ts', cfg, join(dir, 'load-paired.log'), pairedSpanMs(cfg) + DRAIN_MS + 60_000, {
-      onLine: (line, child) => {
-        const m = /^segment (\d+) (\S+)$/.exec(line);
-        if (m === null) return;
-        if (disk.read !== null) starts.push({ label: m[2], at: disk.read() });
-        handover(m[1], m[2], child).catch((err: Error) => {
-          failure = err;
-          child.proc.kill('SIGKILL');
-        });
+    const r = await runJsonChild<PairedResult>(
+      'paired load',
+      'harness/loadgen.ts',
+      cfg,
+      join(dir, 'load-paired.log'),
+      pairedSpanMs(cfg) + DRAIN_MS + 60_000,
+      {
+        onLine: (line, child) => {
+          const m = /^segment (\d+) (\S+)$/.exec(line);
+          if (m === null) return;
+          if (disk.read !== null) starts.push({ label: m[2], at: disk.read() });
+          handover(m[1], m[2], child).catch((err: Error) => {
+            failure = err;
+            child.proc.kill('SIGKILL');
+          });
+        },
       },
-    }).catch((err: unknown) => {
+    ).catch((err: unknown) => {
       throw failure ?? err;
     });
     const flushes = disk.read === null ? { skipped: disk.why } : { rounds: roundFlushes(starts, disk.read()) };
     for (const g of groups) signal(g, 'SIGCONT');
     const after1 = await one.waitForLeader();
     const after3 = await c3.waitForLeader();
-    return pairedFigures(r, o, { nodes1: after1.term - lead1.term, nodes3: after3.term - lead3.term }, etcdSkipped, flushes);
+    return pairedFigures(
+      r,
+      o,
+      { nodes1: after1.term - lead1.term, nodes3: after3.term - lead3.term },
+      etcdSkipped,
+      flushes,
+    );
   } finally {
     // A stopped process acts on SIGTERM only once continued.
     for (const g of groups) signal(g, 'SIGCONT');
@@ -152,7 +208,9 @@ export async function measurePaired(dir: string, o: PairedOptions): Promise<Pair
   }
 }
 
-/** `flushes`: each target's rounds' µs per flush (bench/harness/disk-flushes.ts, roundFlushes), or why there are none. */
+/**
+ * `flushes`: each target's rounds' µs per flush (bench/harness/disk-flushes.ts, roundFlushes), or why there are none.
+ */
 export function pairedFigures(
   r: PairedResult,
   o: Pick<PairedOptions, 'warmupMs'>,
@@ -163,7 +221,14 @@ export function pairedFigures(
   const targets: PairedFigures['targets'] = {};
   const perRound = 'rounds' in flushes ? flushes.rounds : null;
   for (const t of r.targets) {
-    targets[t.label] = { count: t.ok, aborted: t.aborted, errors: t.errors, p50_us: t.latency.p50_us, p99_us: t.latency.p99_us, round_p50_us: t.round_p50_us };
+    targets[t.label] = {
+      count: t.ok,
+      aborted: t.aborted,
+      errors: t.errors,
+      p50_us: t.latency.p50_us,
+      p99_us: t.latency.p99_us,
+      round_p50_us: t.round_p50_us,
+    };
     if (perRound !== null) targets[t.label].round_flush_us = perRound[t.label] ?? [];
   }
   return {

@@ -83,7 +83,12 @@ export async function measureSagas(dir: string, windowMs: number): Promise<SagaF
           dataDir: join(dir, id),
           logger: pino({ level: 'silent' }),
           insecure: true,
-          handlers: { work: { action: (req) => ({ status: 'done', output: req.key, effect: 'w' }), compensate: () => ({ status: 'done', output: '', effect: '' }) } },
+          handlers: {
+            work: {
+              action: (req) => ({ status: 'done', output: req.key, effect: 'w' }),
+              compensate: () => ({ status: 'done', output: '', effect: '' }),
+            },
+          },
         }),
       );
     }
@@ -119,7 +124,20 @@ export async function measureSagas(dir: string, windowMs: number): Promise<SagaF
       const t0 = performance.now();
       const id = `d-${process.pid}-${k++}`;
       for (const [step, svc] of ['s1', 's2', 's3'].entries())
-        await direct.get(svc)?.call('action', { clusterId: cluster.clusterId, sagaId: id, step, key: stepKey(id, step, 'action'), name: 'work', input: '', outputs: [], attempt: 1 }, 10_000);
+        await direct.get(svc)?.call(
+          'action',
+          {
+            clusterId: cluster.clusterId,
+            sagaId: id,
+            step,
+            key: stepKey(id, step, 'action'),
+            name: 'work',
+            input: '',
+            outputs: [],
+            attempt: 1,
+          },
+          10_000,
+        );
       directLat.push(performance.now() - t0);
     }
     const writeLat = await replicatedWrites(cluster, Math.min(windowMs, 3_000));
@@ -159,7 +177,11 @@ function cpuNow(cluster: BenchCluster): { nodes: Map<string, number>; selfMs: nu
   return { nodes, selfMs: (self.user + self.system) / 1000 };
 }
 
-function cpuSince(a: ReturnType<typeof cpuNow>, b: ReturnType<typeof cpuNow>, leaderId: string): { totalMs: number; leaderMs: number } {
+function cpuSince(
+  a: ReturnType<typeof cpuNow>,
+  b: ReturnType<typeof cpuNow>,
+  leaderId: string,
+): { totalMs: number; leaderMs: number } {
   let totalMs = b.selfMs - a.selfMs;
   let leaderMs = 0;
   for (const [id, ms] of b.nodes) {
@@ -170,7 +192,10 @@ function cpuSince(a: ReturnType<typeof cpuNow>, b: ReturnType<typeof cpuNow>, le
   return { totalMs, leaderMs };
 }
 
-/** Latencies of replicated writes made one at a time to the leader for windowMs (each a raw log Put: one entry, applied on the leader). */
+/**
+ * Latencies of replicated writes made one at a time to the leader for windowMs (each a raw log Put: one entry, applied
+ * on the leader).
+ */
 async function replicatedWrites(cluster: BenchCluster, windowMs: number): Promise<number[]> {
   const leader = await cluster.waitForLeader();
   const put = verdictPut(leader.address);
@@ -193,7 +218,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-bench-saga-'));
   try {
     const f = await measureSagas(dir, process.argv.includes('--quick') ? 3_000 : 20_000);
-    process.stdout.write(`${JSON.stringify({ saga: f, ratios: { saga_over_direct_p50: r2(f.p50_ms_c1 / f.direct_p50_ms) } }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ saga: f, ratios: { saga_over_direct_p50: r2(f.p50_ms_c1 / f.direct_p50_ms) } }, null, 2)}\n`,
+    );
   } finally {
     await stopAll();
     rmSync(dir, { recursive: true, force: true });

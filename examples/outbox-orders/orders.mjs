@@ -60,11 +60,14 @@ const consumer = await consumeToInbox({
   },
 });
 const deadline = Date.now() + 60_000;
-while ([...Array(ORDERS).keys()].some((i) => !seen.has(`${run}-${i}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+while ([...Array(ORDERS).keys()].some((i) => !seen.has(`${run}-${i}`)) && Date.now() < deadline)
+  await new Promise((r) => setTimeout(r, 100));
 await consumer.stop();
 const after = (await stock.query(`SELECT available FROM stock WHERE sku = 'book'`)).rows[0].available;
 await shop.end();
 await stock.end();
 const mine = [...seen].filter((id) => id.startsWith(`${run}-`));
-console.log(`orders placed ${ORDERS} (+1 rolled back); applied ${mine.length}; stock ${before} -> ${after}; rolled-back order applied: ${seen.has(`${run}-rolled-back`)}`);
+console.log(
+  `orders placed ${ORDERS} (+1 rolled back); applied ${mine.length}; stock ${before} -> ${after}; rolled-back order applied: ${seen.has(`${run}-rolled-back`)}`,
+);
 process.exit(mine.length === ORDERS && !seen.has(`${run}-rolled-back`) && before - after >= ORDERS ? 0 : 1);

@@ -40,16 +40,27 @@ async function run(url, text, values = []) {
   }
 }
 
-await run(s.seatsUrl, 'CREATE TABLE IF NOT EXISTS shows (id text PRIMARY KEY, free integer NOT NULL CHECK (free >= 0), held integer NOT NULL DEFAULT 0, sold integer NOT NULL DEFAULT 0)');
+await run(
+  s.seatsUrl,
+  'CREATE TABLE IF NOT EXISTS shows (id text PRIMARY KEY, free integer NOT NULL CHECK (free >= 0), held integer NOT NULL DEFAULT 0, sold integer NOT NULL DEFAULT 0)',
+);
 await run(s.seatsUrl, "INSERT INTO shows (id, free) VALUES ('show-1', 100) ON CONFLICT (id) DO NOTHING");
-await run(s.bankUrl, 'CREATE TABLE IF NOT EXISTS accounts (id text PRIMARY KEY, balance_cents bigint NOT NULL CHECK (balance_cents >= 0))');
+await run(
+  s.bankUrl,
+  'CREATE TABLE IF NOT EXISTS accounts (id text PRIMARY KEY, balance_cents bigint NOT NULL CHECK (balance_cents >= 0))',
+);
 await run(s.bankUrl, "INSERT INTO accounts (id, balance_cents) VALUES ('acct-7', 100000) ON CONFLICT (id) DO NOTHING");
 
-/** The seats' handlers: the payload is {"show": "...", "seats": n}. Each runs inside the barrier's local transaction. */
+/**
+ * The seats' handlers: the payload is {"show": "...", "seats": n}. Each runs inside the barrier's local transaction.
+ */
 const seatHandlers = {
   async try(tx, branch) {
     const { show, seats } = JSON.parse(new TextDecoder().decode(branch.payload));
-    const r = await tx.query('UPDATE shows SET free = free - $2, held = held + $2 WHERE id = $1 AND free >= $2', [show, seats]);
+    const r = await tx.query('UPDATE shows SET free = free - $2, held = held + $2 WHERE id = $1 AND free >= $2', [
+      show,
+      seats,
+    ]);
     if (r.rowCount === 0) throw new TccRefusal(`not ${seats} free seats for ${show}`);
     return { ttlMs: 30_000 };
   },
@@ -72,12 +83,19 @@ const seats = await startParticipant({
   dataDir: join(s.dataDir, 'seats-tcc'),
   tcc: { postgres: { url: s.seatsUrl, handlers: seatHandlers } },
 });
-const bank = await startParticipant({ ...common, participantId: 'bank-pg', ...serverSecurity('bank-pg'), dataDir: join(s.dataDir, 'bank-pg'), postgres: { url: s.bankUrl, concurrency: 4 } });
+const bank = await startParticipant({
+  ...common,
+  participantId: 'bank-pg',
+  ...serverSecurity('bank-pg'),
+  dataDir: join(s.dataDir, 'bank-pg'),
+  postgres: { url: s.bankUrl, concurrency: 4 },
+});
 await Promise.all([seats.registered, bank.registered]);
 const client = new VerdictClient({ endpoints: s.endpoints, ...clientSecurity() });
 const enc = (v) => new TextEncoder().encode(JSON.stringify(v));
 const show = async () => (await run(s.seatsUrl, "SELECT free, held, sold FROM shows WHERE id = 'show-1'"))[0];
-const balance = async () => Number((await run(s.bankUrl, "SELECT balance_cents FROM accounts WHERE id = 'acct-7'"))[0].balance_cents);
+const balance = async () =>
+  Number((await run(s.bankUrl, "SELECT balance_cents FROM accounts WHERE id = 'acct-7'"))[0].balance_cents);
 
 let ok = true;
 async function book(n, priceCents, expected) {
@@ -85,7 +103,10 @@ async function book(n, priceCents, expected) {
   const r = await client
     .transaction({ timeoutMs: 10_000 })
     .enlist('seats-tcc', enc({ show: 'show-1', seats: n }))
-    .enlist('bank-pg', enc({ sql: [`UPDATE accounts SET balance_cents = balance_cents - ${priceCents} WHERE id = 'acct-7'`] }))
+    .enlist(
+      'bank-pg',
+      enc({ sql: [`UPDATE accounts SET balance_cents = balance_cents - ${priceCents} WHERE id = 'acct-7'`] }),
+    )
     .commit();
   // The decision is final when commit() answers; the participants apply it just after: wait for nothing held (bounded).
   const committed = expected === 'COMMITTED';
@@ -99,7 +120,10 @@ async function book(n, priceCents, expected) {
     `${r.outcome} ${r.txnId}: ${n} seats, free ${before.free} -> ${after.free}, sold ${before.sold} -> ${after.sold}, acct-7 ${paidBefore} -> ${paid} cents${r.reason ? ` (${r.reason})` : ''}`,
   );
   const good = committed
-    ? r.outcome === 'COMMITTED' && after.sold === before.sold + n && after.free === before.free - n && paid === paidBefore - priceCents
+    ? r.outcome === 'COMMITTED' &&
+      after.sold === before.sold + n &&
+      after.free === before.free - n &&
+      paid === paidBefore - priceCents
     : r.outcome === 'ABORTED' && after.sold === before.sold && after.free === before.free && paid === paidBefore;
   if (!good || after.held !== before.held) {
     console.log(`  expected ${expected}: this is not all-or-nothing`);

@@ -39,13 +39,24 @@ async function order(priceCents, expected) {
   const orderId = `o-${randomUUID()}`;
   const work = orderWork(orderId, priceCents);
   const before = await balanceCents(s);
-  const r = await client.transaction({ timeoutMs: 10_000 }).enlist('shop-app', work.shop).enlist('ledger-app', work.ledger).commit();
+  const r = await client
+    .transaction({ timeoutMs: 10_000 })
+    .enlist('shop-app', work.shop)
+    .enlist('ledger-app', work.ledger)
+    .commit();
   // The decision is final when commit() answers; the participants apply it just after, so wait for the data (bounded).
   const landed = expected === 'COMMITTED';
-  for (let i = 0; i < 100 && ((await orderExists(s, orderId)) !== landed || ((await balanceCents(s)) === before) === landed); i++) await new Promise((res) => setTimeout(res, 100));
+  for (
+    let i = 0;
+    i < 100 && ((await orderExists(s, orderId)) !== landed || ((await balanceCents(s)) === before) === landed);
+    i++
+  )
+    await new Promise((res) => setTimeout(res, 100));
   const after = await balanceCents(s);
   const exists = await orderExists(s, orderId);
-  console.log(`${r.outcome} ${r.txnId}: order ${orderId} ${exists ? 'placed' : 'not placed'}, acct-9 ${before} -> ${after} cents${r.reason ? ` (${r.reason})` : ''}`);
+  console.log(
+    `${r.outcome} ${r.txnId}: order ${orderId} ${exists ? 'placed' : 'not placed'}, acct-9 ${before} -> ${after} cents${r.reason ? ` (${r.reason})` : ''}`,
+  );
   if (r.outcome !== expected || exists !== landed || after !== (landed ? before - priceCents : before)) {
     console.log(`  expected ${expected}: this is not all-or-nothing`);
     ok = false;

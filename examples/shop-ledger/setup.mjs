@@ -24,16 +24,22 @@ async function run(url, statements) {
   await c.connect();
   try {
     const rows = [];
-    for (const s of statements) rows.push(...(await (typeof s === 'string' ? c.query(s) : c.query(s.text, s.values))).rows);
+    for (const s of statements)
+      rows.push(...(await (typeof s === 'string' ? c.query(s) : c.query(s.text, s.values))).rows);
     return rows;
   } finally {
     await c.end();
   }
 }
 
-/** Orders in shop; accounts in ledger, whose balance may not go below zero (that CHECK is what makes the ledger vote NO). */
+/**
+ * Orders in shop; accounts in ledger, whose balance may not go below zero (that CHECK is what makes the ledger vote
+ * NO).
+ */
 export async function createTables(s) {
-  await run(s.shopUrl, ['CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY, sku text NOT NULL, qty integer NOT NULL)']);
+  await run(s.shopUrl, [
+    'CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY, sku text NOT NULL, qty integer NOT NULL)',
+  ]);
   await run(s.ledgerUrl, [
     'CREATE TABLE IF NOT EXISTS accounts (id text PRIMARY KEY, balance_cents bigint NOT NULL CHECK (balance_cents >= 0))',
     "INSERT INTO accounts (id, balance_cents) VALUES ('acct-9', 100000) ON CONFLICT (id) DO NOTHING",

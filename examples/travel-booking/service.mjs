@@ -2,9 +2,9 @@
 //
 //   node examples/travel-booking/service.mjs flight|hotel|payment|email
 //
-// with VERDICT_CLUSTER (the cluster id), VERDICT_ENDPOINTS (node addresses,
-// comma-separated), LISTEN (host:port), DATA (a directory), and for flight and
-// hotel PG_URL (a PostgreSQL database); TLS as ../cluster-security.mjs says. The saga (examples/travel-booking/steps.mjs):
+// with VERDICT_CLUSTER (the cluster id), VERDICT_ENDPOINTS (node addresses, comma-separated), LISTEN (host:port), DATA
+// (a directory), and for flight and hotel PG_URL (a PostgreSQL database); TLS as ../cluster-security.mjs says. The saga
+// (examples/travel-booking/steps.mjs):
 //
 //   0 flight.reserve  a seat, marked pending for the saga (a semantic lock)
 //   1 hotel.reserve   a room, marked pending likewise
@@ -45,7 +45,9 @@ function booking(table) {
     reserve: {
       action: async (tx, req) => {
         // The first free one, skipping rows other transactions hold right now.
-        const free = await tx.query(`SELECT id FROM ${table} WHERE saga_pending IS NULL AND booked_by IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`);
+        const free = await tx.query(
+          `SELECT id FROM ${table} WHERE saga_pending IS NULL AND booked_by IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+        );
         const id = free.rows[0]?.id;
         if (!id || !(await lock.mark(tx, id, req.sagaId))) return { status: 'failed', reason: `no ${table} left` };
         return { status: 'done', output: id };
@@ -74,7 +76,10 @@ function booking(table) {
 const memory = {
   payment: {
     charge: {
-      action: (req) => (req.input === 'decline' ? { status: 'failed', reason: 'card declined' } : { status: 'done', output: `charged ${req.sagaId}`, effect: `charge ${req.sagaId}` }),
+      action: (req) =>
+        req.input === 'decline'
+          ? { status: 'failed', reason: 'card declined' }
+          : { status: 'done', output: `charged ${req.sagaId}`, effect: `charge ${req.sagaId}` },
       compensate: (req) => ({ status: 'done', output: '', effect: `refund ${req.sagaId}` }),
     },
   },

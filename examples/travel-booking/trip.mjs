@@ -9,7 +9,10 @@ import { TRIP_PIVOT, TRIP_STEPS } from './steps.mjs';
 
 const n = Number(process.argv[2] ?? 1);
 const decline = process.argv[3] === 'decline';
-const client = new VerdictClient({ endpoints: (process.env.VERDICT_ENDPOINTS ?? '127.0.0.1:7001').split(','), ...clientSecurity() });
+const client = new VerdictClient({
+  endpoints: (process.env.VERDICT_ENDPOINTS ?? '127.0.0.1:7001').split(','),
+  ...clientSecurity(),
+});
 for (let i = 0; i < n; i++) {
   const saga = await client.saga({ steps: TRIP_STEPS(decline), pivot: TRIP_PIVOT });
   const { end, status } = await saga.result();

@@ -26,7 +26,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { LOCAL_ADMIN, LOCAL_CLIENT, LOCAL_CLUSTER_ID, localCertFiles, localCertsDir } from '../transport/local-cluster.ts';
+import {
+  LOCAL_ADMIN,
+  LOCAL_CLIENT,
+  LOCAL_CLUSTER_ID,
+  localCertFiles,
+  localCertsDir,
+} from '../transport/local-cluster.ts';
 import { isLoopbackHost } from '../transport/listen-policy.ts';
 import { nodeSubject, participantSubject, type TlsFiles } from '../transport/tls.ts';
 import { bool, CommandError, flag, flagAll, UsageError } from './args.ts';
@@ -66,27 +72,40 @@ export function parseCertsArgs(argv: readonly string[]): CertsPlan {
   const admins = flagAll(args, '--admin');
   const clients = flagAll(args, '--client');
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; run verdict certs --help`);
-  if (!NAME.test(clusterId)) throw new UsageError(`--cluster-id "${clusterId}" must be 1-64 letters, digits, ".", "_" or "-"`);
+  if (!NAME.test(clusterId))
+    throw new UsageError(`--cluster-id "${clusterId}" must be 1-64 letters, digits, ".", "_" or "-"`);
   if (!Number.isInteger(n) || n < 0 || n > 9) throw new UsageError('--nodes must be an integer from 0 to 9');
-  if (!Number.isInteger(basePort) || basePort < 1 || basePort + n > 65_536) throw new UsageError('--base-port must be a port number');
-  if (!Number.isInteger(days) || days < 1 || days > 3_650) throw new UsageError('--days must be an integer from 1 to 3650');
+  if (!Number.isInteger(basePort) || basePort < 1 || basePort + n > 65_536)
+    throw new UsageError('--base-port must be a port number');
+  if (!Number.isInteger(days) || days < 1 || days > 3_650)
+    throw new UsageError('--days must be an integer from 1 to 3650');
   const participants = participantSpecs.map((spec) => {
     const eq = spec.indexOf('=');
     const id = spec.slice(0, eq);
     const address = spec.slice(eq + 1);
-    if (eq < 0 || !NAME.test(id) || !/^.+:\d{1,5}$/.test(address)) throw new UsageError(`--participant "${spec}" must be ID=HOST:PORT, e.g. shop=127.0.0.1:7101 (the address the nodes dial)`);
+    if (eq < 0 || !NAME.test(id) || !/^.+:\d{1,5}$/.test(address))
+      throw new UsageError(
+        `--participant "${spec}" must be ID=HOST:PORT, e.g. shop=127.0.0.1:7101 (the address the nodes dial)`,
+      );
     return { id, address };
   });
-  for (const name of [...admins, ...clients]) if (!NAME.test(name)) throw new UsageError(`certificate name "${name}" must be 1-64 letters, digits, ".", "_" or "-"`);
+  for (const name of [...admins, ...clients])
+    if (!NAME.test(name))
+      throw new UsageError(`certificate name "${name}" must be 1-64 letters, digits, ".", "_" or "-"`);
   // Files are named by the certificate's name: a participant, admin or client named like a node (or the CA)
   // would be handed that node's (or the CA's) existing key.
   const named = [...participants.map((p) => p.id), ...admins, ...clients];
   for (const name of named) {
     if (name === 'ca' || /^n\d+$/.test(name))
-      throw new UsageError(`"${name}" is the name of ${name === 'ca' ? "the CA's files" : 'a node'} (ca, n1, n2, ...): pick another name for a participant, admin or client`);
+      throw new UsageError(
+        `"${name}" is the name of ${name === 'ca' ? "the CA's files" : 'a node'} (ca, n1, n2, ...): pick another name for a participant, admin or client`,
+      );
   }
   const twice = named.find((name, i) => named.indexOf(name) !== i);
-  if (twice !== undefined) throw new UsageError(`"${twice}" is named twice: each participant, admin and client needs a name of its own (its files are ${twice}.crt and ${twice}.key)`);
+  if (twice !== undefined)
+    throw new UsageError(
+      `"${twice}" is named twice: each participant, admin and client needs a name of its own (its files are ${twice}.crt and ${twice}.key)`,
+    );
   const none = participants.length === 0 && admins.length === 0 && clients.length === 0;
   return {
     dir: dirFlag ?? localCertsDir(clusterId),
@@ -120,7 +139,8 @@ export function keptCertificateProblem(certFile: string, subject: string, ext: s
     .join('\n');
   if (cert.subject !== want) return `is ${cert.subject.replace(/\n/g, ', ')}, not ${want.replace(/\n/g, ', ')}`;
   const serverAuth = (cert.keyUsage ?? []).includes('1.3.6.1.5.5.7.3.1');
-  if (serverAuth !== /serverAuth/.test(ext)) return serverAuth ? 'may serve TLS (serverAuth), which this kind of certificate must not' : 'lacks serverAuth';
+  if (serverAuth !== /serverAuth/.test(ext))
+    return serverAuth ? 'may serve TLS (serverAuth), which this kind of certificate must not' : 'lacks serverAuth';
   return null;
 }
 
@@ -143,8 +163,15 @@ export async function certsCommand(argv: string[]): Promise<void> {
  */
 export function ensureLocalClusterCerts(nodes: number, basePort: number, say: (line: string) => void): string {
   const plan = parseCertsArgs(['--nodes', String(nodes), '--base-port', String(basePort)]);
-  const names = ['ca', ...plan.nodes.map((n) => n.id), ...plan.participants.map((p) => p.id), ...plan.admins, ...plan.clients];
-  if (names.every((n) => existsSync(join(plan.dir, `${n}.crt`)) && existsSync(join(plan.dir, `${n}.key`)))) return plan.dir;
+  const names = [
+    'ca',
+    ...plan.nodes.map((n) => n.id),
+    ...plan.participants.map((p) => p.id),
+    ...plan.admins,
+    ...plan.clients,
+  ];
+  if (names.every((n) => existsSync(join(plan.dir, `${n}.crt`)) && existsSync(join(plan.dir, `${n}.key`))))
+    return plan.dir;
   makeCertificates(plan, (line) => (line.startsWith('kept') ? undefined : say(line)));
   return plan.dir;
 }
@@ -158,14 +185,22 @@ export function ensureLocalClusterCerts(nodes: number, basePort: number, say: (l
  * node's name or the CA's, and an existing certificate is used only if it
  * is that participant's.
  */
-export function localParticipantCert(id: string, address: string, say: (line: string) => void): Required<TlsFiles> | null {
+export function localParticipantCert(
+  id: string,
+  address: string,
+  say: (line: string) => void,
+): Required<TlsFiles> | null {
   const dir = localCertsDir(LOCAL_CLUSTER_ID);
   if (!existsSync(join(dir, 'ca.crt'))) return null;
   const plan = parseCertsArgs(['--nodes', '0', '--participant', `${id}=${address}`]);
-  // Without the CA's key nothing can be issued; a certificate already there is still checked by the participant's start.
+  // Without the CA's key nothing can be issued; a certificate already there is still checked by the participant's
+  // start.
   if (!existsSync(join(dir, 'ca.key'))) {
     const files = localCertFiles(id);
-    if (files === null) throw new CommandError(`the local cluster's CA key (${join(dir, 'ca.key')}) is not here to issue a certificate for ${id}; give --ca, --cert and --key`);
+    if (files === null)
+      throw new CommandError(
+        `the local cluster's CA key (${join(dir, 'ca.key')}) is not here to issue a certificate for ${id}; give --ca, --cert and --key`,
+      );
     return files;
   }
   makeCertificates(plan, (line) => (line.startsWith('kept') ? undefined : say(line)));
@@ -178,8 +213,15 @@ export function localParticipantCert(id: string, address: string, say: (line: st
  * loopback), its certificate from the local cluster's folder (made there on
  * demand); otherwise null, and the start refuses plaintext with what to give.
  */
-export function localServerTls(id: string, address: string, clusterId: string, endpoints: readonly string[], log: { info(msg: string): void }): Required<TlsFiles> | null {
-  if (clusterId !== LOCAL_CLUSTER_ID || !endpoints.every((e) => isLoopbackHost(e.slice(0, e.lastIndexOf(':'))))) return null;
+export function localServerTls(
+  id: string,
+  address: string,
+  clusterId: string,
+  endpoints: readonly string[],
+  log: { info(msg: string): void },
+): Required<TlsFiles> | null {
+  if (clusterId !== LOCAL_CLUSTER_ID || !endpoints.every((e) => isLoopbackHost(e.slice(0, e.lastIndexOf(':')))))
+    return null;
   return localParticipantCert(id, address, (line) => log.info(line.replace(/\s+/g, ' ')));
 }
 
@@ -191,9 +233,12 @@ export function makeCertificates(plan: CertsPlan, say: (line: string) => void): 
   try {
     const caCert = join(plan.dir, 'ca.crt');
     const caKey = join(plan.dir, 'ca.key');
-    // A CA certificate without its key (or the reverse) is never replaced: every certificate it signed would stop working.
+    // A CA certificate without its key (or the reverse) is never replaced: every certificate it signed would stop
+    // working.
     if (existsSync(caCert) !== existsSync(caKey))
-      throw new CommandError(`${existsSync(caCert) ? caCert : caKey} is there without ${existsSync(caCert) ? caKey : caCert}: the CA cannot sign; put it back, or use another --dir`);
+      throw new CommandError(
+        `${existsSync(caCert) ? caCert : caKey} is there without ${existsSync(caCert) ? caKey : caCert}: the CA cannot sign; put it back, or use another --dir`,
+      );
     if (existsSync(caCert) && existsSync(caKey)) say(`kept     ${caCert} (the existing CA signs the new certificates)`);
     else {
       makeCa(caCert, caKey, `/CN=verdict ${plan.clusterId} CA`, Math.max(plan.days, 3_650));
@@ -205,7 +250,10 @@ export function makeCertificates(plan: CertsPlan, say: (line: string) => void): 
       if (!plan.force && existsSync(cert) && existsSync(key)) {
         // Kept only if it is the certificate asked for: same subject (name, cluster) and the same usages.
         const problem = keptCertificateProblem(cert, subject, ext);
-        if (problem !== null) throw new CommandError(`${cert} already exists and ${problem}; it is not handed out as ${what.replace(/^\(|\)$/g, '')}: use another name, or --force to issue it again`);
+        if (problem !== null)
+          throw new CommandError(
+            `${cert} already exists and ${problem}; it is not handed out as ${what.replace(/^\(|\)$/g, '')}: use another name, or --force to issue it again`,
+          );
         return say(`kept     ${cert} (--force issues it again)`);
       }
       issueCert({ caCert, caKey, cert, key, subject, ext, days: plan.days, tmpDir: tmp, file });
@@ -219,8 +267,14 @@ export function makeCertificates(plan: CertsPlan, say: (line: string) => void): 
         `(node ${nd.id} of ${plan.clusterId} at ${nd.address})`,
       );
     for (const p of plan.participants)
-      issue(p.id, participantSubject(plan.clusterId, p.id), `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(p.address)}\n`, `(participant ${p.id} at ${p.address})`);
-    for (const a of plan.admins) issue(a, `/CN=${a}`, 'extendedKeyUsage=clientAuth\n', `(admin: put "${a}" in the nodes' tls.adminNames)`);
+      issue(
+        p.id,
+        participantSubject(plan.clusterId, p.id),
+        `extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltName(p.address)}\n`,
+        `(participant ${p.id} at ${p.address})`,
+      );
+    for (const a of plan.admins)
+      issue(a, `/CN=${a}`, 'extendedKeyUsage=clientAuth\n', `(admin: put "${a}" in the nodes' tls.adminNames)`);
     for (const c of plan.clients) issue(c, `/CN=${c}`, 'extendedKeyUsage=clientAuth\n', '(client)');
   } finally {
     rmSync(tmp, { recursive: true, force: true });
@@ -272,9 +326,38 @@ export interface CertRequest {
 export function issueCert(r: CertRequest): void {
   const csr = join(r.tmpDir, `${r.file}.csr`);
   const extFile = join(r.tmpDir, `${r.file}.ext`);
-  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', r.key, '-out', csr, '-subj', r.subject]);
+  openssl([
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    r.key,
+    '-out',
+    csr,
+    '-subj',
+    r.subject,
+  ]);
   writeFileSync(extFile, `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n${r.ext}`);
-  openssl(['x509', '-req', '-in', csr, '-CA', r.caCert, '-CAkey', r.caKey, '-CAcreateserial', '-days', String(r.days), '-out', r.cert, '-extfile', extFile]);
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    csr,
+    '-CA',
+    r.caCert,
+    '-CAkey',
+    r.caKey,
+    '-CAcreateserial',
+    '-days',
+    String(r.days),
+    '-out',
+    r.cert,
+    '-extfile',
+    extFile,
+  ]);
   rmSync(csr, { force: true });
   rmSync(extFile, { force: true });
 }
@@ -288,7 +371,8 @@ function openssl(args: string[]): void {
     execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: Buffer };
-    if (e.code === 'ENOENT') throw new CommandError('verdict certs needs the openssl command line tool (on Debian: apt-get install openssl)');
+    if (e.code === 'ENOENT')
+      throw new CommandError('verdict certs needs the openssl command line tool (on Debian: apt-get install openssl)');
     throw new CommandError(`openssl ${args[0]} failed: ${e.stderr?.toString().trim() ?? e.message}`);
   }
 }

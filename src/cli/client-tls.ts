@@ -20,12 +20,18 @@ $VERDICT_CONFIG_DIR/local/). Plaintext only with --insecure (or VERDICT_INSECURE
 `;
 
 /** Removes --ca, --cert, --key from args; falls back to the environment. Null when no CA is given. */
-export function tlsArgs(args: string[], env: Readonly<Record<string, string | undefined>> = process.env): TlsFiles | null {
+export function tlsArgs(
+  args: string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): TlsFiles | null {
   const ca = flag(args, '--ca') ?? nonEmpty(env.VERDICT_TLS_CA);
   const cert = flag(args, '--cert') ?? nonEmpty(env.VERDICT_TLS_CERT);
   const key = flag(args, '--key') ?? nonEmpty(env.VERDICT_TLS_KEY);
   if (ca === undefined) {
-    if (cert !== undefined || key !== undefined) throw new UsageError("--cert and --key need --ca FILE (or VERDICT_TLS_CA): the CA that signed the nodes' certificates");
+    if (cert !== undefined || key !== undefined)
+      throw new UsageError(
+        "--cert and --key need --ca FILE (or VERDICT_TLS_CA): the CA that signed the nodes' certificates",
+      );
     return null;
   }
   return { ca, cert, key };
@@ -53,22 +59,34 @@ export function insecureArg(args: string[], env: Readonly<Record<string, string 
  * Anything else is refused with what to give. Removes the flags it reads;
  * `--endpoints` is only looked at (the command reads it).
  */
-export function clientSecurity(args: string[], env: Readonly<Record<string, string | undefined>> = process.env): TlsFiles | null {
+export function clientSecurity(
+  args: string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): TlsFiles | null {
   const insecureFlag = args.includes('--insecure');
   const files = tlsArgs(args, env);
   const insecure = insecureArg(args, env);
   if (files !== null) {
-    if (insecureFlag) throw new UsageError('--insecure and TLS files (--ca, --cert, --key or VERDICT_TLS_*) were both given: choose one');
+    if (insecureFlag)
+      throw new UsageError(
+        '--insecure and TLS files (--ca, --cert, --key or VERDICT_TLS_*) were both given: choose one',
+      );
     return files;
   }
   if (insecure) return null;
   const at = args.indexOf('--endpoints');
   const endpoints = (at >= 0 ? args[at + 1] : env.VERDICT_ENDPOINTS) ?? '';
-  const local = endpoints.split(',').every((e) => e.trim() === '' || isLoopbackHost(e.trim().slice(0, e.trim().lastIndexOf(':'))));
-  const how = "give the cluster's CA and a client certificate with --ca FILE --cert FILE --key FILE (or VERDICT_TLS_CA, _CERT, _KEY), or --insecure for a cluster that serves plaintext";
+  const local = endpoints
+    .split(',')
+    .every((e) => e.trim() === '' || isLoopbackHost(e.trim().slice(0, e.trim().lastIndexOf(':'))));
+  const how =
+    "give the cluster's CA and a client certificate with --ca FILE --cert FILE --key FILE (or VERDICT_TLS_CA, _CERT, _KEY), or --insecure for a cluster that serves plaintext";
   if (!local) throw new UsageError(`no TLS for ${endpoints}: ${how}`);
   const found = localCertFiles(LOCAL_ADMIN, env);
-  if (found === null) throw new UsageError(`no TLS: the local cluster's certificates are not in ${localCertsDir(undefined, env)} (npm start makes them on its first start); ${how}`);
+  if (found === null)
+    throw new UsageError(
+      `no TLS: the local cluster's certificates are not in ${localCertsDir(undefined, env)} (npm start makes them on its first start); ${how}`,
+    );
   return found;
 }
 

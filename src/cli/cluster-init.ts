@@ -40,29 +40,48 @@ export async function clusterInitCommand(args: string[]): Promise<void> {
   const file = flag(args, '--config');
   const groupsText = flag(args, '--groups');
   const sets = flagAll(args, '--set');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict cluster init --config FILE [--groups N] [--set KEY=VALUE ...]`);
+  if (args.length > 0)
+    throw new UsageError(
+      `unexpected argument "${args[0]}"; usage: verdict cluster init --config FILE [--groups N] [--set KEY=VALUE ...]`,
+    );
   const fromEnv = Object.keys(OVERRIDABLE).some((k) => process.env[envName(k)] !== undefined);
-  if (file === undefined && sets.length === 0 && !fromEnv) throw new UsageError('verdict cluster init needs --config FILE (the founding node’s own config)');
+  if (file === undefined && sets.length === 0 && !fromEnv)
+    throw new UsageError('verdict cluster init needs --config FILE (the founding node’s own config)');
   const cfg = loadConfig(file, { env: process.env, sets });
   const groups = foundingGroups(groupsText, cfg.groups);
-  if (cfg.join) throw new UsageError(`${cfg.nodeId} has "join": true: a node joining a running cluster needs no init; start it and run verdict member add`);
+  if (cfg.join)
+    throw new UsageError(
+      `${cfg.nodeId} has "join": true: a node joining a running cluster needs no init; start it and run verdict member add`,
+    );
   const answers = await askPeers(cfg);
-  const holding = answers.filter((a): a is PeerAnswer & { status: NodeStatus } => a.status !== null && holdsState(a.status));
+  const holding = answers.filter(
+    (a): a is PeerAnswer & { status: NodeStatus } => a.status !== null && holdsState(a.status),
+  );
   if (holding.length > 0) {
-    const list = holding.map((a) => `${a.id} at ${a.address} (term ${a.status.term}, log up to index ${a.status.lastIndex})`).join(', ');
+    const list = holding
+      .map((a) => `${a.id} at ${a.address} (term ${a.status.term}, log up to index ${a.status.lastIndex})`)
+      .join(', ');
     throw new UsageError(
       `not founding: ${list} already hold${holding.length === 1 ? 's' : ''} Raft state, so cluster "${cfg.clusterId}" exists. Start ${cfg.nodeId} as it is: with an empty data directory it rejoins, and votes once a leader has caught it up (docs/storage.md)`,
     );
   }
   const other = answers.find((a) => a.status !== null && a.status.clusterId !== cfg.clusterId);
-  if (other?.status) throw new UsageError(`not founding: ${other.id} at ${other.address} answers for cluster "${other.status.clusterId}", not "${cfg.clusterId}"; check "peers"`);
+  if (other?.status)
+    throw new UsageError(
+      `not founding: ${other.id} at ${other.address} answers for cluster "${other.status.clusterId}", not "${cfg.clusterId}"; check "peers"`,
+    );
   await foundDataDir(cfg.dataDir, { clusterId: cfg.clusterId, nodeId: cfg.nodeId }, groups);
   const silent = answers.filter((a) => a.status === null).map((a) => a.id);
   const groupsNote = groups === 1 ? '' : ` with ${groups} decision groups`;
-  const configNote = groups === cfg.groups ? '' : ` (set "groups": ${groups} in its config first: a node refuses a directory founded with another number)`;
+  const configNote =
+    groups === cfg.groups
+      ? ''
+      : ` (set "groups": ${groups} in its config first: a node refuses a directory founded with another number)`;
   process.stdout.write(
     `verdict: founded cluster "${cfg.clusterId}"${groupsNote} in ${cfg.dataDir} for ${cfg.nodeId}; start it with verdict node --config ${file ?? '…'}${configNote}` +
-      (silent.length > 0 ? `. Not answering (not started yet?): ${silent.join(', ')}; run verdict cluster init for each founding node before its first start` : '') +
+      (silent.length > 0
+        ? `. Not answering (not started yet?): ${silent.join(', ')}; run verdict cluster init for each founding node before its first start`
+        : '') +
       '\n',
   );
 }
@@ -73,7 +92,10 @@ function foundingGroups(text: string | undefined, configured: number): number {
   const n = /^\d{1,3}$/.test(text) ? Number(text) : Number.NaN;
   const bad = groupsProblem(n);
   if (bad !== null) throw new UsageError(`--groups ${JSON.stringify(text)}: ${bad}`);
-  if (configured !== 1 && configured !== n) throw new UsageError(`--groups ${n} but the config says "groups": ${configured}; give one number (the config's is what the node starts with)`);
+  if (configured !== 1 && configured !== n)
+    throw new UsageError(
+      `--groups ${n} but the config says "groups": ${configured}; give one number (the config's is what the node starts with)`,
+    );
   return n;
 }
 
@@ -84,7 +106,10 @@ interface PeerAnswer {
   status: NodeStatus | null;
 }
 
-/** A node that has a log (any leader ever appended to it) or a snapshot holds state; a founded or empty node that never saw a leader does not. */
+/**
+ * A node that has a log (any leader ever appended to it) or a snapshot holds state; a founded or empty node that never
+ * saw a leader does not.
+ */
 function holdsState(s: NodeStatus): boolean {
   return Number(s.lastIndex) > 0 || Number(s.commitIndex) > 0 || Number(s.firstIndex) > 1;
 }

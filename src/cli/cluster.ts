@@ -49,17 +49,27 @@ export interface ClusterUpOptions {
   basePort?: number;
   /** Where generated configs and the nodes' data go; `data/` of the checkout by default. */
   dataDir?: string;
-  /** A folder made by `verdict certs`: every node serves mutual TLS with DIR/ca.crt and DIR/<nodeId>.crt, admin ops-admin. */
+  /**
+   * A folder made by `verdict certs`: every node serves mutual TLS with DIR/ca.crt and DIR/<nodeId>.crt, admin
+   * ops-admin.
+   */
   tlsDir?: string;
-  /** Plaintext, chosen knowingly (--insecure); otherwise clusterUp() serves TLS, with the local cluster's certificates when tlsDir is not given. */
+  /**
+   * Plaintext, chosen knowingly (--insecure); otherwise clusterUp() serves TLS, with the local cluster's certificates
+   * when tlsDir is not given.
+   */
   insecure?: boolean;
 }
 
 export function localConfigs(o: ClusterUpOptions): string[] {
   const n = o.nodes;
   const basePort = o.basePort ?? DEFAULT_BASE_PORT;
-  if (n === 3 && basePort === DEFAULT_BASE_PORT && o.dataDir === undefined && o.tlsDir === undefined) return [1, 2, 3].map((i) => join(ROOT, 'cluster', `n${i}.json`));
-  const dir = join(resolve(o.dataDir ?? join(ROOT, 'data')), `cluster-${n}-${basePort}${o.tlsDir !== undefined ? '-tls' : ''}`);
+  if (n === 3 && basePort === DEFAULT_BASE_PORT && o.dataDir === undefined && o.tlsDir === undefined)
+    return [1, 2, 3].map((i) => join(ROOT, 'cluster', `n${i}.json`));
+  const dir = join(
+    resolve(o.dataDir ?? join(ROOT, 'data')),
+    `cluster-${n}-${basePort}${o.tlsDir !== undefined ? '-tls' : ''}`,
+  );
   const tlsDir = o.tlsDir === undefined ? undefined : resolve(o.tlsDir);
   mkdirSync(dir, { recursive: true });
   const peers: Record<string, string> = {};
@@ -69,7 +79,17 @@ export function localConfigs(o: ClusterUpOptions): string[] {
     const file = join(dir, `n${i}.json`);
     // The cluster id goes into certificates (OU), so the TLS cluster keeps the name `verdict certs` uses by default.
     const clusterId = (n === 3 && basePort === DEFAULT_BASE_PORT) || tlsDir !== undefined ? 'local' : `local-${n}`;
-    const tls = tlsDir === undefined ? {} : { tls: { ca: join(tlsDir, 'ca.crt'), cert: join(tlsDir, `n${i}.crt`), key: join(tlsDir, `n${i}.key`), adminNames: ['ops-admin'] } };
+    const tls =
+      tlsDir === undefined
+        ? {}
+        : {
+            tls: {
+              ca: join(tlsDir, 'ca.crt'),
+              cert: join(tlsDir, `n${i}.crt`),
+              key: join(tlsDir, `n${i}.key`),
+              adminNames: ['ops-admin'],
+            },
+          };
     const cfg = {
       clusterId,
       nodeId: `n${i}`,
@@ -107,34 +127,53 @@ export async function portsInUse(ports: number[]): Promise<number[]> {
   return busy;
 }
 
-export function parseClusterUpArgs(args: string[], flag: (args: string[], name: string) => string | undefined): ClusterUpOptions {
+export function parseClusterUpArgs(
+  args: string[],
+  flag: (args: string[], name: string) => string | undefined,
+): ClusterUpOptions {
   const n = Number(flag(args, '--nodes') ?? 3);
   if (![1, 3, 5].includes(n)) throw new UsageError('--nodes must be 1, 3 or 5');
   const baseText = flag(args, '--base-port');
   const basePort = baseText === undefined ? DEFAULT_BASE_PORT : Number(baseText);
   if (!Number.isInteger(basePort) || basePort < 1024 || basePort + n - 1 + CONSOLE_OFFSET > 65_535)
-    throw new UsageError(`--base-port must be an integer from 1024 to ${65_535 - CONSOLE_OFFSET - n + 1}, not "${baseText}"`);
+    throw new UsageError(
+      `--base-port must be an integer from 1024 to ${65_535 - CONSOLE_OFFSET - n + 1}, not "${baseText}"`,
+    );
   const dataDir = flag(args, '--data');
   const tlsDir = flag(args, '--tls');
   const insecure = bool(args, '--insecure');
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: ${CLUSTER_UP_USAGE}`);
   if (insecure && tlsDir !== undefined) throw new UsageError('--insecure and --tls were both given: choose one');
   if (tlsDir !== undefined) {
-    const missing = ['ca', ...Array.from({ length: n }, (_, i) => `n${i + 1}`)].map((f) => join(tlsDir, `${f}.crt`)).filter((f) => !existsSync(f));
+    const missing = ['ca', ...Array.from({ length: n }, (_, i) => `n${i + 1}`)]
+      .map((f) => join(tlsDir, `${f}.crt`))
+      .filter((f) => !existsSync(f));
     if (missing.length > 0)
       throw new UsageError(
         `--tls ${tlsDir}: missing ${missing.join(', ')}; make them with: npx verdict certs --dir ${tlsDir} --nodes ${n}${basePort !== DEFAULT_BASE_PORT ? ` --base-port ${basePort}` : ''}`,
       );
   }
-  return { nodes: n, basePort, ...(dataDir !== undefined ? { dataDir } : {}), ...(tlsDir !== undefined ? { tlsDir } : {}), ...(insecure ? { insecure } : {}) };
+  return {
+    nodes: n,
+    basePort,
+    ...(dataDir !== undefined ? { dataDir } : {}),
+    ...(tlsDir !== undefined ? { tlsDir } : {}),
+    ...(insecure ? { insecure } : {}),
+  };
 }
 
-export const CLUSTER_UP_USAGE = 'verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR | --insecure]';
+export const CLUSTER_UP_USAGE =
+  'verdict cluster up [--nodes N] [--base-port PORT] [--data DIR] [--tls CERTS-DIR | --insecure]';
 
-/** Mutual TLS unless --insecure: without --tls, the local cluster's certificates, made where missing (on the first start). */
+/**
+ * Mutual TLS unless --insecure: without --tls, the local cluster's certificates, made where missing (on the first
+ * start).
+ */
 function withTls(o: ClusterUpOptions): ClusterUpOptions {
   if (o.tlsDir !== undefined || o.insecure === true) return o;
-  const tlsDir = ensureLocalClusterCerts(o.nodes, o.basePort ?? DEFAULT_BASE_PORT, (line) => process.stderr.write(`verdict: ${line.replace(/\s+/g, ' ')}\n`));
+  const tlsDir = ensureLocalClusterCerts(o.nodes, o.basePort ?? DEFAULT_BASE_PORT, (line) =>
+    process.stderr.write(`verdict: ${line.replace(/\s+/g, ' ')}\n`),
+  );
   return { ...o, tlsDir };
 }
 
@@ -163,23 +202,34 @@ export async function clusterUp(options: ClusterUpOptions): Promise<void> {
   for (const [i, file] of configs.entries()) {
     const id = `n${i + 1}`;
     // The children's stderr is a pipe to us: tell them whether a person is watching.
-    const env: NodeJS.ProcessEnv = { ...process.env, VERDICT_LOG_FORMAT: process.env.VERDICT_LOG_FORMAT ?? logFormat() };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      VERDICT_LOG_FORMAT: process.env.VERDICT_LOG_FORMAT ?? logFormat(),
+    };
     // The local cluster's configs are complete: node config overrides meant for
     // a single node or for client commands (VERDICT_NODE_ID, VERDICT_TLS_CA, ...)
     // would turn three nodes into three copies of one, or half-configure TLS.
     for (const key of Object.keys(OVERRIDABLE)) delete env[envName(key)];
     env[LAUNCHER_ENV] = '1';
     // The IPC channel is the node's lifeline: when it closes (we died), the node stops.
-    const child = spawn(process.execPath, [BIN, 'node', '--config', file], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'], env });
+    const child = spawn(process.execPath, [BIN, 'node', '--config', file], {
+      stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+      env,
+    });
     children.set(id, child);
     // Log lines name their node themselves (`[n1 pid 4242]` in the pretty
     // format, "node" in JSON); anything else a node prints (a refusal to
     // start) gets the node id in front, so three streams stay readable.
-    createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => process.stderr.write(isLogLine(line) ? `${line}\n` : `[${id}] ${line}\n`));
+    createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) =>
+      process.stderr.write(isLogLine(line) ? `${line}\n` : `[${id}] ${line}\n`),
+    );
     // 'close', not 'exit': the node's last log lines must be read before we go.
     child.on('close', (code, signal) => {
       children.delete(id);
-      if (!stopping) process.stderr.write(`[${id}] exited (${signal ?? `code ${code}`}); the other nodes keep running. Restart it with: npx verdict node --config ${file}\n`);
+      if (!stopping)
+        process.stderr.write(
+          `[${id}] exited (${signal ?? `code ${code}`}); the other nodes keep running. Restart it with: npx verdict node --config ${file}\n`,
+        );
       if (children.size === 0) process.exit(stopping ? 0 : 1);
     });
   }
@@ -191,7 +241,9 @@ export async function clusterUp(options: ClusterUpOptions): Promise<void> {
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(`verdict: ${process.ppid !== parentPid ? 'the process that started us is gone' : signal}: stopping the cluster\n`);
+    process.stderr.write(
+      `verdict: ${process.ppid !== parentPid ? 'the process that started us is gone' : signal}: stopping the cluster\n`,
+    );
     for (const c of children.values()) {
       // Tell the node the whole cluster stops (so a leader that cannot hand over is expected), then stop it.
       if (c.connected) c.send(CLUSTER_STOP_MESSAGE, () => {});
@@ -221,7 +273,13 @@ export async function clusterUp(options: ClusterUpOptions): Promise<void> {
  * votes once a leader has caught it up, and says so here.
  */
 export async function foundOnFirstStart(configs: string[]): Promise<'founded' | 'exists'> {
-  const nodes: { id: string; dir: string; identity: { clusterId: string; nodeId: string }; groups: number; state: RaftDirState | null }[] = [];
+  const nodes: {
+    id: string;
+    dir: string;
+    identity: { clusterId: string; nodeId: string };
+    groups: number;
+    state: RaftDirState | null;
+  }[] = [];
   for (const file of configs) {
     const cfg = loadConfig(file, { env: {}, sets: [] });
     const identity = { clusterId: cfg.clusterId, nodeId: cfg.nodeId };
@@ -231,12 +289,16 @@ export async function foundOnFirstStart(configs: string[]): Promise<'founded' | 
   }
   if (nodes.every((n) => n.state?.kind === 'empty')) {
     for (const n of nodes) await foundDataDir(n.dir, n.identity, n.groups);
-    process.stderr.write(`verdict: first start: founded a new cluster of ${nodes.length} node(s) in ${nodes.length > 1 ? dirname(nodes[0].dir) : nodes[0].dir}\n`);
+    process.stderr.write(
+      `verdict: first start: founded a new cluster of ${nodes.length} node(s) in ${nodes.length > 1 ? dirname(nodes[0].dir) : nodes[0].dir}\n`,
+    );
     return 'founded';
   }
   for (const n of nodes) {
     if (n.state?.kind === 'empty' || (n.state?.kind === 'state' && n.state.rejoining))
-      process.stderr.write(`verdict: [${n.id}] ${n.dir} holds no Raft state of its own: ${n.id} rejoins the cluster and votes once a leader has caught it up\n`);
+      process.stderr.write(
+        `verdict: [${n.id}] ${n.dir} holds no Raft state of its own: ${n.id} rejoins the cluster and votes once a leader has caught it up\n`,
+      );
   }
   return 'exists';
 }

@@ -64,13 +64,37 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     '--mysql-concurrency',
     ...TLS,
   ],
-  'participant resolve': ['--commit', '--abort', '--reason', '--id', '--cluster-id', '--resource', '--pg-url', '--mysql-url', '--operator', '--json'],
+  'participant resolve': [
+    '--commit',
+    '--abort',
+    '--reason',
+    '--id',
+    '--cluster-id',
+    '--resource',
+    '--pg-url',
+    '--mysql-url',
+    '--operator',
+    '--json',
+  ],
   'participant remove': ['--json', '--operator', '--force', '--reason', ...SDK_CLIENT],
   participants: ['--json', ...SDK_CLIENT],
   'txn commit': ['--participant', '--txn', '--txn-timeout-ms', '--await-acks-ms', '--json', ...SDK_CLIENT],
   'txn abort': ['--reason', '--json', ...SDK_CLIENT],
   'txn outcome': ['--json', ...SDK_CLIENT],
-  'txn list': ['--in-flight', '--in-doubt', '--unacked', '--heuristic', '--since', '--until', '--participant', '--outcome', '--kind', '--limit', '--json', ...SDK_CLIENT],
+  'txn list': [
+    '--in-flight',
+    '--in-doubt',
+    '--unacked',
+    '--heuristic',
+    '--since',
+    '--until',
+    '--participant',
+    '--outcome',
+    '--kind',
+    '--limit',
+    '--json',
+    ...SDK_CLIENT,
+  ],
   'txn show': ['--json', ...SDK_CLIENT],
   'txn resolve': ['--commit', '--abort', '--reason', '--operator', '--force-unknown', '--json', ...SDK_CLIENT],
   // Sagas (src/cli/saga.ts).
@@ -102,7 +126,17 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
     '--endpoints',
     ...TLS,
   ],
-  certs: ['--dir', '--cluster-id', '--nodes', '--base-port', '--participant', '--admin', '--client', '--days', '--force'],
+  certs: [
+    '--dir',
+    '--cluster-id',
+    '--nodes',
+    '--base-port',
+    '--participant',
+    '--admin',
+    '--client',
+    '--days',
+    '--force',
+  ],
 };
 
 /** The key of COMMAND_FLAGS that argv names, or null for a command (or subcommand) this table does not know. */
@@ -134,10 +168,13 @@ export function checkFlags(argv: readonly string[]): void {
     // A positional argument may start with one dash (a negative number); flags start with two.
     if (!a.startsWith('--') || a === '--help') continue;
     const name = a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
-    if (!valid.includes(name) && RENAMED[name] !== undefined && valid.includes('--timeout-ms')) throw new UsageError(`${name} is now ${RENAMED[name]}`);
+    if (!valid.includes(name) && RENAMED[name] !== undefined && valid.includes('--timeout-ms'))
+      throw new UsageError(`${name} is now ${RENAMED[name]}`);
     if (!valid.includes(name)) {
       const near = nearest(name, valid);
-      throw new UsageError(`unknown flag "${name}" for verdict ${command}${near ? ` (did you mean ${near}?)` : ''}; valid flags: ${valid.length > 0 ? valid.join(', ') : '(none)'}, --help`);
+      throw new UsageError(
+        `unknown flag "${name}" for verdict ${command}${near ? ` (did you mean ${near}?)` : ''}; valid flags: ${valid.length > 0 ? valid.join(', ') : '(none)'}, --help`,
+      );
     }
     if (a.includes('=')) throw new UsageError(`write ${name} VALUE, not ${a}`);
     if (!SWITCHES.has(name)) i += 1;
@@ -162,7 +199,8 @@ function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++)
+      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
     prev = cur;
   }
   return prev[b.length];

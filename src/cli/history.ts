@@ -24,7 +24,10 @@ export async function readHistory(addrs: readonly string[], req: Partial<History
     } catch (err) {
       const e = err as ServiceError;
       if (e.code !== grpcStatus.UNAVAILABLE && e.code !== grpcStatus.DEADLINE_EXCEEDED) {
-        const why = e.code === grpcStatus.UNIMPLEMENTED ? 'this node is of a version without a transaction history' : (e.details ?? e.message);
+        const why =
+          e.code === grpcStatus.UNIMPLEMENTED
+            ? 'this node is of a version without a transaction history'
+            : (e.details ?? e.message);
         throw new CommandError(`${address}: ${why}`);
       }
       failures.set(address, unreachableReason(e, timeoutMs));
@@ -38,8 +41,14 @@ export async function readHistory(addrs: readonly string[], req: Partial<History
 /** What a page says of its own gaps: off, or lacking ranges of the log. */
 export function historyNotes(page: HistoryPageWire): string[] {
   const notes: string[] = [];
-  if (!page.enabled) notes.push(`node ${page.nodeId} keeps no transaction history ("history": false in its config, or its history could not be opened: see its log)`);
-  for (const r of page.lacks) notes.push(`node ${page.nodeId}'s history lacks log entries ${r.firstIndex}-${r.lastIndex}: it installed a snapshot covering them (ask another node)`);
+  if (!page.enabled)
+    notes.push(
+      `node ${page.nodeId} keeps no transaction history ("history": false in its config, or its history could not be opened: see its log)`,
+    );
+  for (const r of page.lacks)
+    notes.push(
+      `node ${page.nodeId}'s history lacks log entries ${r.firstIndex}-${r.lastIndex}: it installed a snapshot covering them (ask another node)`,
+    );
   return notes;
 }
 
@@ -62,11 +71,31 @@ export function historyRows(records: readonly HistoryRecord[]): string[][] {
       continue;
     }
     const ps = r.participants.map((p) => `${p.participantId}:${p.vote || '-'}`).join(',');
-    const acked = r.outcome === 'abort' ? 'not needed' : r.participants.every((p) => p.acked) ? 'all' : `${r.participants.filter((p) => p.acked).length}/${r.participants.length}`;
+    const acked =
+      r.outcome === 'abort'
+        ? 'not needed'
+        : r.participants.every((p) => p.acked)
+          ? 'all'
+          : `${r.participants.filter((p) => p.acked).length}/${r.participants.length}`;
     const acts = r.acts
-      .map((a) => (a.kind === 'resolve' ? `resolved-by:${a.operator}` : a.kind === 'removed' ? `${a.participantId}:removed-by:${a.operator}` : `${a.participantId}:${a.effect}`))
+      .map((a) =>
+        a.kind === 'resolve'
+          ? `resolved-by:${a.operator}`
+          : a.kind === 'removed'
+            ? `${a.participantId}:removed-by:${a.operator}`
+            : `${a.participantId}:${a.effect}`,
+      )
       .join(',');
-    rows.push([r.txnId, historyOutcome(r.outcome), iso(r.decidedAtMs), String(r.decisionIndex || ''), ps, acked, acts, r.reason]);
+    rows.push([
+      r.txnId,
+      historyOutcome(r.outcome),
+      iso(r.decidedAtMs),
+      String(r.decisionIndex || ''),
+      ps,
+      acked,
+      acts,
+      r.reason,
+    ]);
   }
   return rows;
 }
@@ -91,26 +120,41 @@ export function removalText(a: { operator: string; atMs: number; reason: string 
 export function historyLines(r: HistoryRecord, nodeId: string): { lines: string[]; tables: string[][][] } {
   const lines = [
     `history      on node ${nodeId}: ${historyOutcome(r.outcome)} at ${iso(r.decidedAtMs)} (decision index ${r.decisionIndex || '-'})` +
-      (r.forgottenIndex ? `; every participant acknowledged by about ${iso(r.forgottenAtMs)} (index ${r.forgottenIndex})` : ''),
+      (r.forgottenIndex
+        ? `; every participant acknowledged by about ${iso(r.forgottenAtMs)} (index ${r.forgottenIndex})`
+        : ''),
   ];
   const tables: string[][][] = [];
   // A participant removed with --force while the decision was owed to it: its row says who removed it, when and why.
   const removals = removalsOf(r);
   const ps = [['PARTICIPANT', 'VOTE', 'ACKED', 'ACK SEEN AT', ...(removals.size > 0 ? ['REMOVED'] : [])]];
   for (const p of r.participants) {
-    const row = [p.participantId, p.vote || '-', p.acked ? 'yes' : r.outcome === 'abort' ? 'not needed' : 'no', iso(p.ackedAtMs)];
+    const row = [
+      p.participantId,
+      p.vote || '-',
+      p.acked ? 'yes' : r.outcome === 'abort' ? 'not needed' : 'no',
+      iso(p.ackedAtMs),
+    ];
     if (removals.size > 0) row.push(removals.get(p.participantId) ?? '');
     ps.push(row);
   }
   tables.push(ps);
   if (r.acts.length > 0) {
     const acts = [['ACT', 'EFFECT', 'OUTCOME', 'BY', 'AT', 'PARTICIPANT', 'REASON']];
-    for (const a of r.acts) acts.push([a.kind, a.effect, a.outcome, a.operator, iso(a.atMs), a.participantId || '-', a.reason]);
+    for (const a of r.acts)
+      acts.push([a.kind, a.effect, a.outcome, a.operator, iso(a.atMs), a.participantId || '-', a.reason]);
     tables.push(acts);
   }
   if (r.rows.length > 0) {
     const rows = [['AT', 'WHAT', 'PARTICIPANT', 'TIMES', 'DETAIL']];
-    for (const x of r.rows) rows.push([iso(x.atMs), x.kind, x.participantId || '-', x.count > 1 ? `${x.count} (last ${iso(x.lastAtMs)})` : '1', x.detail]);
+    for (const x of r.rows)
+      rows.push([
+        iso(x.atMs),
+        x.kind,
+        x.participantId || '-',
+        x.count > 1 ? `${x.count} (last ${iso(x.lastAtMs)})` : '1',
+        x.detail,
+      ]);
     tables.push(rows);
   }
   return { lines, tables };

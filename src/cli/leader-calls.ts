@@ -24,7 +24,10 @@ function onNode<T>(f: (c: RaftNodeClient) => Promise<T>): (address: string) => P
   };
 }
 
-/** Finds the leader among the endpoints (src/transport/leader-finder.ts) and runs `f` on it; three rounds, half a second apart (an election may be running). */
+/**
+ * Finds the leader among the endpoints (src/transport/leader-finder.ts) and runs `f` on it; three rounds, half a second
+ * apart (an election may be running).
+ */
 export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Promise<T>): Promise<T> {
   const finder = new LeaderFinder(addrs, { redirectsMax: addrs.length + 2 });
   try {
@@ -36,10 +39,15 @@ export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Pro
   } catch (err) {
     if (!(err instanceof NoLeaderError)) throw err;
     const failures = err.failures;
-    const connectFailures = [...failures.values()].every((w) => w === 'connection refused' || /^no answer within/.test(w));
+    const connectFailures = [...failures.values()].every(
+      (w) => w === 'connection refused' || /^no answer within/.test(w),
+    );
     if (failures.size > 0 && connectFailures) throw new CommandError(unreachableMessage(failures, clientTimeoutMs()));
     const e = err.last as ServiceError | null;
-    const why = e?.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details, clientUsesTls()) : (e?.details ?? e?.message ?? 'no endpoints');
+    const why =
+      e?.code === grpcStatus.UNAVAILABLE
+        ? explainConnectError(e.details, clientUsesTls())
+        : (e?.details ?? e?.message ?? 'no endpoints');
     throw new UsageError(`no node accepted the request: ${why}`);
   }
 }
@@ -97,7 +105,9 @@ export async function leaderCommand(args: string[]): Promise<void> {
       {
         retryable: (err) => {
           const hint = namedLeader(err);
-          return (err as ServiceError).code === grpcStatus.UNAVAILABLE && hint !== undefined ? { why: `not the leader (names ${hint})`, hint } : null;
+          return (err as ServiceError).code === grpcStatus.UNAVAILABLE && hint !== undefined
+            ? { why: `not the leader (names ${hint})`, hint }
+            : null;
         },
         roundsMax: 1,
         pauseMs: () => 0,
@@ -106,7 +116,10 @@ export async function leaderCommand(args: string[]): Promise<void> {
     process.stdout.write(json ? JSON.stringify(r, null, 2) + '\n' : `leader: ${r.leaderId} (term ${r.term})\n`);
   } catch (err) {
     const e = (err instanceof NoLeaderError ? err.last : err) as ServiceError;
-    const why = e.code === grpcStatus.UNAVAILABLE ? explainConnectError(e.details || e.message, clientUsesTls()) : e.details || e.message;
+    const why =
+      e.code === grpcStatus.UNAVAILABLE
+        ? explainConnectError(e.details || e.message, clientUsesTls())
+        : e.details || e.message;
     process.stderr.write(`verdict: leader transfer to ${to} failed: ${grpcStatus[e.code] ?? e.code}: ${why}\n`);
     process.exitCode = 1;
   }

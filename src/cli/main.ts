@@ -117,7 +117,8 @@ async function main(argv: string[]): Promise<void> {
   // this line (no module imported above loads it), and the processes that
   // `verdict cluster up` starts inherit it. GRPC_VERBOSITY (or
   // GRPC_NODE_VERBOSITY) set by the user turns its logging back on for debugging.
-  if (process.env.GRPC_VERBOSITY === undefined && process.env.GRPC_NODE_VERBOSITY === undefined) process.env.GRPC_VERBOSITY = 'NONE';
+  if (process.env.GRPC_VERBOSITY === undefined && process.env.GRPC_NODE_VERBOSITY === undefined)
+    process.env.GRPC_VERBOSITY = 'NONE';
   const args = argv.slice();
   const cmd = args.shift();
   if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
@@ -135,15 +136,21 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`usage:\n${help}`);
     return;
   }
-  // Client commands connect with the TLS given, the local cluster's, or plaintext with --insecure; node and participant read their own TLS settings.
-  const runsItself = ['node', 'cluster', 'certs', 'outbox'].includes(cmd) || (cmd === 'participant' && args[0] !== 'remove') || (cmd === 'saga' && args[0] === 'service');
+  // Client commands connect with the TLS given, the local cluster's, or plaintext with --insecure; node and participant
+  // read their own TLS settings.
+  const runsItself =
+    ['node', 'cluster', 'certs', 'outbox'].includes(cmd) ||
+    (cmd === 'participant' && args[0] !== 'remove') ||
+    (cmd === 'saga' && args[0] === 'service');
   if (!runsItself) {
     useClientTls(clientSecurity(args));
-    // Loaded here, not at the top: it loads the wire definitions, whose absence (a broken install) is reported below as one line.
+    // Loaded here, not at the top: it loads the wire definitions, whose absence (a broken install) is reported below as
+    // one line.
     const { parseTimeoutMs, useTimeout } = await import('./reach.ts');
     useTimeout(parseTimeoutMs(flag(args, '--timeout-ms')));
   }
-  // A node's packages are optional peers of verdict (a client application does not install them): one line names every one missing.
+  // A node's packages are optional peers of verdict (a client application does not install them): one line names every
+  // one missing.
   if (cmd === 'node' || cmd === 'cluster') {
     const absent = await absentPackages(NODE_PACKAGES);
     if (absent.length > 0) throw new MissingPackageError(missingPackagesMessage(`\`verdict ${cmd}\``, absent));
@@ -187,7 +194,9 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-/** What `verdict node` loads beside verdict's own dependencies: LevelDB, the logger and the metrics (README, Install). */
+/**
+ * What `verdict node` loads beside verdict's own dependencies: LevelDB, the logger and the metrics (README, Install).
+ */
 const NODE_PACKAGES = ['level', 'pino', 'prom-client'];
 
 class MissingPackageError extends Error {

@@ -67,22 +67,29 @@ export async function memberCommand(args: string[]): Promise<void> {
   try {
     switch (sub) {
       case 'list': {
-        if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict member list [--json]`);
+        if (args.length > 0)
+          throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict member list [--json]`);
         let m = await onLeader(addrs, (c) => c.listMembers());
         // Any node answers; only the leader knows replication progress.
         const leader = m.members.find((x) => x.nodeId === m.leaderId);
-        if (leader?.address && !m.members.some((x) => x.state !== '')) m = await onLeader([leader.address], (c) => c.listMembers()).catch(() => m);
+        if (leader?.address && !m.members.some((x) => x.state !== ''))
+          m = await onLeader([leader.address], (c) => c.listMembers()).catch(() => m);
         return print(m, json);
       }
       case 'add': {
         // How long to wait for the new node to catch up: --timeout-ms, or the node's default (0: 60 s).
         const timeoutMs = commandTimeoutMs() ?? 0;
         const [id, address, extra] = args;
-        if (id === undefined || address === undefined) throw new UsageError('usage: verdict member add ID ADDRESS [--timeout-ms N] [--json]');
+        if (id === undefined || address === undefined)
+          throw new UsageError('usage: verdict member add ID ADDRESS [--timeout-ms N] [--json]');
         if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
-        if (!ID.test(id)) throw new UsageError(`node id "${id}" is invalid: expected letters, digits, ".", "_" or "-" (at most 64)`);
-        if (!ADDRESS.test(address)) throw new UsageError(`address "${address}" is invalid: expected host:port where the new node listens`);
-        const m = await leaderCall(addrs, (c) => c.addMember({ nodeId: id, address, timeoutMs }, (timeoutMs || 60_000) + 15_000));
+        if (!ID.test(id))
+          throw new UsageError(`node id "${id}" is invalid: expected letters, digits, ".", "_" or "-" (at most 64)`);
+        if (!ADDRESS.test(address))
+          throw new UsageError(`address "${address}" is invalid: expected host:port where the new node listens`);
+        const m = await leaderCall(addrs, (c) =>
+          c.addMember({ nodeId: id, address, timeoutMs }, (timeoutMs || 60_000) + 15_000),
+        );
         return print(m, json);
       }
       case 'remove': {

@@ -20,13 +20,20 @@ export async function runNode(args: string[]): Promise<void> {
   // --parallel-commit (the default) says `parallelCommit: true` outright (docs/protocol.md).
   const classic = bool(args, '--classic-commit');
   const parallel = bool(args, '--parallel-commit');
-  if (classic && parallel) throw new UsageError('--classic-commit and --parallel-commit contradict each other: give one');
+  if (classic && parallel)
+    throw new UsageError('--classic-commit and --parallel-commit contradict each other: give one');
   if (classic) sets.push('parallelCommit=false');
   if (parallel) sets.push('parallelCommit=true');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...] [--insecure] [--classic-commit | --parallel-commit]`);
+  if (args.length > 0)
+    throw new UsageError(
+      `unexpected argument "${args[0]}"; usage: verdict node --config FILE [--set KEY=VALUE ...] [--insecure] [--classic-commit | --parallel-commit]`,
+    );
   // Without a file, the environment and --set must give every required key.
   const fromEnv = Object.keys(OVERRIDABLE).some((k) => process.env[envName(k)] !== undefined);
-  if (file === undefined && sets.length === 0 && !fromEnv) throw new UsageError('verdict node needs --config FILE (or every key from VERDICT_* variables and --set KEY=VALUE)');
+  if (file === undefined && sets.length === 0 && !fromEnv)
+    throw new UsageError(
+      'verdict node needs --config FILE (or every key from VERDICT_* variables and --set KEY=VALUE)',
+    );
   const cfg = loadConfig(file, { env: process.env, sets });
   const log = createLogger(cfg.logLevel, { node: cfg.nodeId });
   let node: Awaited<ReturnType<typeof startNode>>;
@@ -34,7 +41,8 @@ export async function runNode(args: string[]): Promise<void> {
     node = await startNode(cfg, log);
   } catch (err) {
     // Refusals (data dir of another node, corrupt log, locked dir, address in use) are one line.
-    if (err instanceof StorageIdentityError || err instanceof CorruptRecordError || err instanceof StartupError) throw err;
+    if (err instanceof StorageIdentityError || err instanceof CorruptRecordError || err instanceof StartupError)
+      throw err;
     if (err instanceof Error && !(err instanceof InvariantError)) throw new StartupError(err.message);
     throw err;
   }
@@ -46,7 +54,10 @@ export async function runNode(args: string[]): Promise<void> {
     // from the launcher); only a third signal forces an exit.
     if (++signals > 2) process.exit(130);
     if (signals > 1) return;
-    log.info({ signal: sig, leader: node.driver.isLeader() }, 'stopping: refusing new work, handing leadership over if leader, then flushing');
+    log.info(
+      { signal: sig, leader: node.driver.isLeader() },
+      'stopping: refusing new work, handing leadership over if leader, then flushing',
+    );
     void node.shutdown().then(
       () => process.exit(0),
       (err: unknown) => {

@@ -39,19 +39,26 @@ export const NODE_REPAIR_HELP = `  verdict node repair --config FILE [--set KEY=
 export async function nodeRepairCommand(args: string[], now: () => Date = () => new Date()): Promise<void> {
   const file = flag(args, '--config');
   const sets = flagAll(args, '--set');
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node repair --config FILE`);
+  if (args.length > 0)
+    throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict node repair --config FILE`);
   const fromEnv = Object.keys(OVERRIDABLE).some((k) => process.env[envName(k)] !== undefined);
-  if (file === undefined && sets.length === 0 && !fromEnv) throw new UsageError('verdict node repair needs --config FILE (the node’s own config)');
+  if (file === undefined && sets.length === 0 && !fromEnv)
+    throw new UsageError('verdict node repair needs --config FILE (the node’s own config)');
   const cfg = loadConfig(file, { env: process.env, sets });
   const dir = resolve(cfg.dataDir);
   const dbPath = join(dir, 'raft');
   const walPath = join(dir, 'wal');
   const identity = { clusterId: cfg.clusterId, nodeId: cfg.nodeId };
   if (!(await exists(dbPath)) && !(await exists(walPath)))
-    throw new UsageError(`${dir} holds no raft state: there is nothing to repair (started on it, the node rejoins the cluster and votes once a leader has caught it up)`);
+    throw new UsageError(
+      `${dir} holds no raft state: there is nothing to repair (started on it, the node rejoins the cluster and votes once a leader has caught it up)`,
+    );
   // Another node's or a participant's directory is never touched.
   const owner = await readDirIdentity(dir);
-  if (owner.state === 'found' && (owner.owner.role !== 'node' || owner.owner.id !== cfg.nodeId || owner.owner.clusterId !== cfg.clusterId))
+  if (
+    owner.state === 'found' &&
+    (owner.owner.role !== 'node' || owner.owner.id !== cfg.nodeId || owner.owner.clusterId !== cfg.clusterId)
+  )
     throw new UsageError(
       `${dir} belongs to ${owner.owner.role} "${owner.owner.id}" of cluster "${owner.owner.clusterId}", not to node "${cfg.nodeId}" of "${cfg.clusterId}"; point --config at this node's own config`,
     );
@@ -63,7 +70,10 @@ export async function nodeRepairCommand(args: string[], now: () => Date = () => 
     try {
       const hw = newestMark([meta.logState, await MarkFile.peek(join(dbPath, MARK_FILE))])?.highWaterIndex ?? 0;
       const what = `term ${meta.hardState.term}, vote "${meta.hardState.vote}", snapshot at index ${meta.snapshot.metadata.index}, high-water mark ${hw}`;
-      if (!(await exists(walPath))) throw new UsageError(`${walPath} does not exist: there is no raft log to move aside (the node already rejoins from its peers on start)`);
+      if (!(await exists(walPath)))
+        throw new UsageError(
+          `${walPath} does not exist: there is no raft log to move aside (the node already rejoins from its peers on start)`,
+        );
       const aside = join(dir, `wal.damaged-${stamp}`);
       await rename(walPath, aside);
       await syncDir(dir);
@@ -86,7 +96,12 @@ export async function nodeRepairCommand(args: string[], now: () => Date = () => 
  * running node is refused), this node's, in this storage format, its records
  * readable. Anything else but a running node means raft/ cannot be kept.
  */
-async function readKept(dir: string, dbPath: string, walPath: string, identity: { clusterId: string; nodeId: string }): Promise<{ ok: true; db: Db; meta: Metadata } | { ok: false; why: string }> {
+async function readKept(
+  dir: string,
+  dbPath: string,
+  walPath: string,
+  identity: { clusterId: string; nodeId: string },
+): Promise<{ ok: true; db: Db; meta: Metadata } | { ok: false; why: string }> {
   let db: Db;
   try {
     db = await openLevel(dir, dbPath, walPath, identity);

@@ -22,7 +22,8 @@ function count(args: string[], name: string, dflt: number, min: number, max: num
   const v = flag(args, name);
   if (v === undefined) return dflt;
   const n = Number(v);
-  if (!(Number.isSafeInteger(n) && n >= min && n <= max)) throw new UsageError(`${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(v)}`);
+  if (!(Number.isSafeInteger(n) && n >= min && n <= max))
+    throw new UsageError(`${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -48,11 +49,18 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
   const addrs = endpoints(args);
   if (args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args[0])}`);
   if (pgUrl === undefined) throw new UsageError('verdict outbox relay needs --pg-url postgres://USER@HOST:PORT/DB');
-  if (sinkUrl === undefined) throw new UsageError('verdict outbox relay needs --sink nats://HOST:PORT (NATS with JetStream)');
-  if (mode !== 'polling' && mode !== 'cdc') throw new UsageError(`--mode must be polling or cdc, not ${JSON.stringify(mode)}`);
-  if (!/^[a-z0-9_]{1,63}$/.test(slot)) throw new UsageError(`--slot ${JSON.stringify(slot)}: a replication slot name is 1–63 of a-z, 0-9 and _`);
-  if (!LEASE_HOLDER.test(holder)) throw new UsageError(`--holder ${JSON.stringify(holder)}: 1–128 of letters, digits and _.:@-, starting with a letter or digit`);
-  if (!['trace', 'debug', 'info', 'warn', 'error'].includes(logLevel)) throw new UsageError(`--log-level must be trace, debug, info, warn or error`);
+  if (sinkUrl === undefined)
+    throw new UsageError('verdict outbox relay needs --sink nats://HOST:PORT (NATS with JetStream)');
+  if (mode !== 'polling' && mode !== 'cdc')
+    throw new UsageError(`--mode must be polling or cdc, not ${JSON.stringify(mode)}`);
+  if (!/^[a-z0-9_]{1,63}$/.test(slot))
+    throw new UsageError(`--slot ${JSON.stringify(slot)}: a replication slot name is 1–63 of a-z, 0-9 and _`);
+  if (!LEASE_HOLDER.test(holder))
+    throw new UsageError(
+      `--holder ${JSON.stringify(holder)}: 1–128 of letters, digits and _.:@-, starting with a letter or digit`,
+    );
+  if (!['trace', 'debug', 'info', 'warn', 'error'].includes(logLevel))
+    throw new UsageError(`--log-level must be trace, debug, info, warn or error`);
   let sink: NatsSink;
   try {
     sink = new NatsSink({ url: sinkUrl, stream, subject });
@@ -64,7 +72,11 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
   const credentials = material === null ? grpc.credentials.createInsecure() : nodeChannelCredentials(material);
 
   const log = createLogger(logLevel, { relay: holder });
-  if (material === null) log.warn({ insecure: true }, 'insecure: calling the cluster in plaintext without TLS; anyone on the path can read and forge its answers (see docs/security.md)');
+  if (material === null)
+    log.warn(
+      { insecure: true },
+      'insecure: calling the cluster in plaintext without TLS; anyone on the path can read and forge its answers (see docs/security.md)',
+    );
   const conn = new CoordinatorConnection(addrs, { credentials, callTimeoutMs: 10_000 });
   // CDC reads one slot, so one relay publishes it at a time: one lease, the others stand by.
   const keeper = new LeaseKeeper({
@@ -74,7 +86,8 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
     holder,
     ttlMs,
     balance: mode === 'polling',
-    onChange: (partition, epoch, why) => log.info({ partition, epoch, why }, epoch === null ? 'partition lease lost' : 'partition lease granted'),
+    onChange: (partition, epoch, why) =>
+      log.info({ partition, epoch, why }, epoch === null ? 'partition lease lost' : 'partition lease granted'),
   });
   const runner = new RelayRunner({
     relay: holder,
@@ -105,7 +118,16 @@ export async function outboxRelayCommand(args: string[]): Promise<void> {
     throw new CommandError(`outbox relay: cannot start: ${(err as Error).message}`);
   }
   runner.start();
-  log.info({ mode, stream, subject, partitions: mode === 'cdc' ? 1 : partitions, metrics: metrics ? `http://${metrics.address}/metrics` : undefined }, 'outbox relay started');
+  log.info(
+    {
+      mode,
+      stream,
+      subject,
+      partitions: mode === 'cdc' ? 1 : partitions,
+      metrics: metrics ? `http://${metrics.address}/metrics` : undefined,
+    },
+    'outbox relay started',
+  );
   const failure = await new Promise<Error | null>((resolve) => {
     const stop = (signal: string): void => {
       log.info({ signal }, 'outbox relay stopping');

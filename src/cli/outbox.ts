@@ -32,7 +32,8 @@ export async function outboxCommand(args: string[]): Promise<void> {
   const json = bool(args, '--json');
   const warnText = flag(args, '--warn-bytes');
   const warnBytes = warnText === undefined ? null : Number(warnText);
-  if (warnBytes !== null && !(Number.isSafeInteger(warnBytes) && warnBytes >= 0)) throw new UsageError(`--warn-bytes must be a whole number of bytes, not ${JSON.stringify(warnText)}`);
+  if (warnBytes !== null && !(Number.isSafeInteger(warnBytes) && warnBytes >= 0))
+    throw new UsageError(`--warn-bytes must be a whole number of bytes, not ${JSON.stringify(warnText)}`);
   if (url === undefined) throw new UsageError(`verdict outbox ${sub} needs --pg-url postgres://USER@HOST:PORT/DB`);
   if (args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args[0])}`);
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
@@ -48,13 +49,22 @@ export async function outboxCommand(args: string[]): Promise<void> {
       if (json) process.stdout.write(`${JSON.stringify(all)}\n`);
       else {
         process.stdout.write('slot\tplugin\tactive\twal_status\tretained_bytes\n');
-        for (const s of all) process.stdout.write(`${s.slot}\t${s.plugin ?? 'physical'}\t${s.active ? `yes (pid ${s.activePid})` : 'no'}\t${s.walStatus ?? '-'}\t${s.retainedBytes}\n`);
+        for (const s of all)
+          process.stdout.write(
+            `${s.slot}\t${s.plugin ?? 'physical'}\t${s.active ? `yes (pid ${s.activePid})` : 'no'}\t${s.walStatus ?? '-'}\t${s.retainedBytes}\n`,
+          );
       }
       // A lost slot retains nothing (its restart_lsn is gone) and is the worst case: its events can never be read.
       const lost = all.filter((s) => s.walStatus === 'lost');
-      for (const s of lost) process.stderr.write(`WARN slot ${s.slot} is lost (wal_status = lost): PostgreSQL removed WAL it needed; what was written since cannot be read from it\n`);
+      for (const s of lost)
+        process.stderr.write(
+          `WARN slot ${s.slot} is lost (wal_status = lost): PostgreSQL removed WAL it needed; what was written since cannot be read from it\n`,
+        );
       const over = warnBytes === null ? [] : all.filter((s) => s.walStatus !== 'lost' && s.retainedBytes > warnBytes);
-      for (const s of over) process.stderr.write(`WARN slot ${s.slot} retains ${s.retainedBytes} bytes of WAL, above --warn-bytes ${warnBytes}${s.active ? '' : ' and nobody reads it'}\n`);
+      for (const s of over)
+        process.stderr.write(
+          `WARN slot ${s.slot} retains ${s.retainedBytes} bytes of WAL, above --warn-bytes ${warnBytes}${s.active ? '' : ' and nobody reads it'}\n`,
+        );
       if (over.length > 0 || lost.length > 0) process.exitCode = 1;
       return;
     } finally {
@@ -65,7 +75,9 @@ export async function outboxCommand(args: string[]): Promise<void> {
   try {
     const which = inbox ? 'inbox' : 'outbox';
     const r = await initSchema(c, which);
-    process.stdout.write(`${which} tables ${r.created ? 'created' : 'already present'} (schema version ${r.version})\n`);
+    process.stdout.write(
+      `${which} tables ${r.created ? 'created' : 'already present'} (schema version ${r.version})\n`,
+    );
   } catch (err) {
     throw new CommandError(`outbox init failed: ${(err as Error).message}`);
   } finally {

@@ -38,22 +38,37 @@ export async function participantResolveCommand(argv: string[]): Promise<void> {
   const [target, ...extra] = args;
   if (target === undefined || target.startsWith('--') || extra.length > 0) throw new UsageError(USAGE);
   if (commit === abortIt) throw new UsageError(`give exactly one of --commit and --abort; ${USAGE}`);
-  if (reason === undefined || reason.trim() === '') throw new UsageError(`--reason TEXT is required: it is recorded with the act and reported to the cluster; ${USAGE}`);
+  if (reason === undefined || reason.trim() === '')
+    throw new UsageError(
+      `--reason TEXT is required: it is recorded with the act and reported to the cluster; ${USAGE}`,
+    );
   if (id === undefined) throw new UsageError(`--id names the participant whose gid this is; ${USAGE}`);
   if (resource !== 'postgres' && resource !== 'mysql') {
     throw new UsageError(
       `heuristic resolution is built for --resource postgres and mysql: a memory participant holds no locks outside its own process, so restart it and let it ask the cluster; ${USAGE}`,
     );
   }
-  if (resource === 'postgres' && (pgUrl === undefined || !/^postgres(ql)?:\/\//.test(pgUrl))) throw new UsageError(`--pg-url postgres://USER@HOST:PORT/DATABASE is required; ${USAGE}`);
-  if (resource === 'mysql' && (mysqlUrl === undefined || !/^mysql:\/\//.test(mysqlUrl))) throw new UsageError(`--mysql-url mysql://USER:PASSWORD@HOST:PORT/DATABASE is required; ${USAGE}`);
+  if (resource === 'postgres' && (pgUrl === undefined || !/^postgres(ql)?:\/\//.test(pgUrl)))
+    throw new UsageError(`--pg-url postgres://USER@HOST:PORT/DATABASE is required; ${USAGE}`);
+  if (resource === 'mysql' && (mysqlUrl === undefined || !/^mysql:\/\//.test(mysqlUrl)))
+    throw new UsageError(`--mysql-url mysql://USER:PASSWORD@HOST:PORT/DATABASE is required; ${USAGE}`);
   let r: ResolveResult;
   try {
-    const act = { clusterId, participantId: id, target, outcome: commit ? ('COMMITTED' as const) : ('ABORTED' as const), operator, reason };
+    const act = {
+      clusterId,
+      participantId: id,
+      target,
+      outcome: commit ? ('COMMITTED' as const) : ('ABORTED' as const),
+      operator,
+      reason,
+    };
     // Each database's driver is loaded for its own resource only (README, Install).
     r =
       resource === 'mysql'
-        ? await (await import('../participant/resources/mysql/heuristic.ts')).resolveMySqlByHand({ ...act, url: mysqlUrl as string })
+        ? await (await import('../participant/resources/mysql/heuristic.ts')).resolveMySqlByHand({
+            ...act,
+            url: mysqlUrl as string,
+          })
         : await resolvePostgresByHand({ ...act, url: pgUrl as string });
   } catch (err) {
     if (err instanceof HeuristicError) {
@@ -64,7 +79,14 @@ export async function participantResolveCommand(argv: string[]): Promise<void> {
     throw err;
   }
   if (json) return void process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
-  const what = resource === 'mysql' ? (r.act.outcome === 'COMMITTED' ? 'XA COMMIT' : 'XA ROLLBACK') : r.act.outcome === 'COMMITTED' ? 'COMMIT PREPARED' : 'ROLLBACK PREPARED';
+  const what =
+    resource === 'mysql'
+      ? r.act.outcome === 'COMMITTED'
+        ? 'XA COMMIT'
+        : 'XA ROLLBACK'
+      : r.act.outcome === 'COMMITTED'
+        ? 'COMMIT PREPARED'
+        : 'ROLLBACK PREPARED';
   process.stdout.write(
     r.performed
       ? `${what} ${r.act.gid}: done by ${r.act.operator} (heuristic ${r.act.outcome === 'COMMITTED' ? 'COMMIT' : 'ABORT'} of transaction ${r.act.txnId}), recorded; the participant reports it to the cluster when it is reachable\n`

@@ -1,12 +1,16 @@
-// `verdict participant`: run one participant process with the memory
-// resource (or, with --resource postgres or mysql, a PostgreSQL or MySQL/MariaDB database), its journal in --data, registered with the cluster at
-// --endpoints. Ctrl-C (SIGINT) or SIGTERM stops it cleanly: new PREPAREs are
-// answered NO, requests in flight finish, then it exits 0.
+// `verdict participant`: run one participant process with the memory resource (or, with --resource postgres or mysql, a
+// PostgreSQL or MySQL/MariaDB database), its journal in --data, registered with the cluster at --endpoints. Ctrl-C
+// (SIGINT) or SIGTERM stops it cleanly: new PREPAREs are answered NO, requests in flight finish, then it exits 0.
 import { printable } from './terminal-text.ts';
 import { createLogger } from '../node/logger.ts';
 import { JournalCorruptError } from '../participant/journal.ts';
 import { redact } from '../participant/db-url.ts';
-import { ParticipantStartupError, RegistrationRefusedError, startParticipant, type ParticipantRuntime } from '../participant/runtime.ts';
+import {
+  ParticipantStartupError,
+  RegistrationRefusedError,
+  startParticipant,
+  type ParticipantRuntime,
+} from '../participant/runtime.ts';
 import { flag, UsageError } from './args.ts';
 import { participantResolveCommand } from './participant-resolve.ts';
 import { insecureArg, tlsArgs } from './client-tls.ts';
@@ -85,19 +89,23 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
   const tls = tlsArgs(args, env);
   const insecure = insecureArg(args, env);
   if (tls !== null && (tls.cert === undefined || tls.key === undefined))
-    throw new UsageError('--ca needs --cert and --key too: a participant with TLS serves it with its own certificate (or set VERDICT_TLS_CERT and VERDICT_TLS_KEY)');
+    throw new UsageError(
+      '--ca needs --cert and --key too: a participant with TLS serves it with its own certificate (or set VERDICT_TLS_CERT and VERDICT_TLS_KEY)',
+    );
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; ${PARTICIPANT_USAGE}`);
   if (id === undefined || listen === undefined || data === undefined) {
     throw new UsageError(`verdict participant needs --id, --listen and --data; ${PARTICIPANT_USAGE}`);
   }
-  if (!/^[A-Za-z0-9._-]{1,64}$/.test(id)) throw new UsageError(`--id "${id}" must be 1-64 letters, digits, '.', '_' or '-'`);
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(id))
+    throw new UsageError(`--id "${id}" must be 1-64 letters, digits, '.', '_' or '-'`);
   if (clusterId === '') throw new UsageError('--cluster-id must not be empty');
   for (const [name, v] of [
     ['--listen', listen],
     ['--advertise', advertise],
     ['--metrics-listen', metricsListen],
   ] as const) {
-    if (v !== undefined && !isHostPort(v)) throw new UsageError(`${name} "${v}" is not HOST:PORT (e.g. 127.0.0.1:7101)`);
+    if (v !== undefined && !isHostPort(v))
+      throw new UsageError(`${name} "${v}" is not HOST:PORT (e.g. 127.0.0.1:7101)`);
   }
   const endpoints = endpointsText
     .split(',')
@@ -108,25 +116,55 @@ export function parseParticipantArgs(argv: readonly string[], env: NodeJS.Proces
     throw new UsageError(`--endpoints must be HOST:PORT,...; "${badEndpoint ?? endpointsText}" is not`);
   }
   if (!LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);
-  if (metricsListen !== undefined && metricsListen === listen) throw new UsageError(`--metrics-listen and --listen are both ${listen}: give the metrics endpoint a port of its own`);
-  if (resource !== 'memory' && resource !== 'postgres' && resource !== 'mysql') throw new UsageError(`--resource must be memory, postgres or mysql, not "${resource}"`);
-  if (resource === 'postgres' && pgUrl === undefined) throw new UsageError('--resource postgres needs --pg-url postgres://USER@HOST:PORT/DATABASE');
-  if (resource !== 'postgres' && (pgUrl !== undefined || pgConcurrencyText !== undefined)) throw new UsageError('--pg-url and --pg-concurrency go with --resource postgres');
-  if (resource === 'mysql' && mysqlUrl === undefined) throw new UsageError('--resource mysql needs --mysql-url mysql://USER:PASSWORD@HOST:PORT/DATABASE');
-  if (resource !== 'mysql' && (mysqlUrl !== undefined || mysqlConcurrencyText !== undefined)) throw new UsageError('--mysql-url and --mysql-concurrency go with --resource mysql');
+  if (metricsListen !== undefined && metricsListen === listen)
+    throw new UsageError(
+      `--metrics-listen and --listen are both ${listen}: give the metrics endpoint a port of its own`,
+    );
+  if (resource !== 'memory' && resource !== 'postgres' && resource !== 'mysql')
+    throw new UsageError(`--resource must be memory, postgres or mysql, not "${resource}"`);
+  if (resource === 'postgres' && pgUrl === undefined)
+    throw new UsageError('--resource postgres needs --pg-url postgres://USER@HOST:PORT/DATABASE');
+  if (resource !== 'postgres' && (pgUrl !== undefined || pgConcurrencyText !== undefined))
+    throw new UsageError('--pg-url and --pg-concurrency go with --resource postgres');
+  if (resource === 'mysql' && mysqlUrl === undefined)
+    throw new UsageError('--resource mysql needs --mysql-url mysql://USER:PASSWORD@HOST:PORT/DATABASE');
+  if (resource !== 'mysql' && (mysqlUrl !== undefined || mysqlConcurrencyText !== undefined))
+    throw new UsageError('--mysql-url and --mysql-concurrency go with --resource mysql');
   if (mysqlUrl !== undefined && !/^mysql:\/\/[^/]+\/[^/?#]+/.test(mysqlUrl))
-    throw new UsageError(`--mysql-url "${redact(mysqlUrl)}" must be mysql://USER:PASSWORD@HOST:PORT/DATABASE (with the database)`);
+    throw new UsageError(
+      `--mysql-url "${redact(mysqlUrl)}" must be mysql://USER:PASSWORD@HOST:PORT/DATABASE (with the database)`,
+    );
   const mysqlConcurrency = Number(mysqlConcurrencyText ?? '8');
   if (!Number.isInteger(mysqlConcurrency) || mysqlConcurrency < 1 || mysqlConcurrency > 1_000)
     throw new UsageError(`--mysql-concurrency must be an integer from 1 to 1000, not "${mysqlConcurrencyText}"`);
-  if (pgUrl !== undefined && !/^postgres(ql)?:\/\//.test(pgUrl)) throw new UsageError(`--pg-url "${redact(pgUrl)}" must start with postgres:// or postgresql://`);
-  if (resource !== 'memory' && lockWaitText !== undefined) throw new UsageError('--lock-wait-ms goes with --resource memory (a database waits on its own locks)');
+  if (pgUrl !== undefined && !/^postgres(ql)?:\/\//.test(pgUrl))
+    throw new UsageError(`--pg-url "${redact(pgUrl)}" must start with postgres:// or postgresql://`);
+  if (resource !== 'memory' && lockWaitText !== undefined)
+    throw new UsageError('--lock-wait-ms goes with --resource memory (a database waits on its own locks)');
   const lockWaitMs = lockWaitText === undefined ? undefined : Number(lockWaitText);
   if (lockWaitMs !== undefined && (!Number.isInteger(lockWaitMs) || lockWaitMs < 0 || lockWaitMs > 60_000))
     throw new UsageError(`--lock-wait-ms must be an integer from 0 to 60000, not "${lockWaitText}"`);
   const pgConcurrency = Number(pgConcurrencyText ?? '8');
-  if (!Number.isInteger(pgConcurrency) || pgConcurrency < 1 || pgConcurrency > 1_000) throw new UsageError(`--pg-concurrency must be an integer from 1 to 1000, not "${pgConcurrencyText}"`);
-  return { id, listen, data, clusterId, endpoints, advertise, metricsListen, logLevel, resource, lockWaitMs, pgUrl, pgConcurrency, mysqlUrl, mysqlConcurrency, tls, insecure };
+  if (!Number.isInteger(pgConcurrency) || pgConcurrency < 1 || pgConcurrency > 1_000)
+    throw new UsageError(`--pg-concurrency must be an integer from 1 to 1000, not "${pgConcurrencyText}"`);
+  return {
+    id,
+    listen,
+    data,
+    clusterId,
+    endpoints,
+    advertise,
+    metricsListen,
+    logLevel,
+    resource,
+    lockWaitMs,
+    pgUrl,
+    pgConcurrency,
+    mysqlUrl,
+    mysqlConcurrency,
+    tls,
+    insecure,
+  };
 }
 
 function isHostPort(s: string): boolean {
@@ -140,7 +178,8 @@ export async function participantCommand(argv: string[]): Promise<void> {
   if (argv[0] === 'remove') return participantRemoveCommand(argv.slice(1));
   const a = parseParticipantArgs(argv);
   const logger = createLogger(a.logLevel);
-  const tls = a.tls ?? (a.insecure ? null : localServerTls(a.id, a.advertise ?? a.listen, a.clusterId, a.endpoints, logger));
+  const tls =
+    a.tls ?? (a.insecure ? null : localServerTls(a.id, a.advertise ?? a.listen, a.clusterId, a.endpoints, logger));
   let p: Pick<ParticipantRuntime, 'stop' | 'registered'>;
   try {
     const common = {
@@ -163,7 +202,11 @@ export async function participantCommand(argv: string[]): Promise<void> {
           : await startParticipant({ ...common, ...(a.lockWaitMs !== undefined ? { lockWaitMs: a.lockWaitMs } : {}) });
   } catch (err) {
     // Refusals (another participant's data dir, a corrupt journal, an address in use) are one line, not a stack.
-    if (err instanceof ParticipantStartupError || err instanceof JournalCorruptError || (err instanceof Error && 'code' in err)) {
+    if (
+      err instanceof ParticipantStartupError ||
+      err instanceof JournalCorruptError ||
+      (err instanceof Error && 'code' in err)
+    ) {
       process.stderr.write(`verdict: ${printable(err.message)}\n`);
       process.exit(1);
     }

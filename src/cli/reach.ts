@@ -6,7 +6,12 @@
 // node:http2 (src/transport/h2-unary.ts), without loading grpc-js.
 import { Code, unaryH2, type CallError } from '../transport/h2-unary.ts';
 import type { NodeStatus } from '../transport/proto.ts';
-import { decodeClusterGroups, decodeNodeStatus, StatusWireError, type GroupStatusRow } from '../transport/status-wire.ts';
+import {
+  decodeClusterGroups,
+  decodeNodeStatus,
+  StatusWireError,
+  type GroupStatusRow,
+} from '../transport/status-wire.ts';
 import { explainConnectError } from '../transport/tls.ts';
 import { CommandError, UsageError } from './args.ts';
 import { clientTls, clientUsesTls } from './client-tls.ts';
@@ -18,7 +23,10 @@ const TIMEOUT_MS_MAX = 600_000;
 export function parseTimeoutMs(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const ms = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
-  if (!(ms >= 1 && ms <= TIMEOUT_MS_MAX)) throw new UsageError(`--timeout-ms must be a whole number of milliseconds from 1 to ${TIMEOUT_MS_MAX}, not "${raw}"`);
+  if (!(ms >= 1 && ms <= TIMEOUT_MS_MAX))
+    throw new UsageError(
+      `--timeout-ms must be a whole number of milliseconds from 1 to ${TIMEOUT_MS_MAX}, not "${raw}"`,
+    );
   return ms;
 }
 
@@ -34,7 +42,10 @@ export function clientTimeoutMs(): number {
   return givenTimeoutMs ?? DEFAULT_TIMEOUT_MS;
 }
 
-/** --timeout-ms as given, for the whole request (the SDK's call timeout, a wait for leadership or a new member); undefined: the command's default. */
+/**
+ * --timeout-ms as given, for the whole request (the SDK's call timeout, a wait for leadership or a new member);
+ * undefined: the command's default.
+ */
 export function commandTimeoutMs(): number | undefined {
   return givenTimeoutMs;
 }
@@ -49,20 +60,28 @@ export async function nodeStatus(address: string, timeoutMs = clientTimeoutMs())
   try {
     return decodeNodeStatus(bytes);
   } catch (err) {
-    if (err instanceof StatusWireError) throw Object.assign(err, { code: Code.INTERNAL, details: `the answer is not a node status: ${err.message}` });
+    if (err instanceof StatusWireError)
+      throw Object.assign(err, { code: Code.INTERNAL, details: `the answer is not a node status: ${err.message}` });
     throw err;
   }
 }
 
 const CLUSTER_STATUS_PATH = '/verdict.coordinator.Coordinator/ClusterStatus';
 
-/** The decision groups the node at `address` names in Coordinator.ClusterStatus (each group's leader, term and indexes); rejects with a CallError. */
-export async function clusterGroupsAt(address: string, timeoutMs = clientTimeoutMs()): Promise<{ groupCount: number; groups: GroupStatusRow[] }> {
+/**
+ * The decision groups the node at `address` names in Coordinator.ClusterStatus (each group's leader, term and indexes);
+ * rejects with a CallError.
+ */
+export async function clusterGroupsAt(
+  address: string,
+  timeoutMs = clientTimeoutMs(),
+): Promise<{ groupCount: number; groups: GroupStatusRow[] }> {
   const bytes = await unaryH2(address, CLUSTER_STATUS_PATH, STATUS_REQUEST, clientTls(), timeoutMs);
   try {
     return decodeClusterGroups(bytes);
   } catch (err) {
-    if (err instanceof StatusWireError) throw Object.assign(err, { code: Code.INTERNAL, details: `the answer is not a cluster status: ${err.message}` });
+    if (err instanceof StatusWireError)
+      throw Object.assign(err, { code: Code.INTERNAL, details: `the answer is not a cluster status: ${err.message}` });
     throw err;
   }
 }
@@ -99,7 +118,12 @@ export async function requireReachable(addrs: readonly string[], timeoutMs = cli
           if (err.code !== Code.UNAVAILABLE && err.code !== Code.DEADLINE_EXCEEDED) return resolve();
           failures.set(addr, unreachableReason(err, timeoutMs));
           // In the order given, not the order they failed in.
-          if (--pending === 0) reject(new CommandError(unreachableMessage(new Map(addrs.map((a) => [a, failures.get(a) ?? 'no answer'])), timeoutMs)));
+          if (--pending === 0)
+            reject(
+              new CommandError(
+                unreachableMessage(new Map(addrs.map((a) => [a, failures.get(a) ?? 'no answer'])), timeoutMs),
+              ),
+            );
         },
       );
     }

@@ -8,7 +8,12 @@
 // `verdict/saga` (docs/sagas.md shows one).
 import { printable } from './terminal-text.ts';
 import { createLogger } from '../node/logger.ts';
-import { startStepService, StepServiceStartupError, type StepHandlers, type StepService } from '../saga/step-service.ts';
+import {
+  startStepService,
+  StepServiceStartupError,
+  type StepHandlers,
+  type StepService,
+} from '../saga/step-service.ts';
 import type { StepHandler } from '../saga/inbox.ts';
 import { flag, flagAll, UsageError } from './args.ts';
 import { insecureArg, tlsArgs } from './client-tls.ts';
@@ -49,13 +54,18 @@ export function parseSagaServiceArgs(argv: readonly string[], env: NodeJS.Proces
   const insecure = insecureArg(args, env);
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; ${SAGA_SERVICE_USAGE}`);
   if (id === undefined || listen === undefined || data === undefined || handlers.length === 0) {
-    throw new UsageError(`verdict saga service needs --id, --listen, --data and at least one --handler; ${SAGA_SERVICE_USAGE}`);
+    throw new UsageError(
+      `verdict saga service needs --id, --listen, --data and at least one --handler; ${SAGA_SERVICE_USAGE}`,
+    );
   }
   // A step service registers as a participant: its id follows the participant id rule.
   if (!ID.test(id)) throw new UsageError(`--id "${id}" must be 1–${ID_CHARS_MAX} ${ID_FORM}`);
-  for (const h of handlers) if (!NAME.test(h)) throw new UsageError(`--handler "${h}" must be 1-64 letters, digits, '.', '_' or '-'`);
-  if (!/^(.+):(\d{1,5})$/.test(listen)) throw new UsageError(`--listen "${listen}" is not HOST:PORT (e.g. 127.0.0.1:7201)`);
-  if (tls !== null && (tls.cert === undefined || tls.key === undefined)) throw new UsageError('--ca needs --cert and --key too: a step service with TLS serves it with its own certificate');
+  for (const h of handlers)
+    if (!NAME.test(h)) throw new UsageError(`--handler "${h}" must be 1-64 letters, digits, '.', '_' or '-'`);
+  if (!/^(.+):(\d{1,5})$/.test(listen))
+    throw new UsageError(`--listen "${listen}" is not HOST:PORT (e.g. 127.0.0.1:7201)`);
+  if (tls !== null && (tls.cert === undefined || tls.key === undefined))
+    throw new UsageError('--ca needs --cert and --key too: a step service with TLS serves it with its own certificate');
   if (!LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);
   const endpoints = endpointsText
     .split(',')
@@ -73,7 +83,11 @@ export function demoHandlers(serviceId: string, names: readonly string[]): StepH
       req.input === 'decline'
         ? { status: 'failed', reason: `${serviceId}.${name} declined (input "decline")` }
         : { status: 'done', output: `${serviceId}.${name} done`, effect: `${name}:${req.sagaId}` };
-    const compensate: StepHandler = (req) => ({ status: 'done', output: `${serviceId}.${name} compensated`, effect: `undo ${name}:${req.sagaId}` });
+    const compensate: StepHandler = (req) => ({
+      status: 'done',
+      output: `${serviceId}.${name} compensated`,
+      effect: `undo ${name}:${req.sagaId}`,
+    });
     out[name] = { action, compensate };
   }
   return out;

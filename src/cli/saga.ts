@@ -42,9 +42,16 @@ export const SAGA_HELP = `${SAGA_SERVICE_HELP}  verdict saga start --step SERVIC
 
 export async function sagaCommand(args: string[]): Promise<void> {
   const sub = args.shift();
-  const run: Record<string, (c: SagaCaller, rest: string[], addrs: string[]) => Promise<void>> = { start, list, show, retry, resolve };
+  const run: Record<string, (c: SagaCaller, rest: string[], addrs: string[]) => Promise<void>> = {
+    start,
+    list,
+    show,
+    retry,
+    resolve,
+  };
   const f = sub === undefined ? undefined : run[sub];
-  if (!f) throw new UsageError('usage: verdict saga service|start|list|show|retry|resolve ...; run verdict saga --help');
+  if (!f)
+    throw new UsageError('usage: verdict saga service|start|list|show|retry|resolve ...; run verdict saga --help');
   const addrs = endpoints(args);
   const operator = flag(args, '--operator') ?? defaultOperator();
   const caller = new SagaCaller(addrs, clientCredentials(), operator);
@@ -63,7 +70,8 @@ export async function sagaCommand(args: string[]): Promise<void> {
 
 function idOf(rest: string[]): string {
   const id = rest.shift();
-  if (id === undefined || id.startsWith('--')) throw new UsageError('name the saga: verdict saga show|retry|resolve ID');
+  if (id === undefined || id.startsWith('--'))
+    throw new UsageError('name the saga: verdict saga show|retry|resolve ID');
   return id;
 }
 
@@ -80,7 +88,8 @@ function noMore(rest: string[]): void {
 function stepIndex(v: string | undefined, what: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new UsageError(`${what} needs a step index (0, 1, ...), not ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new UsageError(`${what} needs a step index (0, 1, ...), not ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -121,7 +130,10 @@ async function list(c: SagaCaller, rest: string[]): Promise<void> {
   const sagas = await c.list(stuck, limit);
   if (json) return printJson(sagas);
   if (sagas.length === 0) return print(stuck ? '(no saga is stuck)' : '(no sagas)');
-  table([['SAGA', 'TYPE', 'LABELS', 'STATE', 'STEPS', 'STUCK'], ...sagas.map((s) => [s.id, s.type ?? '', labelsText(s), s.state, s.steps.join(','), stuckText(s)])]);
+  table([
+    ['SAGA', 'TYPE', 'LABELS', 'STATE', 'STEPS', 'STUCK'],
+    ...sagas.map((s) => [s.id, s.type ?? '', labelsText(s), s.state, s.steps.join(','), stuckText(s)]),
+  ]);
 }
 
 function labelsText(s: SagaStatus): string {
@@ -191,7 +203,9 @@ async function showFromHistory(addrs: string[], id: string, json: boolean, notFo
   try {
     page = await readHistory(addrs, { sagaId: id, kind: 'saga' });
   } catch (err) {
-    process.stderr.write(`verdict: ${printable(notFound.message)}; its history could not be read either: ${printable((err as Error).message)}\n`);
+    process.stderr.write(
+      `verdict: ${printable(notFound.message)}; its history could not be read either: ${printable((err as Error).message)}\n`,
+    );
     return false;
   }
   const g = page.records[0]?.saga;
@@ -209,26 +223,45 @@ async function showFromHistory(addrs: string[], id: string, json: boolean, notFo
 
 type HistorySagaWire = NonNullable<HistoryPageWire['records'][number]['saga']>;
 
-/** `saga show` of a saga read from a node's history: the same parts as the live one, each call's failures summed over operator retries. */
+/**
+ * `saga show` of a saga read from a node's history: the same parts as the live one, each call's failures summed over
+ * operator retries.
+ */
 function printSagaHistory(g: HistorySagaWire, nodeId: string): void {
   const iso = (ms: number): string => (ms > 0 ? new Date(ms).toISOString() : '-');
-  print(`saga ${g.sagaId}: ${g.state.toUpperCase()}${g.pivot < 0 ? '' : ` (pivot: step ${g.pivot})`} — from node ${nodeId}'s history (the saga table no longer keeps it)`);
+  print(
+    `saga ${g.sagaId}: ${g.state.toUpperCase()}${g.pivot < 0 ? '' : ` (pivot: step ${g.pivot})`} — from node ${nodeId}'s history (the saga table no longer keeps it)`,
+  );
   print(`started ${iso(g.startedAtMs)}, ended ${iso(g.endedAtMs)}`);
   if (g.type !== '') print(`type: ${g.type}`);
   const labels = Object.entries(g.labels).map(([k, v]) => `${k}=${v}`);
   if (labels.length > 0) print(`labels: ${labels.join(' ')}`);
-  const callOf = (step: number, kind: string): HistorySagaWire['calls'][number] | undefined => g.calls.find((x) => x.step === step && x.kind === kind);
+  const callOf = (step: number, kind: string): HistorySagaWire['calls'][number] | undefined =>
+    g.calls.find((x) => x.step === step && x.kind === kind);
   table([
     ['STEP', 'SERVICE', 'HANDLER', 'INPUT', 'STATE', 'OUTPUT', 'ATTEMPTS', 'COMP ATTEMPTS', 'LAST ERROR'],
     ...g.steps.map((d) => {
       const a = callOf(d.step, 'action');
       const k = callOf(d.step, 'compensate');
-      return [String(d.step), d.service, d.name, cell(d.input), d.status, cell(d.output), a ? String(a.attemptsTotal) : '', k ? String(k.attemptsTotal) : '', cell((k ?? a)?.lastError ?? '')];
+      return [
+        String(d.step),
+        d.service,
+        d.name,
+        cell(d.input),
+        d.status,
+        cell(d.output),
+        a ? String(a.attemptsTotal) : '',
+        k ? String(k.attemptsTotal) : '',
+        cell((k ?? a)?.lastError ?? ''),
+      ];
     }),
   ]);
   const failed = g.calls.filter((x) => x.attemptsTotal > 0);
   if (failed.length > 0) print('failed calls:');
-  for (const x of failed) print(`  step ${x.step} ${x.kind}: ${x.attemptsTotal} failed attempts, first ${iso(x.firstFailureAtMs)}, last ${iso(x.lastFailureAtMs)}: ${cell(x.lastError)}`);
+  for (const x of failed)
+    print(
+      `  step ${x.step} ${x.kind}: ${x.attemptsTotal} failed attempts, first ${iso(x.firstFailureAtMs)}, last ${iso(x.lastFailureAtMs)}: ${cell(x.lastError)}`,
+    );
   print('timeline:');
   for (const e of g.timeline) {
     const what = e.step < 0 ? e.what : `${e.what} step ${e.step} ${e.kind}`;
@@ -257,7 +290,8 @@ async function resolve(c: SagaCaller, rest: string[]): Promise<void> {
   noMore(rest);
   if (step === undefined) throw new UsageError('saga resolve needs --step K');
   if (done === compensated) throw new UsageError('saga resolve needs exactly one of --done or --compensated');
-  if (reason === undefined || reason.trim() === '') throw new UsageError('saga resolve needs --reason TEXT: it is recorded in the log with who asked and when');
+  if (reason === undefined || reason.trim() === '')
+    throw new UsageError('saga resolve needs --reason TEXT: it is recorded in the log with who asked and when');
   const s = await c.resolve(id, step, done ? 'done' : 'compensated', reason);
   if (json) printJson(s);
   else print(`resolved ${s.id} step ${step}: ${s.state}`);

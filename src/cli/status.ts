@@ -27,7 +27,10 @@ export function endpoints(args: string[]): string[] {
 export interface ClusterStatus {
   /** Group 0's leader (the only group of a cluster of one group). */
   leader: string | null;
-  /** Every decision group (docs/architecture.md, "Decision groups"), as the first node to answer names them; absent when none answered. */
+  /**
+   * Every decision group (docs/architecture.md, "Decision groups"), as the first node to answer names them; absent when
+   * none answered.
+   */
   groups?: GroupStatusRow[];
   /** Addresses named by the nodes but not asked, past STATUS_ADDRESSES_MAX; absent when none. */
   skippedAddresses?: number;
@@ -81,13 +84,21 @@ export const STATUS_ADDRESSES_MAX = 32;
  */
 export const PEERS_FOLLOWED_MAX = 16;
 
-/** A followed address that answers as another node, or for another cluster, than its namer said: not the member it was named as. */
+/**
+ * A followed address that answers as another node, or for another cluster, than its namer said: not the member it was
+ * named as.
+ */
 function notTheMember(s: NodeStatus, named: { nodeId: string; clusterId: string }): Error | null {
   if (s.clusterId === named.clusterId && (named.nodeId === '' || s.nodeId === named.nodeId)) return null;
-  return Object.assign(new Error(`answers as node "${s.nodeId}" of cluster "${s.clusterId}", not as "${named.nodeId}" of "${named.clusterId}" as its peer named it`), {
-    code: 9,
-    details: `not the member named here: it answers as node "${s.nodeId}" of cluster "${s.clusterId}", not "${named.nodeId}" of "${named.clusterId}"`,
-  });
+  return Object.assign(
+    new Error(
+      `answers as node "${s.nodeId}" of cluster "${s.clusterId}", not as "${named.nodeId}" of "${named.clusterId}" as its peer named it`,
+    ),
+    {
+      code: 9,
+      details: `not the member named here: it answers as node "${s.nodeId}" of cluster "${s.clusterId}", not "${named.nodeId}" of "${named.clusterId}"`,
+    },
+  );
 }
 
 export async function clusterStatus(addrs: string[], timeoutMs = clientTimeoutMs()): Promise<ClusterStatus> {
@@ -112,13 +123,18 @@ export async function clusterStatus(addrs: string[], timeoutMs = clientTimeoutMs
       const peers = s.peers.filter((p) => p.address !== '');
       for (const p of peers.slice(0, PEERS_FOLLOWED_MAX)) ids.set(p.address, p.nodeId);
       for (const p of peers.slice(PEERS_FOLLOWED_MAX)) if (!results.has(p.address)) skipped += 1;
-      await Promise.all(peers.slice(0, PEERS_FOLLOWED_MAX).map((p) => ask(p.address, { nodeId: p.nodeId, clusterId: s.clusterId })));
+      await Promise.all(
+        peers.slice(0, PEERS_FOLLOWED_MAX).map((p) => ask(p.address, { nodeId: p.nodeId, clusterId: s.clusterId })),
+      );
     } catch (err) {
       results.set(addr, err as Error);
     }
   };
-  // Each group's leader and indexes, from whichever address given answers first (beside the status calls, within the same timeout).
-  const groupsAsked = Promise.any(addrs.slice(0, PEERS_FOLLOWED_MAX).map((a) => clusterGroupsAt(a, timeoutMs))).catch(() => null);
+  // Each group's leader and indexes, from whichever address given answers first (beside the status calls, within the
+  // same timeout).
+  const groupsAsked = Promise.any(addrs.slice(0, PEERS_FOLLOWED_MAX).map((a) => clusterGroupsAt(a, timeoutMs))).catch(
+    () => null,
+  );
   await Promise.all(addrs.map((a) => ask(a, null)));
   const named = await groupsAsked;
   // One row per node: an address given by hand (localhost:7001) and the one
@@ -128,7 +144,8 @@ export async function clusterStatus(addrs: string[], timeoutMs = clientTimeoutMs
   for (const [address, r] of results) {
     if (r instanceof Error) continue;
     const seen = answered.get(r.nodeId);
-    if (seen === undefined || (seen[0] !== seen[1].address && address === r.address)) answered.set(r.nodeId, [address, r]);
+    if (seen === undefined || (seen[0] !== seen[1].address && address === r.address))
+      answered.set(r.nodeId, [address, r]);
   }
   const nodes: ClusterStatus['nodes'] = [];
   let leader: string | null = null;
@@ -155,7 +172,10 @@ export async function clusterStatus(addrs: string[], timeoutMs = clientTimeoutMs
 export async function statusCommand(args: string[]): Promise<void> {
   const json = bool(args, '--json');
   const addrs = endpoints(args);
-  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict status [--json] [--endpoints HOST:PORT,...] [--timeout-ms 2000]`);
+  if (args.length > 0)
+    throw new UsageError(
+      `unexpected argument "${args[0]}"; usage: verdict status [--json] [--endpoints HOST:PORT,...] [--timeout-ms 2000]`,
+    );
   const timeoutMs = clientTimeoutMs();
   const st = await clusterStatus(addrs, timeoutMs);
   const problem = healthProblem(st);
@@ -165,7 +185,18 @@ export async function statusCommand(args: string[]): Promise<void> {
     const rows = [['NODE', 'ADDRESS', 'PID', 'ROLE', 'TERM', 'COMMIT', 'APPLIED', 'LAST', 'VERSION']];
     for (const n of st.nodes) {
       // Ids, addresses and errors come from the nodes: shown escaped (./terminal-text.ts).
-      if (!n.reachable) rows.push([printable(n.id ?? '?'), printable(n.address), '', `unreachable (${printable(n.error ?? '')})`, '', '', '', '', '']);
+      if (!n.reachable)
+        rows.push([
+          printable(n.id ?? '?'),
+          printable(n.address),
+          '',
+          `unreachable (${printable(n.error ?? '')})`,
+          '',
+          '',
+          '',
+          '',
+          '',
+        ]);
       else
         rows.push([
           printable(n.id ?? '?'),
@@ -191,9 +222,14 @@ export async function statusCommand(args: string[]): Promise<void> {
     // A cluster of more than one decision group: each group's leader and indexes.
     if ((st.groups?.length ?? 0) > 1) process.stdout.write(groupTable(st.groups ?? []));
   }
-  if (st.skippedAddresses !== undefined) process.stderr.write(`verdict: the nodes named more addresses than a cluster has; asked ${STATUS_ADDRESSES_MAX}, ${st.skippedAddresses} not asked\n`);
+  if (st.skippedAddresses !== undefined)
+    process.stderr.write(
+      `verdict: the nodes named more addresses than a cluster has; asked ${STATUS_ADDRESSES_MAX}, ${st.skippedAddresses} not asked\n`,
+    );
   if (!st.nodes.some((n) => n.reachable)) {
-    process.stderr.write(`verdict: ${unreachableMessage(new Map(st.nodes.map((n) => [n.address, n.error ?? 'no answer'])), timeoutMs)}\n`);
+    process.stderr.write(
+      `verdict: ${unreachableMessage(new Map(st.nodes.map((n) => [n.address, n.error ?? 'no answer'])), timeoutMs)}\n`,
+    );
     process.exitCode = 1;
   } else if (problem !== null) {
     // A health check can trust the exit code: 0 only with a leader and a majority answering.
@@ -205,7 +241,15 @@ export async function statusCommand(args: string[]): Promise<void> {
 /** The decision groups as a table: GROUP LEADER TERM COMMIT APPLIED IN-FLIGHT. */
 export function groupTable(groups: readonly GroupStatusRow[]): string {
   const rows = [['GROUP', 'LEADER', 'TERM', 'COMMIT', 'APPLIED', 'IN-FLIGHT']];
-  for (const g of groups) rows.push([String(g.group), printable(g.leaderId || 'none'), String(g.term), String(g.commitIndex), String(g.appliedIndex), String(g.inFlight)]);
+  for (const g of groups)
+    rows.push([
+      String(g.group),
+      printable(g.leaderId || 'none'),
+      String(g.term),
+      String(g.commitIndex),
+      String(g.appliedIndex),
+      String(g.inFlight),
+    ]);
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   return `\n${rows
     .map(
@@ -218,12 +262,21 @@ export function groupTable(groups: readonly GroupStatusRow[]): string {
     .join('')}`;
 }
 
-/** Why the cluster cannot take writes as this status sees it, or null when a leader is named and a majority of the nodes answer. */
-export function healthProblem(st: { leader: string | null; groups?: readonly GroupStatusRow[]; nodes: { reachable: boolean }[] }): string | null {
+/**
+ * Why the cluster cannot take writes as this status sees it, or null when a leader is named and a majority of the nodes
+ * answer.
+ */
+export function healthProblem(st: {
+  leader: string | null;
+  groups?: readonly GroupStatusRow[];
+  nodes: { reachable: boolean }[];
+}): string | null {
   const answering = st.nodes.filter((n) => n.reachable).length;
-  if (answering * 2 <= st.nodes.length) return `a majority of the nodes is unreachable (${answering} of ${st.nodes.length} answer)`;
+  if (answering * 2 <= st.nodes.length)
+    return `a majority of the nodes is unreachable (${answering} of ${st.nodes.length} answer)`;
   if (st.leader === null) return `no leader (${answering} of ${st.nodes.length} nodes answer, none is leader)`;
   const leaderless = (st.groups ?? []).filter((g) => g.leaderId === '').map((g) => g.group);
-  if (leaderless.length > 0) return `no leader in decision group${leaderless.length === 1 ? '' : 's'} ${leaderless.join(', ')}`;
+  if (leaderless.length > 0)
+    return `no leader in decision group${leaderless.length === 1 ? '' : 's'} ${leaderless.join(', ')}`;
   return null;
 }

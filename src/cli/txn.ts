@@ -108,7 +108,10 @@ export async function participantsCommand(args: string[]): Promise<void> {
   });
 }
 
-/** `verdict participant remove ID`: unregister a participant (admin); the cluster refuses while it has transactions in doubt. */
+/**
+ * `verdict participant remove ID`: unregister a participant (admin); the cluster refuses while it has transactions in
+ * doubt.
+ */
 export async function participantRemoveCommand(args: string[]): Promise<void> {
   return withClient(args, async (client, rest) => {
     const json = bool(rest, '--json');
@@ -116,13 +119,20 @@ export async function participantRemoveCommand(args: string[]): Promise<void> {
     const reason = flag(rest, '--reason');
     const operator = flag(rest, '--operator') ?? defaultOperator();
     const id = oneId(rest, 'usage: verdict participant remove ID [--force --reason TEXT] [--operator WHO] [--json]');
-    if (force && (reason === undefined || reason.trim() === '')) throw new UsageError('verdict participant remove --force needs --reason TEXT: it is recorded in the log with who asked and when');
-    if (!force && reason !== undefined) throw new UsageError('--reason goes with --force (a plain remove records who asked, not why)');
+    if (force && (reason === undefined || reason.trim() === ''))
+      throw new UsageError(
+        'verdict participant remove --force needs --reason TEXT: it is recorded in the log with who asked and when',
+      );
+    if (!force && reason !== undefined)
+      throw new UsageError('--reason goes with --force (a plain remove records who asked, not why)');
     const { removed, owed } = await client.removeParticipantWith(id, operator, force ? { force, reason } : {});
     if (json) return printJson({ participantId: id, removed, owed });
     if (!removed) return print(`participant ${id} is not registered; nothing to remove`);
     print(`removed participant ${id}`);
-    if (owed.length > 0) print(`${owed.length} decision(s) it did not acknowledge stay in the log for it, no longer delivered: ${owed.slice(0, 20).join(', ')}${owed.length > 20 ? ' …' : ''}`);
+    if (owed.length > 0)
+      print(
+        `${owed.length} decision(s) it did not acknowledge stay in the log for it, no longer delivered: ${owed.slice(0, 20).join(', ')}${owed.length > 20 ? ' …' : ''}`,
+      );
   });
 }
 
@@ -132,10 +142,12 @@ async function commit(client: VerdictClient, args: string[]): Promise<void> {
   // The transaction's own deadline, which the cluster enforces (not how long this command waits: --timeout-ms).
   const timeoutRaw = flag(args, '--txn-timeout-ms');
   const timeoutMs = timeoutRaw === undefined ? undefined : Number(timeoutRaw);
-  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--txn-timeout-ms needs a positive integer (milliseconds)');
+  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0))
+    throw new UsageError('--txn-timeout-ms needs a positive integer (milliseconds)');
   const awaitRaw = flag(args, '--await-acks-ms');
   const awaitMs = awaitRaw === undefined ? undefined : Number(awaitRaw);
-  if (awaitMs !== undefined && !(Number.isInteger(awaitMs) && awaitMs > 0)) throw new UsageError('--await-acks-ms needs a positive integer (milliseconds)');
+  if (awaitMs !== undefined && !(Number.isInteger(awaitMs) && awaitMs > 0))
+    throw new UsageError('--await-acks-ms needs a positive integer (milliseconds)');
   const enlistments = flagAll(args, '--participant').map(parseParticipant);
   noMore(args);
   if (enlistments.length === 0) throw new UsageError('verdict txn commit needs at least one --participant ID[=JSON]');
@@ -147,7 +159,10 @@ async function commit(client: VerdictClient, args: string[]): Promise<void> {
   } catch (err) {
     if (!(err instanceof AcksPendingError)) throw err;
     if (json) printJson({ ...err.result, acksPending: err.pending });
-    else print(`${describeOutcome(err.result)}; not yet applied by ${err.pending.join(', ')} after ${err.waitedMs} ms (the cluster keeps delivering it)`);
+    else
+      print(
+        `${describeOutcome(err.result)}; not yet applied by ${err.pending.join(', ')} after ${err.waitedMs} ms (the cluster keeps delivering it)`,
+      );
     process.exitCode = EXIT_ACKS_PENDING;
     return;
   }
@@ -177,10 +192,21 @@ async function outcome(client: VerdictClient, args: string[]): Promise<void> {
 
 async function list(client: VerdictClient, args: string[], addrs: string[]): Promise<void> {
   const json = bool(args, '--json');
-  const search = { since: flag(args, '--since'), until: flag(args, '--until'), participant: flag(args, '--participant'), outcome: flag(args, '--outcome') };
+  const search = {
+    since: flag(args, '--since'),
+    until: flag(args, '--until'),
+    participant: flag(args, '--participant'),
+    outcome: flag(args, '--outcome'),
+  };
   const kind = flag(args, '--kind');
-  if (Object.values(search).some((v) => v !== undefined) || kind !== undefined) return listHistory(args, addrs, json, search, kind);
-  const filters = { inFlight: bool(args, '--in-flight'), inDoubt: bool(args, '--in-doubt'), unacked: bool(args, '--unacked'), heuristic: bool(args, '--heuristic') };
+  if (Object.values(search).some((v) => v !== undefined) || kind !== undefined)
+    return listHistory(args, addrs, json, search, kind);
+  const filters = {
+    inFlight: bool(args, '--in-flight'),
+    inDoubt: bool(args, '--in-doubt'),
+    unacked: bool(args, '--unacked'),
+    heuristic: bool(args, '--heuristic'),
+  };
   const chosen = Object.entries(filters).filter(([, on]) => on);
   if (chosen.length > 1) throw new UsageError('give at most one of --in-flight, --in-doubt, --unacked, --heuristic');
   const limitRaw = flag(args, '--limit');
@@ -190,29 +216,53 @@ async function list(client: VerdictClient, args: string[], addrs: string[]): Pro
   const txns = await client.transactions({ ...filters, limit });
   if (json) return printJson(txns);
   if (txns.length === 0) {
-    const what = { inFlight: 'in flight', inDoubt: 'in doubt', unacked: 'waiting for an ACK', heuristic: 'with a heuristic outcome or an operator resolution' }[chosen[0]?.[0] ?? ''] as
-      | string
-      | undefined;
+    const what = {
+      inFlight: 'in flight',
+      inDoubt: 'in doubt',
+      unacked: 'waiting for an ACK',
+      heuristic: 'with a heuristic outcome or an operator resolution',
+    }[chosen[0]?.[0] ?? ''] as string | undefined;
     return print(what ? `(no transactions ${what})` : '(no transactions)');
   }
   const rows = [['TXN', 'OUTCOME', 'PHASE', 'AGE', 'DECISION', 'PARTICIPANTS', 'HEURISTIC', 'REASON']];
   for (const t of txns) {
     const ps = t.participants.map((p) => `${p.participantId}:${p.vote || '-'}${p.acked ? '+ack' : ''}`).join(',');
-    rows.push([t.txnId, t.outcome, t.phase, age(t.ageMs), t.decisionIndex ? String(t.decisionIndex) : '', ps, incidents(t), t.reason]);
+    rows.push([
+      t.txnId,
+      t.outcome,
+      t.phase,
+      age(t.ageMs),
+      t.decisionIndex ? String(t.decisionIndex) : '',
+      ps,
+      incidents(t),
+      t.reason,
+    ]);
   }
   table(rows);
 }
 
 /** Each participant removed with --force, as its row says it. */
-function removedBy(removals: readonly { participantId: string; operator: string; atMs: number; reason: string }[]): Map<string, string> {
+function removedBy(
+  removals: readonly { participantId: string; operator: string; atMs: number; reason: string }[],
+): Map<string, string> {
   return new Map(removals.map((r) => [r.participantId, removalText(r)]));
 }
 
 /** `txn list --since ...`: the history of the first node that answers, newest first. */
-async function listHistory(args: string[], addrs: string[], json: boolean, search: Omit<HistorySearchText, 'limit'>, kindText: string | undefined): Promise<void> {
+async function listHistory(
+  args: string[],
+  addrs: string[],
+  json: boolean,
+  search: Omit<HistorySearchText, 'limit'>,
+  kindText: string | undefined,
+): Promise<void> {
   const other = ['--in-flight', '--in-doubt', '--unacked', '--heuristic'].find((f) => args.includes(f));
-  if (other !== undefined) throw new UsageError(`${other} lists what the leader tracks now; --since, --until, --participant and --outcome search the history: give one kind`);
-  if (search.since === undefined) throw new UsageError('a history search needs --since T (a time ago, e.g. 24h, or an ISO time)');
+  if (other !== undefined)
+    throw new UsageError(
+      `${other} lists what the leader tracks now; --since, --until, --participant and --outcome search the history: give one kind`,
+    );
+  if (search.since === undefined)
+    throw new UsageError('a history search needs --since T (a time ago, e.g. 24h, or an ISO time)');
   let q: HistoryQuery;
   try {
     q = parseHistorySearch({ ...search, limit: flag(args, '--limit') }, Date.now(), HISTORY_FLAG_NAMES);
@@ -222,7 +272,14 @@ async function listHistory(args: string[], addrs: string[], json: boolean, searc
   }
   const kind = historyKind(kindText, q);
   noMore(args);
-  const page = await readHistory(addrs, { sinceAtMs: q.sinceAtMs ?? 0, untilAtMs: q.untilAtMs ?? 0, participantId: q.participantId ?? '', outcome: q.outcome ?? '', kind, limit: q.limit ?? 0 });
+  const page = await readHistory(addrs, {
+    sinceAtMs: q.sinceAtMs ?? 0,
+    untilAtMs: q.untilAtMs ?? 0,
+    participantId: q.participantId ?? '',
+    outcome: q.outcome ?? '',
+    kind,
+    limit: q.limit ?? 0,
+  });
   if (json) return printJson(page);
   for (const n of historyNotes(page)) process.stderr.write(`verdict: ${printable(n)}\n`);
   if (page.records.length === 0) print(`(no transactions decided in that range in node ${page.nodeId}'s history)`);
@@ -242,11 +299,20 @@ function historyKind(raw: string | undefined, q: HistoryQuery): '' | 'txn' | 'sa
   throw new UsageError(`--kind "${raw}" is not txn, saga or all`);
 }
 
-const HISTORY_FLAG_NAMES = { since: '--since', until: '--until', participant: '--participant', outcome: '--outcome', limit: '--limit' };
+const HISTORY_FLAG_NAMES = {
+  since: '--since',
+  until: '--until',
+  participant: '--participant',
+  outcome: '--outcome',
+  limit: '--limit',
+};
 
 /** The heuristic column: `shop:HEURMIX` per report, `resolved-by:bob` per operator act. */
 function incidents(t: TransactionInfo): string {
-  return [...t.heuristics.map((h) => `${h.participantId}:${h.kind}`), ...t.resolutions.map((r) => `resolved-by:${r.operator}`)].join(',');
+  return [
+    ...t.heuristics.map((h) => `${h.participantId}:${h.kind}`),
+    ...t.resolutions.map((r) => `resolved-by:${r.operator}`),
+  ].join(',');
 }
 
 /** Who performs an operator's act: --operator, or $USER@hostname. */
@@ -277,12 +343,17 @@ async function resolve(client: VerdictClient, args: string[]): Promise<void> {
   const usage = 'usage: verdict txn resolve ID --commit|--abort --reason TEXT [--operator WHO] [--force-unknown]';
   const txnId = oneId(args, usage);
   if (commit === abortIt) throw new UsageError(`give exactly one of --commit and --abort; ${usage}`);
-  if (reason === undefined || reason.trim() === '') throw new UsageError(`--reason TEXT is required: it is recorded in the log with who asked and when; ${usage}`);
+  if (reason === undefined || reason.trim() === '')
+    throw new UsageError(`--reason TEXT is required: it is recorded in the log with who asked and when; ${usage}`);
   if (operator.trim() === '') throw new UsageError('--operator must not be empty');
   const r = await client.resolve(txnId, commit ? 'commit' : 'abort', reason, operator, { forceUnknown });
   if (json) return printJson(r);
   print(`${describeOutcome(r.outcome)}`);
-  print(r.decided ? `decided by ${r.operator}'s resolution (recorded in the log)` : `already decided so; ${r.operator}'s request is recorded in the log`);
+  print(
+    r.decided
+      ? `decided by ${r.operator}'s resolution (recorded in the log)`
+      : `already decided so; ${r.operator}'s request is recorded in the log`,
+  );
 }
 
 /**
@@ -294,11 +365,18 @@ async function resolve(client: VerdictClient, args: string[]): Promise<void> {
 async function show(client: VerdictClient, args: string[], addrs: string[]): Promise<void> {
   const json = bool(args, '--json');
   const txnId = oneId(args, 'usage: verdict txn show ID [--json]');
-  // The history is the node's own record beside the cluster's answer: a node that cannot give it (an older version) leaves it out, and says why.
+  // The history is the node's own record beside the cluster's answer: a node that cannot give it (an older version)
+  // leaves it out, and says why.
   const [o, listed, page] = await Promise.all([
     client.outcome(txnId),
     client.transactions({ txnId }),
-    readHistory(addrs, { txnId }).catch((err: Error) => ({ nodeId: '', records: [], lacks: [], enabled: false, unread: err.message })),
+    readHistory(addrs, { txnId }).catch((err: Error) => ({
+      nodeId: '',
+      records: [],
+      lacks: [],
+      enabled: false,
+      unread: err.message,
+    })),
   ]);
   const t = listed.find((x) => x.txnId === txnId);
   const h = page.records[0];
@@ -323,7 +401,10 @@ async function show(client: VerdictClient, args: string[], addrs: string[]): Pro
   } else {
     print(`transaction  ${txnId}`);
     // Forgotten past the tombstones, the outcome is still in the history.
-    const outcomeText = o.outcome === 'UNKNOWN' && h !== undefined ? `${historyOutcome(h.outcome)} (from node ${page.nodeId}'s history)` : o.outcome;
+    const outcomeText =
+      o.outcome === 'UNKNOWN' && h !== undefined
+        ? `${historyOutcome(h.outcome)} (from node ${page.nodeId}'s history)`
+        : o.outcome;
     print(`outcome      ${outcomeText}${o.decisionIndex ? ` (decision index ${o.decisionIndex})` : ''}`);
     const reason = t?.reason || o.reason;
     if (reason) print(`reason       ${reason}`);
@@ -333,23 +414,45 @@ async function show(client: VerdictClient, args: string[], addrs: string[]): Pro
       print('');
       const gaps = t.participants.some((p) => p.unimplemented !== '');
       const removed = removedBy(t.removals);
-      const rows = [['PARTICIPANT', 'VOTE', 'ACKED', 'RETRIES', ...(gaps ? ['PROBLEM'] : []), ...(removed.size > 0 ? ['REMOVED'] : [])]];
+      const rows = [
+        [
+          'PARTICIPANT',
+          'VOTE',
+          'ACKED',
+          'RETRIES',
+          ...(gaps ? ['PROBLEM'] : []),
+          ...(removed.size > 0 ? ['REMOVED'] : []),
+        ],
+      ];
       // A presumed abort needs no ACK (R5): "no" there would read as a stuck participant.
       const ackOf = (acked: boolean): string => (acked ? 'yes' : t.phase === 'aborted' ? 'not needed' : 'no');
-      const problem = (method: string): string => (method === '' ? '' : `does not implement ${method} (answers UNIMPLEMENTED)`);
+      const problem = (method: string): string =>
+        method === '' ? '' : `does not implement ${method} (answers UNIMPLEMENTED)`;
       for (const p of t.participants)
-        rows.push([p.participantId, p.vote || '-', ackOf(p.acked), String(p.retries), ...(gaps ? [problem(p.unimplemented)] : []), ...(removed.size > 0 ? [removed.get(p.participantId) ?? ''] : [])]);
+        rows.push([
+          p.participantId,
+          p.vote || '-',
+          ackOf(p.acked),
+          String(p.retries),
+          ...(gaps ? [problem(p.unimplemented)] : []),
+          ...(removed.size > 0 ? [removed.get(p.participantId) ?? ''] : []),
+        ]);
       table(rows);
     } else if (t !== undefined && t.removals.length > 0 && h === undefined) {
-      // Decided, owed to a participant removed with --force (so never forgotten), and no history to show it: the leader's table says who removed it.
+      // Decided, owed to a participant removed with --force (so never forgotten), and no history to show it: the
+      // leader's table says who removed it.
       print('');
-      print('participants (the decision is no longer delivered to those removed with --force; still answered if they return)');
+      print(
+        'participants (the decision is no longer delivered to those removed with --force; still answered if they return)',
+      );
       const removed = removedBy(t.removals);
       const rows = [['PARTICIPANT', 'REMOVED']];
       for (const p of t.participants) rows.push([p.participantId, removed.get(p.participantId) ?? '']);
       table(rows);
     } else if (known && h === undefined) {
-      print('participants (not tracked any more: every participant acknowledged the decision, or it was a presumed abort)');
+      print(
+        'participants (not tracked any more: every participant acknowledged the decision, or it was a presumed abort)',
+      );
     } else if (!known) {
       print('never heard of, or forgotten after every participant acknowledged it and gone from the history');
     }
@@ -368,14 +471,31 @@ async function show(client: VerdictClient, args: string[], addrs: string[]): Pro
       print('');
       print('heuristic outcomes (a participant decided by hand, R4):');
       const rows = [['PARTICIPANT', 'KIND', 'DONE', 'DECISION', 'BY', 'AT', 'GID', 'REASON']];
-      for (const h of t.heuristics) rows.push([h.participantId, h.kind, h.outcome, h.decision, h.operator, new Date(h.atMs).toISOString(), h.gid, h.reason]);
+      for (const h of t.heuristics)
+        rows.push([
+          h.participantId,
+          h.kind,
+          h.outcome,
+          h.decision,
+          h.operator,
+          new Date(h.atMs).toISOString(),
+          h.gid,
+          h.reason,
+        ]);
       table(rows);
     }
     if (t && t.resolutions.length > 0) {
       print('');
       print('operator resolutions (verdict txn resolve):');
       const rows = [['OUTCOME', 'EFFECT', 'BY', 'AT', 'REASON']];
-      for (const r of t.resolutions) rows.push([r.outcome, r.decided ? 'decided' : 'confirmed', r.operator, new Date(r.atMs).toISOString(), r.reason]);
+      for (const r of t.resolutions)
+        rows.push([
+          r.outcome,
+          r.decided ? 'decided' : 'confirmed',
+          r.operator,
+          new Date(r.atMs).toISOString(),
+          r.reason,
+        ]);
       table(rows);
     }
   }
@@ -383,7 +503,10 @@ async function show(client: VerdictClient, args: string[], addrs: string[]): Pro
 }
 
 /** Runs one subcommand with a client, turning the SDK's errors into one line and an exit code. */
-async function withClient(args: string[], f: (client: VerdictClient, rest: string[], addrs: string[]) => Promise<void>): Promise<void> {
+async function withClient(
+  args: string[],
+  f: (client: VerdictClient, rest: string[], addrs: string[]) => Promise<void>,
+): Promise<void> {
   const callTimeoutMs = commandTimeoutMs();
   const addrs = endpoints(args);
   const client = new VerdictClient({ endpoints: addrs, callTimeoutMs, credentials: clientCredentials() });
@@ -425,7 +548,8 @@ function parseParticipant(spec: string): [string, string | undefined] {
 function describeOutcome(r: OutcomeResult): string {
   const index = r.decisionIndex ? ` at decision index ${r.decisionIndex}` : '';
   const reason = r.reason ? ` (${r.reason})` : '';
-  if (r.outcome === 'UNKNOWN') return `UNKNOWN ${r.txnId}: never heard of, or forgotten after every participant acknowledged it`;
+  if (r.outcome === 'UNKNOWN')
+    return `UNKNOWN ${r.txnId}: never heard of, or forgotten after every participant acknowledged it`;
   return `${r.outcome} ${r.txnId}${index}${reason}`;
 }
 

@@ -19,7 +19,14 @@
 import type { LeaderFinder, LeaderSearch } from '../transport/leader-finder.ts';
 import { assert } from '../util/assert.ts';
 import type { StatusName } from './errors.ts';
-import { classifyFailure, pauseMs, retryable, type AttemptFailure, type BackoffOptions, type FailedAttempt } from './retry-policy.ts';
+import {
+  classifyFailure,
+  pauseMs,
+  retryable,
+  type AttemptFailure,
+  type BackoffOptions,
+  type FailedAttempt,
+} from './retry-policy.ts';
 
 export interface AttemptLoopOptions {
   /** No attempt starts at or after this instant (the caller's clock). */
@@ -50,7 +57,12 @@ export type AttemptAction =
    * that is not retried (`failure`: the last attempt's), or the deadline
    * passed ('exhausted': `code` and `last` are the telling failure seen).
    */
-  | { t: 'give-up'; failure: Exclude<AttemptFailure, 'not-acted-on' | 'maybe-acted-on'> | 'exhausted'; code: StatusName; last: string | undefined };
+  | {
+      t: 'give-up';
+      failure: Exclude<AttemptFailure, 'not-acted-on' | 'maybe-acted-on'> | 'exhausted';
+      code: StatusName;
+      last: string | undefined;
+    };
 
 export class AttemptLoop {
   private readonly search: LeaderSearch;
@@ -76,7 +88,10 @@ export class AttemptLoop {
 
   /** The first action of the call. */
   start(nowMs: number, random: () => number): AttemptAction {
-    assert(this.current === null && !this.paused_ && this.search.round === 1 && this.search.failures.size === 0, 'a call starts once');
+    assert(
+      this.current === null && !this.paused_ && this.search.round === 1 && this.search.failures.size === 0,
+      'a call starts once',
+    );
     return this.next(nowMs, random);
   }
 
@@ -92,12 +107,21 @@ export class AttemptLoop {
    * The attempt failed: what it says about the request (`failure`, for the
    * caller's own rules such as R2's BeginRule), and the next action.
    */
-  failed(address: string, f: AttemptFailedWith, nowMs: number, random: () => number): { failure: AttemptFailure; next: AttemptAction } {
+  failed(
+    address: string,
+    f: AttemptFailedWith,
+    nowMs: number,
+    random: () => number,
+  ): { failure: AttemptFailure; next: AttemptAction } {
     const attempt = this.current;
     assert(attempt?.address === address, `a failure comes from the attempt in flight (${address})`);
     this.current = null;
     const failure = classifyFailure(f);
-    if (!retryable(failure)) return { failure, next: { t: 'give-up', failure: failure as 'refused' | 'failed', code: f.code, last: `${address}: ${f.why}` } };
+    if (!retryable(failure))
+      return {
+        failure,
+        next: { t: 'give-up', failure: failure as 'refused' | 'failed', code: f.code, last: `${address}: ${f.why}` },
+      };
     // An attempt cut short by the call's own deadline says nothing about the node; keep the earlier, telling error.
     if (!(attempt.clipped && f.code === 'DEADLINE_EXCEEDED' && this.last !== undefined)) {
       this.last = `${address}: ${f.why}`;

@@ -18,7 +18,14 @@ import {
 import { CoordinatorConnection, plaintext, type CallOptions, type ConnectionOptions } from './connection.ts';
 import { VerdictError } from './errors.ts';
 import { SagaCaller, type SagaHandle, type SagaSpec, type SagaStatus } from './saga.ts';
-import { checkId, checkTxnId, toOutcomeResult, Transaction, type ClusterOutcome, type OutcomeResult } from './transaction.ts';
+import {
+  checkId,
+  checkTxnId,
+  toOutcomeResult,
+  Transaction,
+  type ClusterOutcome,
+  type OutcomeResult,
+} from './transaction.ts';
 import { decisionToOutcomeWire, outcomeFromWire } from '../transport/protocol-wire.ts';
 import { NO_TRACING, openTracing, otlpEndpointFrom, type Tracing } from '../transport/tracing.ts';
 import { checkedTrace, tracedCall } from './trace.ts';
@@ -70,7 +77,10 @@ export interface TransactionInfo {
   heuristics: (Omit<HeuristicInfo, 'outcome' | 'decision'> & { outcome: ClusterOutcome; decision: ClusterOutcome })[];
   /** Operators' `txn resolve` acts on the cluster side. */
   resolutions: (Omit<ResolutionInfo, 'outcome'> & { outcome: ClusterOutcome })[];
-  /** Participants removed with `participant remove --force` while this decision was still owed to them (no longer delivered). */
+  /**
+   * Participants removed with `participant remove --force` while this decision was still owed to them (no longer
+   * delivered).
+   */
   removals: RemovalInfo[];
 }
 
@@ -106,7 +116,10 @@ export class VerdictClient {
   private readonly endpoints: string[];
   private readonly credentials: grpc.ChannelCredentials;
   private sagaCaller: SagaCaller | null = null;
-  /** Loaded on demand (OpenTelemetry's packages only with an endpoint); a failure to load surfaces at the first traced call. */
+  /**
+   * Loaded on demand (OpenTelemetry's packages only with an endpoint); a failure to load surfaces at the first traced
+   * call.
+   */
   private readonly tracing: Promise<Tracing>;
 
   constructor(options: VerdictClientOptions) {
@@ -115,7 +128,10 @@ export class VerdictClient {
     this.endpoints = [...options.endpoints];
     this.credentials = options.credentials ?? plaintext(options.insecure);
     const otlpEndpoint = otlpEndpointFrom(options.otlpEndpoint, {});
-    this.tracing = otlpEndpoint === undefined ? Promise.resolve(NO_TRACING) : openTracing({ serviceName: options.serviceName ?? 'verdict-client', otlpEndpoint });
+    this.tracing =
+      otlpEndpoint === undefined
+        ? Promise.resolve(NO_TRACING)
+        : openTracing({ serviceName: options.serviceName ?? 'verdict-client', otlpEndpoint });
     this.tracing.catch(() => {});
   }
 
@@ -138,11 +154,24 @@ export class VerdictClient {
     const txnId = options.txnId ?? newTxnId(Date.now(), pooledRandomBytes(10));
     checkTxnId(txnId);
     const timeoutMs = options.timeoutMs ?? 0;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 0)
+      throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
     const trace = checkedTrace(call.trace);
-    const r = await tracedCall(this.tracing, 'verdict.begin', trace, { 'verdict.txn_id': txnId }, call, (c) => this.connection.call('Begin', { txnId, timeoutMs }, c));
-    if (r.txnId !== '' && r.txnId !== txnId) throw new VerdictError('INTERNAL', `began ${txnId}, the cluster answered ${r.txnId}`);
-    return new Transaction(this.connection, txnId, timeoutMs, r.deadlineAtMs, r.leaderId, true, options.parallelCommit, { tracing: this.tracing, parent: trace });
+    const r = await tracedCall(this.tracing, 'verdict.begin', trace, { 'verdict.txn_id': txnId }, call, (c) =>
+      this.connection.call('Begin', { txnId, timeoutMs }, c),
+    );
+    if (r.txnId !== '' && r.txnId !== txnId)
+      throw new VerdictError('INTERNAL', `began ${txnId}, the cluster answered ${r.txnId}`);
+    return new Transaction(
+      this.connection,
+      txnId,
+      timeoutMs,
+      r.deadlineAtMs,
+      r.leaderId,
+      true,
+      options.parallelCommit,
+      { tracing: this.tracing, parent: trace },
+    );
   }
 
   /**
@@ -154,8 +183,12 @@ export class VerdictClient {
     const txnId = options.txnId ?? newTxnId(Date.now(), pooledRandomBytes(10));
     checkTxnId(txnId);
     const timeoutMs = options.timeoutMs ?? 0;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 0) throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
-    return new Transaction(this.connection, txnId, timeoutMs, 0, '', false, options.parallelCommit, { tracing: this.tracing, parent: checkedTrace(options.trace) });
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 0)
+      throw new VerdictError('INVALID_ARGUMENT', 'timeoutMs must be a non-negative integer');
+    return new Transaction(this.connection, txnId, timeoutMs, 0, '', false, options.parallelCommit, {
+      tracing: this.tracing,
+      parent: checkedTrace(options.trace),
+    });
   }
 
   /** What the cluster's applied state says about txnId (R1); asking never decides anything. */
@@ -165,29 +198,45 @@ export class VerdictClient {
     return toOutcomeResult(txnId, r);
   }
 
-  /** Aborts a transaction by id (for operators and tools holding no Transaction); answers the outcome, COMMITTED if too late. */
+  /**
+   * Aborts a transaction by id (for operators and tools holding no Transaction); answers the outcome, COMMITTED if too
+   * late.
+   */
   async abort(txnId: string, reason = '', call: CallOptions = {}): Promise<OutcomeResult> {
     checkTxnId(txnId);
     return toOutcomeResult(txnId, await this.connection.call('Abort', { txnId, reason }, call));
   }
 
   /**
-   * Registers a participant; `resourceKind` (e.g. "postgres"; 1–32 of a-z, 0-9 and "-") is shown by `verdict participants` and the console, "" reads as "unknown".
-   * `serves`: the optional methods of the participant protocol it serves ("Status", "Exchange"); none by default, so its
-   * transactions commit by classic two-phase commit (docs/protocol.md, "Compatibility").
+   * Registers a participant; `resourceKind` (e.g. "postgres"; 1–32 of a-z, 0-9 and "-") is shown by `verdict
+   * participants` and the console, "" reads as "unknown". `serves`: the optional methods of the participant protocol it
+   * serves ("Status", "Exchange"); none by default, so its transactions commit by classic two-phase commit
+   * (docs/protocol.md, "Compatibility").
    */
-  async registerParticipant(participantId: string, endpoint: string, call: CallOptions = {}, resourceKind = '', serves: readonly string[] = []): Promise<ParticipantInfo> {
+  async registerParticipant(
+    participantId: string,
+    endpoint: string,
+    call: CallOptions = {},
+    resourceKind = '',
+    serves: readonly string[] = [],
+  ): Promise<ParticipantInfo> {
     checkId(participantId, 'participant id');
     checkId(endpoint, 'participant endpoint');
     this.clusterId ??= (await this.status(call)).clusterId;
-    const r = await this.connection.call('RegisterParticipant', { clusterId: this.clusterId, participantId, endpoint, resourceKind, serves: [...serves] }, call);
-    if (r.participant === null) throw new VerdictError('INTERNAL', `registering ${participantId}: the cluster answered without the participant`);
+    const r = await this.connection.call(
+      'RegisterParticipant',
+      { clusterId: this.clusterId, participantId, endpoint, resourceKind, serves: [...serves] },
+      call,
+    );
+    if (r.participant === null)
+      throw new VerdictError('INTERNAL', `registering ${participantId}: the cluster answered without the participant`);
     return r.participant;
   }
 
   /** The registry; `withActivity` adds the leader's view (last seen, in-doubt count) and is answered by the leader. */
   async participants(options: { withActivity?: boolean } = {}, call: CallOptions = {}): Promise<ParticipantInfo[]> {
-    return (await this.connection.call('ListParticipants', { withActivity: options.withActivity ?? false }, call)).participants;
+    return (await this.connection.call('ListParticipants', { withActivity: options.withActivity ?? false }, call))
+      .participants;
   }
 
   /** Transactions the cluster knows; `inFlight` keeps those still being prepared or delivered. */
@@ -208,7 +257,11 @@ export class VerdictClient {
     return r.transactions.map((t) => ({
       ...t,
       outcome: outcomeName(t.outcome),
-      heuristics: (t.heuristics ?? []).map((h) => ({ ...h, outcome: outcomeName(h.outcome), decision: outcomeName(h.decision) })),
+      heuristics: (t.heuristics ?? []).map((h) => ({
+        ...h,
+        outcome: outcomeName(h.outcome),
+        decision: outcomeName(h.decision),
+      })),
       resolutions: (t.resolutions ?? []).map((x) => ({ ...x, outcome: outcomeName(x.outcome) })),
       // A node of an earlier version sends none.
       removals: t.removals ?? [],
@@ -221,7 +274,13 @@ export class VerdictClient {
    * undecided transaction; COMMIT is refused unless every participant voted
    * YES (AC2); a decided transaction is never reversed (R1).
    */
-  async resolve(txnId: string, outcome: 'commit' | 'abort', reason: string, operator: string, call: CallOptions & { forceUnknown?: boolean } = {}): Promise<ResolveResult> {
+  async resolve(
+    txnId: string,
+    outcome: 'commit' | 'abort',
+    reason: string,
+    operator: string,
+    call: CallOptions & { forceUnknown?: boolean } = {},
+  ): Promise<ResolveResult> {
     checkTxnId(txnId);
     const r = await this.connection.call(
       'ResolveTransaction',
@@ -229,7 +288,8 @@ export class VerdictClient {
       { txnId, outcome: decisionToOutcomeWire(outcome), reason, forceUnknown: call.forceUnknown === true },
       { ...call, metadata: { ...call.metadata, [OPERATOR_KEY]: operator } },
     );
-    if (r.outcome === null) throw new VerdictError('INTERNAL', `resolving ${txnId}: the cluster answered without an outcome`);
+    if (r.outcome === null)
+      throw new VerdictError('INTERNAL', `resolving ${txnId}: the cluster answered without an outcome`);
     return { outcome: toOutcomeResult(txnId, r.outcome), decided: r.decided, operator: r.operator };
   }
 
@@ -247,7 +307,12 @@ export class VerdictClient {
    * decisions still name it; `owed` lists those it had not acknowledged
    * (kept in the log for it, no longer delivered).
    */
-  async removeParticipantWith(participantId: string, operator: string, o: { force?: boolean; reason?: string }, call: CallOptions = {}): Promise<{ removed: boolean; owed: string[] }> {
+  async removeParticipantWith(
+    participantId: string,
+    operator: string,
+    o: { force?: boolean; reason?: string },
+    call: CallOptions = {},
+  ): Promise<{ removed: boolean; owed: string[] }> {
     checkId(participantId, 'participant id');
     this.clusterId ??= (await this.status(call)).clusterId;
     const r = await this.connection.call(

@@ -19,15 +19,25 @@ import { unaryCall } from '../transport/unary.ts';
 import { CommitStream } from './commit-stream.ts';
 import { explainConnectError } from '../transport/tls.ts';
 import { recordedOutcomeFromWire } from '../transport/protocol-wire.ts';
-import { coordinatorService, LEADER_ADDRESS_KEY, LEADER_ID_KEY, RECORDED_OUTCOME_KEY, STATUS_REASON_KEY, type CoordinatorHandlers, type CoordinatorMethod } from '../transport/coordinator-rpc.ts';
+import {
+  coordinatorService,
+  LEADER_ADDRESS_KEY,
+  LEADER_ID_KEY,
+  RECORDED_OUTCOME_KEY,
+  STATUS_REASON_KEY,
+  type CoordinatorHandlers,
+  type CoordinatorMethod,
+} from '../transport/coordinator-rpc.ts';
 import { RetriesExhaustedError, statusName, VerdictError, invalidArgument, type RefusalDetails } from './errors.ts';
 import { AttemptLoop } from './attempt-loop.ts';
 import { DEFAULT_BACKOFF, retryable, type AttemptFailure, type BackoffOptions } from './retry-policy.ts';
 
 export type { BackoffOptions };
 
-export type RequestOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer Q, infer _R> ? Q : never;
-export type ResponseOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer _Q, infer R> ? R : never;
+export type RequestOf<M extends CoordinatorMethod> =
+  CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer Q, infer _R> ? Q : never;
+export type ResponseOf<M extends CoordinatorMethod> =
+  CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer _Q, infer R> ? R : never;
 
 /**
  * How long a call may take. Durations, not instants: a call started now
@@ -41,9 +51,14 @@ export interface CallBounds {
 }
 
 export interface ConnectionOptions extends CallBounds {
-  /** TLS: `tlsCredentials({ ca, cert, key })`, or `tlsCredentials(localClusterTls())` for the local cluster of `npm start`. */
+  /**
+   * TLS: `tlsCredentials({ ca, cert, key })`, or `tlsCredentials(localClusterTls())` for the local cluster of `npm
+   * start`.
+   */
   credentials?: grpc.ChannelCredentials;
-  /** Plaintext, chosen knowingly: without `credentials` a connection is refused unless this is true (docs/security.md). */
+  /**
+   * Plaintext, chosen knowingly: without `credentials` a connection is refused unless this is true (docs/security.md).
+   */
   insecure?: boolean;
   /** Leader hints followed per round; bounds ping-pong between nodes with stale views. */
   maxRedirects?: number;
@@ -127,7 +142,12 @@ export class CoordinatorConnection {
    * the next one: a Commit that also begins the transaction is retried as a
    * plain Commit once an attempt may have been acted on (R2).
    */
-  async call<M extends CoordinatorMethod>(method: M, request: RequestOf<M>, options: CallOptions = {}, nextRequest?: (failure: AttemptFailure) => RequestOf<M>): Promise<ResponseOf<M>> {
+  async call<M extends CoordinatorMethod>(
+    method: M,
+    request: RequestOf<M>,
+    options: CallOptions = {},
+    nextRequest?: (failure: AttemptFailure) => RequestOf<M>,
+  ): Promise<ResponseOf<M>> {
     let req = request;
     const bounds = callBounds(options);
     // The loop itself is a pure step (./attempt-loop.ts); this drives it with the wall clock, gRPC and sleep.
@@ -149,7 +169,10 @@ export class CoordinatorConnection {
           action = loop.paused(Date.now(), this.random);
           break;
         case 'give-up':
-          throw new RetriesExhaustedError(action.code, `no node answered ${method} in time; last: ${action.last ?? 'no node was tried'}`);
+          throw new RetriesExhaustedError(
+            action.code,
+            `no node answered ${method} in time; last: ${action.last ?? 'no node was tried'}`,
+          );
         case 'done':
           throw new Error(`the call of ${method} is done without its answer`);
         case 'attempt': {
@@ -166,7 +189,13 @@ export class CoordinatorConnection {
             const code = statusName(e.code);
             const { failure, next } = loop.failed(
               address,
-              { code, reason: metadataText(e, STATUS_REASON_KEY), neverConnected: neverConnected(e), why: `${code} ${describe(e, this.credentials._isSecure())}`, hint: leaderHint(e) },
+              {
+                code,
+                reason: metadataText(e, STATUS_REASON_KEY),
+                neverConnected: neverConnected(e),
+                why: `${code} ${describe(e, this.credentials._isSecure())}`,
+                hint: leaderHint(e),
+              },
               Date.now(),
               this.random,
             );
@@ -178,7 +207,10 @@ export class CoordinatorConnection {
               // A refusal naming a group this connection does not route by: learn the groups from the node that
               // refused, then go on with the id's group, asking its leader first.
               asked = true;
-              await this.learnGroups(address, Math.min(loopOptions.attemptTimeoutMs, loopOptions.deadlineAtMs - Date.now()));
+              await this.learnGroups(
+                address,
+                Math.min(loopOptions.attemptTimeoutMs, loopOptions.deadlineAtMs - Date.now()),
+              );
               const routed = this.routes.finderFor(id);
               if (routed !== finder) {
                 finder = routed;
@@ -225,7 +257,13 @@ export class CoordinatorConnection {
     return c;
   }
 
-  private attempt<M extends CoordinatorMethod>(address: string, method: M, request: RequestOf<M>, timeoutMs: number, metadata?: Record<string, string>): Promise<ResponseOf<M>> {
+  private attempt<M extends CoordinatorMethod>(
+    address: string,
+    method: M,
+    request: RequestOf<M>,
+    timeoutMs: number,
+    metadata?: Record<string, string>,
+  ): Promise<ResponseOf<M>> {
     if (method === 'Commit' && metadata === undefined) {
       // The hot path: one message on the node's commit stream rather than a unary call; same answers, same errors.
       let s = this.commitStreams.get(address);
@@ -247,7 +285,10 @@ export class CoordinatorConnection {
   }
 }
 
-/** The id whose group decides a request: a transaction's, a lease's; undefined for calls about no one id (they go to group 0's leader). */
+/**
+ * The id whose group decides a request: a transaction's, a lease's; undefined for calls about no one id (they go to
+ * group 0's leader).
+ */
 function routedId(method: CoordinatorMethod, request: unknown): string | undefined {
   switch (method) {
     case 'Begin':

@@ -17,9 +17,10 @@ import type { StatusName } from './errors.ts';
 
 /**
  * What one failed attempt says about the request:
- *   refused         the cluster's answer (INVALID_ARGUMENT, FAILED_PRECONDITION, ...): not retried, and nothing was done
+ *   refused the cluster's answer (INVALID_ARGUMENT, FAILED_PRECONDITION, ...): not retried, and nothing was done
  *   not-acted-on    certainly did nothing (NOT_LEADER, NO_LEADER, no connection made): retried, `begin` may ride along
- *   maybe-acted-on  may have reached a leader and taken effect (UNKNOWN_OUTCOME, a deadline, a stream cut): retried without `begin`
+ *   maybe-acted-on may have reached a leader and taken effect (UNKNOWN_OUTCOME, a deadline, a stream cut): retried
+ *   without `begin`
  *   failed          not retried, and may have taken effect (INTERNAL, CANCELLED, ...): the outcome is unknown
  */
 export type AttemptFailure = 'refused' | 'not-acted-on' | 'maybe-acted-on' | 'failed';

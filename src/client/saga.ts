@@ -44,7 +44,9 @@ export interface SagaSpec {
    * INVALID_ARGUMENT naming the label otherwise.
    */
   labels?: Record<string, string>;
-  /** W3C trace context the saga continues: the node's spans of its steps, and the step calls' `traceparent`, follow it. */
+  /**
+   * W3C trace context the saga continues: the node's spans of its steps, and the step calls' `traceparent`, follow it.
+   */
   trace?: TraceContext;
 }
 
@@ -87,7 +89,15 @@ export interface SagaStatus {
   outputs: string[];
   pivot: number | null;
   stuck: { step: number; kind: string; attempts: number; lastError: string } | null;
-  timeline: { atMs: number; index: number; what: string; step: number | null; kind: string; detail: string; operator: string }[];
+  timeline: {
+    atMs: number;
+    index: number;
+    what: string;
+    step: number | null;
+    kind: string;
+    detail: string;
+    operator: string;
+  }[];
 }
 
 /** How long one call may take, and how long a call keeps looking for the leader. */
@@ -109,7 +119,10 @@ export class SagaCaller {
     /** TLS credentials, or grpc.credentials.createInsecure() for a plaintext cluster (chosen knowingly). */
     private readonly credentials: grpc.ChannelCredentials,
     private readonly operator?: string,
-    /** The client connection's routes, whose learned groups this caller takes over (its own hints stay its own, as at G = 1). */
+    /**
+     * The client connection's routes, whose learned groups this caller takes over (its own hints stay its own, as at G
+     * = 1).
+     */
     private readonly learnedFrom?: GroupRoutes,
   ) {
     if (endpoints.length === 0) throw new VerdictError('INVALID_ARGUMENT', 'sagas need at least one node endpoint');
@@ -126,13 +139,20 @@ export class SagaCaller {
   }
 
   /** One call to the leader (src/transport/leader-finder.ts), retrying what may be retried until LOOK_MS has passed. */
-  async call<Req, Res>(method: 'StartSaga' | 'SagaStatus' | 'ListSagas' | 'RetrySaga' | 'ResolveSaga', req: Req, callMs = CALL_MS, trace?: TraceContext): Promise<Res> {
-    // An operator's retry or resolution that timed out may have been acted on: its answer is the timeout, not a second try.
+  async call<Req, Res>(
+    method: 'StartSaga' | 'SagaStatus' | 'ListSagas' | 'RetrySaga' | 'ResolveSaga',
+    req: Req,
+    callMs = CALL_MS,
+    trace?: TraceContext,
+  ): Promise<Res> {
+    // An operator's retry or resolution that timed out may have been acted on: its answer is the timeout, not a second
+    // try.
     const retriesDeadline = method !== 'ResolveSaga' && method !== 'RetrySaga';
     let endpoint = '';
     const sagaId = (req as { sagaId?: unknown }).sagaId;
     const learned = this.learnedFrom;
-    if (learned !== undefined && learned.groups > 1 && learned.groups !== this.routes.groups) this.routes.learn(learned.view());
+    if (learned !== undefined && learned.groups > 1 && learned.groups !== this.routes.groups)
+      this.routes.learn(learned.view());
     try {
       return await callLeader(
         this.routes.finderFor(typeof sagaId === 'string' && sagaId !== '' ? sagaId : undefined),
@@ -146,7 +166,8 @@ export class SagaCaller {
         {
           retryable: (err) => {
             const e = err as grpc.ServiceError;
-            if (e.code !== grpc.status.UNAVAILABLE && !(e.code === grpc.status.DEADLINE_EXCEEDED && retriesDeadline)) return null;
+            if (e.code !== grpc.status.UNAVAILABLE && !(e.code === grpc.status.DEADLINE_EXCEEDED && retriesDeadline))
+              return null;
             return { why: e.details || e.message, hint: namedLeader(err) };
           },
           roundsMax: ROUNDS_MAX,
@@ -156,7 +177,11 @@ export class SagaCaller {
       );
     } catch (err) {
       const e = (err instanceof NoLeaderError ? err.last : err) as Partial<grpc.ServiceError> | null;
-      throw new VerdictError(statusName(e?.code ?? grpc.status.UNKNOWN), e?.details ?? e?.message ?? String(err), endpoint);
+      throw new VerdictError(
+        statusName(e?.code ?? grpc.status.UNKNOWN),
+        e?.details ?? e?.message ?? String(err),
+        endpoint,
+      );
     }
   }
 
@@ -166,7 +191,13 @@ export class SagaCaller {
     const steps = spec.steps.map((s) => ({ service: s.service, name: s.name, input: s.input ?? '' }));
     await this.call(
       'StartSaga',
-      { sagaId: id, steps, pivotPlusOne: spec.pivot === undefined ? 0 : spec.pivot + 1, type: spec.type ?? '', labels: spec.labels ?? {} },
+      {
+        sagaId: id,
+        steps,
+        pivotPlusOne: spec.pivot === undefined ? 0 : spec.pivot + 1,
+        type: spec.type ?? '',
+        labels: spec.labels ?? {},
+      },
       CALL_MS,
       checkedTrace(spec.trace),
     );
@@ -174,7 +205,13 @@ export class SagaCaller {
   }
 
   async status(id: string, waitMs = 0): Promise<SagaStatus> {
-    return toStatus(await this.call<{ sagaId: string; waitMs: number }, SagaInfo>('SagaStatus', { sagaId: id, waitMs }, CALL_MS + waitMs));
+    return toStatus(
+      await this.call<{ sagaId: string; waitMs: number }, SagaInfo>(
+        'SagaStatus',
+        { sagaId: id, waitMs },
+        CALL_MS + waitMs,
+      ),
+    );
   }
 
   /** The sagas this client may read (an admin: all), oldest first, up to `limit`, page by page. */
@@ -182,7 +219,10 @@ export class SagaCaller {
     const out: SagaStatus[] = [];
     let pageToken = '';
     do {
-      const r = await this.call<{ stuckOnly: boolean; limit: number; pageToken: string }, { sagas: SagaInfo[]; nextPageToken: string }>('ListSagas', {
+      const r = await this.call<
+        { stuckOnly: boolean; limit: number; pageToken: string },
+        { sagas: SagaInfo[]; nextPageToken: string }
+      >('ListSagas', {
         stuckOnly,
         limit: Math.min(1_000, limit - out.length),
         pageToken,
@@ -198,7 +238,14 @@ export class SagaCaller {
   }
 
   async resolve(id: string, step: number, as: 'done' | 'compensated', reason: string): Promise<SagaStatus> {
-    return toStatus(await this.call<{ sagaId: string; step: number; done: boolean; reason: string }, SagaInfo>('ResolveSaga', { sagaId: id, step, done: as === 'done', reason }));
+    return toStatus(
+      await this.call<{ sagaId: string; step: number; done: boolean; reason: string }, SagaInfo>('ResolveSaga', {
+        sagaId: id,
+        step,
+        done: as === 'done',
+        reason,
+      }),
+    );
   }
 
   close(): void {
@@ -232,7 +279,14 @@ export class SagaHandle {
 function toStatus(i: SagaInfo): SagaStatus {
   const tries = (step: number, kind: string): SagaCallAttempts | null => {
     const a = i.attempts.find((x) => x.step === step && x.kind === kind);
-    return a ? { attempts: a.attempts, firstFailureAtMs: a.firstFailureAtMs === 0 ? null : a.firstFailureAtMs, lastFailureAtMs: a.lastFailureAtMs, lastError: a.lastError } : null;
+    return a
+      ? {
+          attempts: a.attempts,
+          firstFailureAtMs: a.firstFailureAtMs === 0 ? null : a.firstFailureAtMs,
+          lastFailureAtMs: a.lastFailureAtMs,
+          lastError: a.lastError,
+        }
+      : null;
   };
   return {
     id: i.sagaId,
@@ -252,7 +306,17 @@ function toStatus(i: SagaInfo): SagaStatus {
     })),
     outputs: i.outputs,
     pivot: i.pivotPlusOne === 0 ? null : i.pivotPlusOne - 1,
-    stuck: i.stuck ? { step: i.stuckStep, kind: i.stuckKind, attempts: i.stuckAttempts, lastError: i.stuckError } : null,
-    timeline: i.timeline.map((e) => ({ atMs: e.atMs, index: e.index, what: e.what, step: e.step < 0 ? null : e.step, kind: e.kind, detail: e.detail, operator: e.operator })),
+    stuck: i.stuck
+      ? { step: i.stuckStep, kind: i.stuckKind, attempts: i.stuckAttempts, lastError: i.stuckError }
+      : null,
+    timeline: i.timeline.map((e) => ({
+      atMs: e.atMs,
+      index: e.index,
+      what: e.what,
+      step: e.step < 0 ? null : e.step,
+      kind: e.kind,
+      detail: e.detail,
+      operator: e.operator,
+    })),
   };
 }

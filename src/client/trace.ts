@@ -13,7 +13,10 @@ export type { TraceContext };
 export function checkedTrace(trace: TraceContext | undefined): TraceContext | undefined {
   if (trace === undefined) return undefined;
   const ctx = traceContext(trace.traceparent, trace.tracestate);
-  if (ctx === null) throw invalidArgument(`trace.traceparent ${JSON.stringify(String(trace.traceparent).slice(0, 80))} is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)`);
+  if (ctx === null)
+    throw invalidArgument(
+      `trace.traceparent ${JSON.stringify(String(trace.traceparent).slice(0, 80))} is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)`,
+    );
   return ctx;
 }
 

@@ -14,12 +14,20 @@ import type { CommitRequest, Enlistment, OutcomeName, TxnOutcome } from '../tran
 import { outcomeFromWire } from '../transport/protocol-wire.ts';
 import { isFinal, type ClusterOutcome, type Outcome } from '../domain/protocol.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
-import { AcksPendingError, invalidArgument, OutcomeUnknownError, RetriesExhaustedError, VerdictError } from './errors.ts';
+import {
+  AcksPendingError,
+  invalidArgument,
+  OutcomeUnknownError,
+  RetriesExhaustedError,
+  VerdictError,
+} from './errors.ts';
 import { BeginRule, classifyFailure } from './retry-policy.ts';
 import { NO_TRACING, type Tracing } from '../transport/tracing.ts';
 import { checkedTrace, tracedCall, type TraceContext } from './trace.ts';
 
-/** How a transaction is traced: the client's tracing, and the context its calls continue unless a call names its own. */
+/**
+ * How a transaction is traced: the client's tracing, and the context its calls continue unless a call names its own.
+ */
 export interface TxnTracing {
   tracing: Promise<Tracing>;
   parent?: TraceContext;
@@ -83,7 +91,10 @@ export class Transaction {
     readonly txnId: string,
     /** The transaction's timeout asked at begin; 0 for the cluster's default. */
     readonly timeoutMs: number,
-    /** When the cluster aborts the transaction if it is still undecided (its clock, ms since the epoch), as Begin reported it; 0 when it was not begun with Begin. */
+    /**
+     * When the cluster aborts the transaction if it is still undecided (its clock, ms since the epoch), as Begin
+     * reported it; 0 when it was not begun with Begin.
+     */
     readonly deadlineAtMs: number,
     /** The leader that answered Begin; '' when it was not begun with Begin. */
     readonly leaderId: string,
@@ -103,8 +114,13 @@ export class Transaction {
   /** Adds a participant; local only. Its payload is sent to it with PREPARE. */
   enlist(participantId: string, payload?: Payload): this {
     checkId(participantId, 'participant id');
-    if (this.state !== 'open') throw new VerdictError('FAILED_PRECONDITION', `transaction ${this.txnId} is ${this.state === 'aborted' ? 'aborted' : 'committing'}; enlist before commit`);
-    if (this.enlisted.has(participantId)) throw invalidArgument(`participant "${participantId}" is already enlisted in ${this.txnId}`);
+    if (this.state !== 'open')
+      throw new VerdictError(
+        'FAILED_PRECONDITION',
+        `transaction ${this.txnId} is ${this.state === 'aborted' ? 'aborted' : 'committing'}; enlist before commit`,
+      );
+    if (this.enlisted.has(participantId))
+      throw invalidArgument(`participant "${participantId}" is already enlisted in ${this.txnId}`);
     this.enlisted.set(participantId, encodePayload(payload));
     return this;
   }
@@ -118,8 +134,12 @@ export class Transaction {
   async commit(options: CommitOptions = {}): Promise<CommitResult> {
     const result = await this.decide(options);
     if (options.awaitAcks === undefined || options.awaitAcks === false || result.outcome !== 'COMMITTED') return result;
-    const timeoutMs = typeof options.awaitAcks === 'object' ? (options.awaitAcks.timeoutMs ?? DEFAULT_AWAIT_ACKS_MS) : DEFAULT_AWAIT_ACKS_MS;
-    if (!(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw invalidArgument(`awaitAcks.timeoutMs must be a positive integer, not ${String(timeoutMs)}`);
+    const timeoutMs =
+      typeof options.awaitAcks === 'object'
+        ? (options.awaitAcks.timeoutMs ?? DEFAULT_AWAIT_ACKS_MS)
+        : DEFAULT_AWAIT_ACKS_MS;
+    if (!(Number.isInteger(timeoutMs) && timeoutMs > 0))
+      throw invalidArgument(`awaitAcks.timeoutMs must be a positive integer, not ${String(timeoutMs)}`);
     await this.acknowledged(result, timeoutMs, options.metadata);
     return result;
   }
@@ -131,7 +151,11 @@ export class Transaction {
    * participant acknowledged it, so not tracked (with the outcome decided)
    * means acknowledged by all.
    */
-  private async acknowledged(result: CommitResult, timeoutMs: number, metadata?: Record<string, string>): Promise<void> {
+  private async acknowledged(
+    result: CommitResult,
+    timeoutMs: number,
+    metadata?: Record<string, string>,
+  ): Promise<void> {
     const started = Date.now();
     let pending = this.participantIds;
     let lastError = '';
@@ -150,7 +174,8 @@ export class Transaction {
         pending = t.participants.filter((p) => !p.acked).map((p) => p.participantId);
         if (pending.length === 0) return;
       } catch (err) {
-        // The commit is decided whatever the question's fate: a failed question leaves the acknowledgements pending, never the commit failed.
+        // The commit is decided whatever the question's fate: a failed question leaves the acknowledgements pending,
+        // never the commit failed.
         lastError = err instanceof Error ? err.message : String(err);
       }
       await new Promise((r) => setTimeout(r, Math.min(pauseMs, Math.max(0, timeoutMs - (Date.now() - started)))));
@@ -160,13 +185,25 @@ export class Transaction {
 
   private async decide(options: CallOptions): Promise<CommitResult> {
     if (this.result !== undefined) return this.result;
-    if (this.state === 'aborted') throw new VerdictError('FAILED_PRECONDITION', `transaction ${this.txnId} was aborted by this client`);
-    if (this.enlisted.size === 0) throw invalidArgument(`transaction ${this.txnId} has no participants; enlist at least one before commit`);
+    if (this.state === 'aborted')
+      throw new VerdictError('FAILED_PRECONDITION', `transaction ${this.txnId} was aborted by this client`);
+    if (this.enlisted.size === 0)
+      throw invalidArgument(`transaction ${this.txnId} has no participants; enlist at least one before commit`);
     this.state = 'committing';
-    const participants: Enlistment[] = [...this.enlisted].map(([participantId, payload]) => ({ participantId, payload }));
-    const commitMode = this.parallelCommit === undefined ? 'COMMIT_MODE_DEFAULT' : this.parallelCommit ? 'COMMIT_MODE_PARALLEL' : 'COMMIT_MODE_CLASSIC';
+    const participants: Enlistment[] = [...this.enlisted].map(([participantId, payload]) => ({
+      participantId,
+      payload,
+    }));
+    const commitMode =
+      this.parallelCommit === undefined
+        ? 'COMMIT_MODE_DEFAULT'
+        : this.parallelCommit
+          ? 'COMMIT_MODE_PARALLEL'
+          : 'COMMIT_MODE_CLASSIC';
     const request = (): CommitRequest =>
-      this.beginRule.begins ? { txnId: this.txnId, participants, begin: true, timeoutMs: this.timeoutMs, commitMode } : { txnId: this.txnId, participants, begin: false, timeoutMs: 0, commitMode };
+      this.beginRule.begins
+        ? { txnId: this.txnId, participants, begin: true, timeoutMs: this.timeoutMs, commitMode }
+        : { txnId: this.txnId, participants, begin: false, timeoutMs: 0, commitMode };
     let answer: TxnOutcome;
     try {
       const parent = checkedTrace(options.trace) ?? this.traced.parent;
@@ -185,7 +222,8 @@ export class Transaction {
       );
     } catch (err) {
       // Each retried attempt was recorded above; exhausted retries leave the outcome unknown.
-      if (err instanceof RetriesExhaustedError || !(err instanceof VerdictError)) throw new OutcomeUnknownError(this.txnId, err instanceof Error ? err.message : String(err));
+      if (err instanceof RetriesExhaustedError || !(err instanceof VerdictError))
+        throw new OutcomeUnknownError(this.txnId, err instanceof Error ? err.message : String(err));
       const failure = classifyFailure({ code: err.code, reason: err.details.statusReason });
       this.beginRule.attempted(failure);
       // Refused: nothing was prepared, so the next attempt may begin it, if no earlier one may have.
@@ -196,7 +234,8 @@ export class Transaction {
     this.beginRule.attempted('answered');
     const r = toOutcomeResult(this.txnId, answer);
     const outcome = r.outcome;
-    if (!isFinal(outcome)) throw new OutcomeUnknownError(this.txnId, `the cluster answered ${outcome}${r.reason ? `: ${r.reason}` : ''}`);
+    if (!isFinal(outcome))
+      throw new OutcomeUnknownError(this.txnId, `the cluster answered ${outcome}${r.reason ? `: ${r.reason}` : ''}`);
     this.result = { ...r, outcome };
     return this.result;
   }
@@ -206,10 +245,21 @@ export class Transaction {
     const unsent = this.beginRule.begins && this.state === 'open';
     this.state = 'aborted';
     // Never sent, so never begun: the cluster knows nothing to abort (presumed abort, R3).
-    if (unsent) return { txnId: this.txnId, outcome: 'ABORTED', reason: reason || 'aborted by the application before commit', decisionIndex: 0 };
+    if (unsent)
+      return {
+        txnId: this.txnId,
+        outcome: 'ABORTED',
+        reason: reason || 'aborted by the application before commit',
+        decisionIndex: 0,
+      };
     const parent = checkedTrace(options.trace) ?? this.traced.parent;
-    const answer = await tracedCall(this.traced.tracing, 'verdict.abort', parent, { 'verdict.txn_id': this.txnId }, options, (call) =>
-      this.connection.call('Abort', { txnId: this.txnId, reason }, call),
+    const answer = await tracedCall(
+      this.traced.tracing,
+      'verdict.abort',
+      parent,
+      { 'verdict.txn_id': this.txnId },
+      options,
+      (call) => this.connection.call('Abort', { txnId: this.txnId, reason }, call),
     );
     return toOutcomeResult(this.txnId, answer);
   }

@@ -36,19 +36,34 @@ export const isOperatorAct = (v: unknown): boolean => {
  */
 const CHECKS: { [K in DecisionCommand['t']]: (c: Fields) => string | null } = {
   register: (c) => {
-    if (!(isString(c.id) && isString(c.endpoint) && isTime(c.atMs) && isString(c.kind) && RESOURCE_KIND.test(c.kind))) return 'register needs id, endpoint, atMs and a resource kind of [a-z0-9-]';
+    if (!(isString(c.id) && isString(c.endpoint) && isTime(c.atMs) && isString(c.kind) && RESOURCE_KIND.test(c.kind)))
+      return 'register needs id, endpoint, atMs and a resource kind of [a-z0-9-]';
     // Absent from registrations logged before it existed.
     if (c.serves === undefined) return null;
-    return isStringList(c.serves) ? servesProblem(c.serves as string[]) : 'register has a serves that is not a list of method names';
+    return isStringList(c.serves)
+      ? servesProblem(c.serves as string[])
+      : 'register has a serves that is not a list of method names';
   },
   decide: (c) => {
-    if (!isString(c.txnId) || !isOutcome(c.outcome) || !isString(c.reason) || !isStringList(c.participants) || !isTime(c.atMs)) return 'decide needs txnId, outcome, reason, participants and atMs';
+    if (
+      !isString(c.txnId) ||
+      !isOutcome(c.outcome) ||
+      !isString(c.reason) ||
+      !isStringList(c.participants) ||
+      !isTime(c.atMs)
+    )
+      return 'decide needs txnId, outcome, reason, participants and atMs';
     if (c.trace !== undefined) return 'decide carries a trace only in a decision batch';
     if (c.operator === undefined) return null;
     return isOperatorAct(c.operator) ? null : 'decide has a malformed operator act';
   },
   unregister: (c) =>
-    isString(c.id) && isString(c.operator) && isTime(c.atMs) && isStringList(c.acked) && (c.force === undefined || c.force === true) && (c.reason === undefined || isString(c.reason))
+    isString(c.id) &&
+    isString(c.operator) &&
+    isTime(c.atMs) &&
+    isStringList(c.acked) &&
+    (c.force === undefined || c.force === true) &&
+    (c.reason === undefined || isString(c.reason))
       ? null
       : 'unregister needs id, operator, atMs and a list of acked txnIds (force, when present, is true; reason a string)',
   forget: (c) => (isStringList(c.txnIds) ? null : 'forget needs a list of txnIds'),
@@ -57,12 +72,21 @@ const CHECKS: { [K in DecisionCommand['t']]: (c: Fields) => string | null } = {
       ? null
       : 'stage needs txnId, participants and atMs (and no trace: that rides a decision batch)',
   heuristic: (c) =>
-    isString(c.txnId) && isString(c.participantId) && isOutcome(c.outcome) && isString(c.gid) && isString(c.operator) && isString(c.reason) && isTime(c.atMs)
+    isString(c.txnId) &&
+    isString(c.participantId) &&
+    isOutcome(c.outcome) &&
+    isString(c.gid) &&
+    isString(c.operator) &&
+    isString(c.reason) &&
+    isTime(c.atMs)
       ? null
       : 'heuristic needs txnId, participantId, outcome, gid, operator, reason and atMs',
 };
 
-/** The check for command kind `t`: the decision table's, or that of the product table that applies `t`; null for an unknown kind. */
+/**
+ * The check for command kind `t`: the decision table's, or that of the product table that applies `t`; null for an
+ * unknown kind.
+ */
 function checkOf(t: unknown, products: readonly ProductTable[]): ((c: Fields) => string | null) | null {
   if (typeof t !== 'string') return null;
   if (Object.hasOwn(CHECKS, t)) return CHECKS[t as DecisionCommand['t']];
@@ -74,7 +98,10 @@ function checkOf(t: unknown, products: readonly ProductTable[]): ((c: Fields) =>
  * The command in `data`, or why it is not one the decision table or one of
  * `products` applies. Decodes once.
  */
-export function checkedCommand(data: Uint8Array, products: readonly ProductTable[] = []): { cmd: Command; problem: null } | { cmd: null; problem: string } {
+export function checkedCommand(
+  data: Uint8Array,
+  products: readonly ProductTable[] = [],
+): { cmd: Command; problem: null } | { cmd: null; problem: string } {
   const no = (problem: string): { cmd: null; problem: string } => ({ cmd: null, problem });
   if (!isCommand(data)) return no(`unknown command tag ${data.byteLength === 0 ? '(empty)' : data[0]}`);
   let c: unknown;
@@ -89,7 +116,10 @@ export function checkedCommand(data: Uint8Array, products: readonly ProductTable
   if (check === null) return no(`unknown command kind ${String(JSON.stringify(t)).slice(0, 40)}`);
   const problem = check(c as Fields);
   if (problem !== null) return no(problem);
-  if (batchable(c as Command)) return no(`a ${t} that fits a decision batch rides one (tag 0x${TAG_DECISION_BATCH.toString(16).padStart(2, '0')}), not a JSON entry of its own`);
+  if (batchable(c as Command))
+    return no(
+      `a ${t} that fits a decision batch rides one (tag 0x${TAG_DECISION_BATCH.toString(16).padStart(2, '0')}), not a JSON entry of its own`,
+    );
   return { cmd: c as Command, problem: null };
 }
 

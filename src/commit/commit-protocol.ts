@@ -33,7 +33,12 @@
 
 import { assert } from '../util/assert.ts';
 import type { ApplyResult, Decision, DecisionTable } from './state.ts';
-import { type DecisionOutcome, NotDeliveredError, PARALLEL_COMMIT_NEEDS, unimplementedMethod } from '../domain/protocol.ts';
+import {
+  type DecisionOutcome,
+  NotDeliveredError,
+  PARALLEL_COMMIT_NEEDS,
+  unimplementedMethod,
+} from '../domain/protocol.ts';
 import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
 import { phaseCounts } from './engine-views.ts';
 import {
@@ -80,7 +85,9 @@ export interface ProtocolPort {
   decideAbort(t: Txn, reason: string, why: AbortClass): void;
   /** ABORT for a transaction this leader is not working on, logged before anyone hears it. */
   logAbort(txnId: string, reason: string, why: AbortClass, cb: OutcomeCallback): void;
-  /** begun|preparing → deciding ABORT for an operator whose own Decide entry is the ABORT (nothing is proposed here). */
+  /**
+   * begun|preparing → deciding ABORT for an operator whose own Decide entry is the ABORT (nothing is proposed here).
+   */
   operatorTakesOver(t: Txn, reason: string): void;
   /** The operator's ABORT could not be logged: tick proposes ABORT again. */
   reproposeLater(t: Txn): void;
@@ -96,7 +103,17 @@ export class CommitProtocol {
   protected readonly stats: EngineCounters = {
     begun: 0,
     committed: 0,
-    aborted: { vote_no: 0, timeout: 0, unreachable: 0, client: 0, leader_change: 0, presumed_abort_query: 0, operator: 0, heuristic_report: 0, staging_recovery: 0 },
+    aborted: {
+      vote_no: 0,
+      timeout: 0,
+      unreachable: 0,
+      client: 0,
+      leader_change: 0,
+      presumed_abort_query: 0,
+      operator: 0,
+      heuristic_report: 0,
+      staging_recovery: 0,
+    },
     decisionRetries: 0,
   };
   private leaderTerm = 0;
@@ -105,7 +122,9 @@ export class CommitProtocol {
   private forgetQueue: string[] = [];
   private forgetSinceMs = 0;
   private forgetInFlight = false;
-  /** When each registered participant was last heard from (an answer, a question, a report); bounded by the registry. */
+  /**
+   * When each registered participant was last heard from (an answer, a question, a report); bounded by the registry.
+   */
   protected readonly lastSeenAtMs = new Map<string, number>();
 
   /** The door operator actions use (./operator-actions.ts). */
@@ -186,7 +205,10 @@ export class CommitProtocol {
   }
 
   private dropAll(): void {
-    const err = new EngineError('outcome-unknown', 'leadership changed while the transaction was in flight; retry Commit with the same id on the new leader, or query its outcome');
+    const err = new EngineError(
+      'outcome-unknown',
+      'leadership changed while the transaction was in flight; retry Commit with the same id on the new leader, or query its outcome',
+    );
     for (const t of this.txns.values()) for (const w of t.waiters.splice(0)) w(err);
     this.txns.clear();
     this.pc.drop(err);
@@ -215,11 +237,19 @@ export class CommitProtocol {
     if (existing && existing.outcome === null) return { deadlineAtMs: existing.deadlineAtMs };
     this.refuseWhileTransferring();
     this.refuseUnlessNew(txnId);
-    if (this.pc.isStaged(txnId)) throw new EngineError('outcome-unknown', `transaction ${txnId} was staged by an earlier leader (parallel commit) and is being recovered; query its outcome`);
+    if (this.pc.isStaged(txnId))
+      throw new EngineError(
+        'outcome-unknown',
+        `transaction ${txnId} was staged by an earlier leader (parallel commit) and is being recovered; query its outcome`,
+      );
     if (this.txns.size >= this.cfg.inFlightMax) this.checkRoom();
     const t = timeoutMs > 0 ? timeoutMs : this.cfg.defaultTimeoutMs;
-    if (t > this.cfg.maxTimeoutMs) throw new EngineError('invalid', `timeout ${t} ms exceeds the limit of ${this.cfg.maxTimeoutMs} ms`);
-    assert(existing === undefined || existing.outcome !== null, `begin of ${txnId} replaces only a decided transaction`);
+    if (t > this.cfg.maxTimeoutMs)
+      throw new EngineError('invalid', `timeout ${t} ms exceeds the limit of ${this.cfg.maxTimeoutMs} ms`);
+    assert(
+      existing === undefined || existing.outcome !== null,
+      `begin of ${txnId} replaces only a decided transaction`,
+    );
     this.stats.begun++;
     this.txns.set(txnId, {
       id: txnId,
@@ -236,7 +266,9 @@ export class CommitProtocol {
     return { deadlineAtMs: now + t };
   }
 
-  /** Begin's id check (src/commit/id-newness.ts): a decided id, or one that cannot be proved new, is never begun again. */
+  /**
+   * Begin's id check (src/commit/id-newness.ts): a decided id, or one that cannot be proved new, is never begun again.
+   */
   private refuseUnlessNew(txnId: string): void {
     const r = beginRefusal(this.table, txnId, this.io.nowMs(), this.cfg);
     if (r) throw new EngineError(r.code, r.message, r.recorded);
@@ -294,7 +326,13 @@ export class CommitProtocol {
    * only, so a retry that reaches a leader which did not begin T still finds
    * no T and aborts it (R2).
    */
-  commit(txnId: string, enlist: { participantId: string; payload: Uint8Array }[], cb: OutcomeCallback, begin?: { timeoutMs: number }, parallelCommit?: boolean): void {
+  commit(
+    txnId: string,
+    enlist: { participantId: string; payload: Uint8Array }[],
+    cb: OutcomeCallback,
+    begin?: { timeoutMs: number },
+    parallelCommit?: boolean,
+  ): void {
     if (!this.accept(txnId, cb)) return;
     if (begin !== undefined && !this.txns.has(txnId)) {
       try {
@@ -304,7 +342,8 @@ export class CommitProtocol {
       }
     }
     const decided = this.table.lookup(txnId);
-    // A Commit that begins is a new transaction (the SDK sends begin on a first attempt only): a decided id is refused, not answered.
+    // A Commit that begins is a new transaction (the SDK sends begin on a first attempt only): a decided id is refused,
+    // not answered.
     if (decided && begin !== undefined) {
       try {
         this.refuseUnlessNew(txnId);
@@ -331,7 +370,13 @@ export class CommitProtocol {
       // R2: we did not begin it, so another leader may have prepared it. The
       // enlisted participants are the ones that may be: ABORT goes to them until acknowledged.
       const named = this.validateEnlistment(enlist) === null ? enlist.map((e) => e.participantId) : [];
-      return this.logAbort(txnId, 'the transaction was not begun on the current leader (leader change?); it is aborted', 'leader_change', cb, named);
+      return this.logAbort(
+        txnId,
+        'the transaction was not begun on the current leader (leader change?); it is aborted',
+        'leader_change',
+        cb,
+        named,
+      );
     }
     if (t.outcome !== null) return cb(null, this.answerFor(t));
     const implicit = this.pc.implicitAnswer(t);
@@ -365,11 +410,23 @@ export class CommitProtocol {
   private startPrepare(t: Txn, enlist: { participantId: string; payload: Uint8Array }[]): void {
     assert(t.phase === 'begun' && t.outcome === null, `${t.id}: PREPARE from phase begun, not ${t.phase}`);
     assert(t.members.size === 0, `${t.id}: participants are enlisted once`);
-    assert(t.term === this.leaderTerm, `${t.id}: PREPARE by the term that began it (${t.term}), not ${this.leaderTerm}`);
+    assert(
+      t.term === this.leaderTerm,
+      `${t.id}: PREPARE by the term that began it (${t.term}), not ${this.leaderTerm}`,
+    );
     for (const e of enlist) {
       const record = this.table.participants.get(e.participantId);
       assert(record !== undefined, `${t.id}: enlisted participant ${e.participantId} was checked registered`);
-      t.members.set(e.participantId, { record, payload: e.payload, vote: null, voteReason: '', acked: false, retries: 0, nextRetryAtMs: 0, inFlight: false });
+      t.members.set(e.participantId, {
+        record,
+        payload: e.payload,
+        vote: null,
+        voteReason: '',
+        acked: false,
+        retries: 0,
+        nextRetryAtMs: 0,
+        inFlight: false,
+      });
     }
     assert(t.members.size === enlist.length, `${t.id}: enlisted participants were checked distinct`);
     t.phase = 'preparing';
@@ -378,9 +435,15 @@ export class CommitProtocol {
 
   /** preparing, PREPAREs sent → STAGING proposed beside them (parallel commit, ./parallel-commit.ts). */
   private stage(t: Txn): void {
-    assert(t.phase === 'preparing' && t.outcome === null, `${t.id}: STAGING is proposed from phase preparing, not ${t.phase}`);
+    assert(
+      t.phase === 'preparing' && t.outcome === null,
+      `${t.id}: STAGING is proposed from phase preparing, not ${t.phase}`,
+    );
     assert(t.parallel === undefined, `${t.id}: STAGING is proposed once`);
-    assert(t.term === this.leaderTerm, `${t.id}: STAGING by the term that sent PREPARE (${t.term}), not ${this.leaderTerm}`);
+    assert(
+      t.term === this.leaderTerm,
+      `${t.id}: STAGING by the term that sent PREPARE (${t.term}), not ${this.leaderTerm}`,
+    );
     assert(t.members.size > 0, `${t.id}: a STAGING record names the enlisted participants`);
     this.pc.stage(t);
   }
@@ -400,7 +463,10 @@ export class CommitProtocol {
     const owed = (p: string): boolean => t?.members.get(p)?.vote !== 'no' && t?.members.get(p)?.mayBePrepared !== false;
     const missing = enlist.map((e) => e.participantId).filter((p) => !d.participants.includes(p) && owed(p));
     if (missing.length === 0) return;
-    this.io.propose({ t: 'decide', txnId: d.txnId, outcome: 'abort', reason: d.reason, participants: missing, atMs: this.io.nowMs() }, () => {});
+    this.io.propose(
+      { t: 'decide', txnId: d.txnId, outcome: 'abort', reason: d.reason, participants: missing, atMs: this.io.nowMs() },
+      () => {},
+    );
   }
 
   abort(txnId: string, reason: string, cb: OutcomeCallback): void {
@@ -441,19 +507,41 @@ export class CommitProtocol {
     // A client may hear an implicit COMMITTED again; a participant learns its decision from the log only (R4).
     if (t) return cb(null, (participantId === '' ? this.pc.implicitAnswer(t) : null) ?? this.answerFor(t));
     if (this.pc.isStaged(txnId)) {
-      // A participant in doubt is prepared: its question counts as its status answer, and it waits for recovery's decision; a client hears that one is coming.
+      // A participant in doubt is prepared: its question counts as its status answer, and it waits for recovery's
+      // decision; a client hears that one is coming.
       if (participantId !== '') return this.pc.waitInDoubt(txnId, participantId, cb);
       this.pc.start(txnId);
-      return cb(null, { txnId, outcome: 'IN_PROGRESS', reason: 'staged (parallel commit); a new leader is recovering it', decisionIndex: 0 });
+      return cb(null, {
+        txnId,
+        outcome: 'IN_PROGRESS',
+        reason: 'staged (parallel commit); a new leader is recovering it',
+        decisionIndex: 0,
+      });
     }
-    if (participantId === '') return cb(null, { txnId, outcome: 'UNKNOWN', reason: 'no decision is recorded for this transaction', decisionIndex: 0 });
-    // A participant in doubt on a forgotten decision cannot be answered from the log: ABORT could contradict it. Its operator decides (R4).
-    if (this.table.beyondHorizon(txnId)) return cb(null, { txnId, outcome: 'UNKNOWN', reason: forgottenReason(this.table, txnId), decisionIndex: 0 });
+    if (participantId === '')
+      return cb(null, {
+        txnId,
+        outcome: 'UNKNOWN',
+        reason: 'no decision is recorded for this transaction',
+        decisionIndex: 0,
+      });
+    // A participant in doubt on a forgotten decision cannot be answered from the log: ABORT could contradict it. Its
+    // operator decides (R4).
+    if (this.table.beyondHorizon(txnId))
+      return cb(null, { txnId, outcome: 'UNKNOWN', reason: forgottenReason(this.table, txnId), decisionIndex: 0 });
     const asker = this.table.participants.has(participantId) ? [participantId] : [];
-    this.logAbort(txnId, `participant ${participantId} was in doubt and no decision was logged (presumed abort)`, 'presumed_abort_query', cb, asker);
+    this.logAbort(
+      txnId,
+      `participant ${participantId} was in doubt and no decision was logged (presumed abort)`,
+      'presumed_abort_query',
+      cb,
+      asker,
+    );
   }
 
-  /** Notes that participantId was heard from now (only registered ids are kept, so the map is bounded by the registry). */
+  /**
+   * Notes that participantId was heard from now (only registered ids are kept, so the map is bounded by the registry).
+   */
   heardFrom(participantId: string): void {
     if (this.table.participants.has(participantId)) this.lastSeenAtMs.set(participantId, this.io.nowMs());
   }
@@ -462,13 +550,23 @@ export class CommitProtocol {
 
   private validateEnlistment(enlist: { participantId: string; payload: Uint8Array }[]): EngineError | null {
     if (enlist.length === 0) return new EngineError('invalid', 'a transaction needs at least one participant');
-    if (enlist.length > this.cfg.participantsMax) return new EngineError('invalid', `${enlist.length} participants exceed the limit of ${this.cfg.participantsMax}`);
+    if (enlist.length > this.cfg.participantsMax)
+      return new EngineError(
+        'invalid',
+        `${enlist.length} participants exceed the limit of ${this.cfg.participantsMax}`,
+      );
     const seen = new Set<string>();
     for (const e of enlist) {
-      if (seen.has(e.participantId)) return new EngineError('invalid', `participant ${e.participantId} is enlisted twice`);
+      if (seen.has(e.participantId))
+        return new EngineError('invalid', `participant ${e.participantId} is enlisted twice`);
       seen.add(e.participantId);
-      if (!this.table.participants.has(e.participantId)) return new EngineError('precondition', `participant ${e.participantId} is not registered with this cluster`);
-      if (e.payload.byteLength > this.cfg.payloadBytesMax) return new EngineError('invalid', `payload for ${e.participantId} is ${e.payload.byteLength} bytes (limit ${this.cfg.payloadBytesMax})`);
+      if (!this.table.participants.has(e.participantId))
+        return new EngineError('precondition', `participant ${e.participantId} is not registered with this cluster`);
+      if (e.payload.byteLength > this.cfg.payloadBytesMax)
+        return new EngineError(
+          'invalid',
+          `payload for ${e.participantId} is ${e.payload.byteLength} bytes (limit ${this.cfg.payloadBytesMax})`,
+        );
     }
     return null;
   }
@@ -477,7 +575,13 @@ export class CommitProtocol {
     const ids = [...t.members.keys()];
     const remainingMs = Math.max(1, t.deadlineAtMs - this.io.nowMs());
     for (const m of t.members.values()) {
-      const req: PrepareRequest = { txnId: t.id, participantId: m.record.id, participants: ids, payload: m.payload, timeoutMs: remainingMs };
+      const req: PrepareRequest = {
+        txnId: t.id,
+        participantId: m.record.id,
+        participants: ids,
+        payload: m.payload,
+        timeoutMs: remainingMs,
+      };
       m.inFlight = true;
       m.mayBePrepared = true;
       this.io.sendPrepare(m.record, req, Math.min(remainingMs, this.cfg.rpcTimeoutMs), (err, vote) => {
@@ -485,7 +589,12 @@ export class CommitProtocol {
         // Provably never delivered: nothing is prepared there, so no ABORT is owed (R3).
         if (err instanceof NotDeliveredError) m.mayBePrepared = false;
         if (this.txns.get(t.id) !== t || t.phase !== 'preparing') return;
-        if (err || !vote) return this.decideAbort(t, `participant ${m.record.id} did not vote: ${err?.message ?? 'no answer'}`, 'unreachable');
+        if (err || !vote)
+          return this.decideAbort(
+            t,
+            `participant ${m.record.id} did not vote: ${err?.message ?? 'no answer'}`,
+            'unreachable',
+          );
         this.heardFrom(m.record.id);
         this.recordVote(t, m, vote.vote, vote.reason);
         this.countVote(t, m);
@@ -495,7 +604,10 @@ export class CommitProtocol {
 
   /** A member's one VOTE to this PREPARE, while preparing (the link checked it is 'yes' or 'no'). */
   private recordVote(t: Txn, m: Member, vote: Member['vote'], reason: string): void {
-    assert(t.phase === 'preparing' && t.outcome === null, `${t.id}: a vote is recorded while preparing, not ${t.phase}`);
+    assert(
+      t.phase === 'preparing' && t.outcome === null,
+      `${t.id}: a vote is recorded while preparing, not ${t.phase}`,
+    );
     assert(t.members.get(m.record.id) === m, `${t.id}: ${m.record.id} votes as an enlisted member`);
     assert(m.vote === null, `${t.id}: ${m.record.id} votes once per PREPARE`);
     assert(vote === 'yes' || vote === 'no', `${t.id}: ${m.record.id}'s vote is YES or NO`);
@@ -505,7 +617,12 @@ export class CommitProtocol {
 
   /** AC2: one NO aborts; COMMIT only once every participant voted YES. */
   protected countVote(t: Txn, m: Member): void {
-    if (m.vote === 'no') return this.decideAbort(t, `participant ${m.record.id} voted NO: ${m.voteReason || 'no reason given'}`, 'vote_no');
+    if (m.vote === 'no')
+      return this.decideAbort(
+        t,
+        `participant ${m.record.id} voted NO: ${m.voteReason || 'no reason given'}`,
+        'vote_no',
+      );
     // Parallel commit answers COMMITTED here when its STAGING record is applied, then logs COMMIT.
     if ([...t.members.values()].every((x) => x.vote === 'yes') && !this.pc.allYes(t)) this.proposeCommit(t);
   }
@@ -519,9 +636,18 @@ export class CommitProtocol {
   private commitImplicitly(t: Txn): void {
     const p = t.parallel;
     assert(this.txns.get(t.id) === t, `${t.id}: COMMITTED is implied for a transaction this leader tracks`);
-    assert(t.phase === 'preparing' && t.outcome === null, `${t.id}: COMMITTED is implied from phase preparing, not ${t.phase}`);
-    assert(p !== undefined && p.staged !== 'failed' && !p.implicit, `${t.id}: COMMITTED is implied once, for a STAGING record not known to have failed`);
-    assert(t.term === this.leaderTerm, `${t.id}: COMMITTED is implied only by the term that staged it and collected the votes (R2)`);
+    assert(
+      t.phase === 'preparing' && t.outcome === null,
+      `${t.id}: COMMITTED is implied from phase preparing, not ${t.phase}`,
+    );
+    assert(
+      p !== undefined && p.staged !== 'failed' && !p.implicit,
+      `${t.id}: COMMITTED is implied once, for a STAGING record not known to have failed`,
+    );
+    assert(
+      t.term === this.leaderTerm,
+      `${t.id}: COMMITTED is implied only by the term that staged it and collected the votes (R2)`,
+    );
     assert(
       [...t.members.values()].every((m) => m.vote === 'yes'),
       `${t.id}: COMMITTED is implied only with every YES (AC2)`,
@@ -535,7 +661,10 @@ export class CommitProtocol {
     this.proposeCommit(t);
   }
 
-  /** preparing → deciding COMMIT with nothing proposed: the process dies at the test's fault point; a new leader recovers T. */
+  /**
+   * preparing → deciding COMMIT with nothing proposed: the process dies at the test's fault point; a new leader
+   * recovers T.
+   */
   private haltBeforeExplicitCommit(t: Txn): void {
     assert(t.phase === 'preparing' && t.parallel?.implicit === true, `${t.id}: halted only after an implied COMMITTED`);
     t.phase = 'deciding';
@@ -546,7 +675,10 @@ export class CommitProtocol {
   /** R2: only the leader of the term that sent PREPARE, holding every YES, proposes COMMIT. */
   protected proposeCommit(t: Txn): void {
     if (t.term !== this.leaderTerm) return this.decideAbort(t, 'leadership changed during prepare', 'leader_change');
-    assert(t.phase === 'preparing' && t.outcome === null, `${t.id}: COMMIT is proposed from phase preparing, not ${t.phase}`);
+    assert(
+      t.phase === 'preparing' && t.outcome === null,
+      `${t.id}: COMMIT is proposed from phase preparing, not ${t.phase}`,
+    );
     assert(t.members.size > 0, `${t.id}: COMMIT needs enlisted participants`);
     t.phase = 'deciding';
     t.proposing = 'commit';
@@ -554,9 +686,15 @@ export class CommitProtocol {
   }
 
   private proposeDecision(t: Txn): void {
-    assert(t.phase === 'deciding' && t.outcome === null, `${t.id}: a decision is proposed while deciding, not ${t.phase}`);
+    assert(
+      t.phase === 'deciding' && t.outcome === null,
+      `${t.id}: a decision is proposed while deciding, not ${t.phase}`,
+    );
     assert(t.proposing !== undefined, `${t.id}: deciding knows which outcome it proposes`);
-    assert(t.proposing === 'abort' || t.term === this.leaderTerm, `${t.id}: COMMIT is proposed only by the term that collected the votes (R2)`);
+    assert(
+      t.proposing === 'abort' || t.term === this.leaderTerm,
+      `${t.id}: COMMIT is proposed only by the term that collected the votes (R2)`,
+    );
     t.reproposeAtMs = 0;
     const outcome = t.proposing;
     const participants = decisionParticipants(t, outcome);
@@ -568,7 +706,14 @@ export class CommitProtocol {
     // record), and the Forgets that ride it wait with it.
     const lingerMs = outcome === 'commit' && t.parallel?.implicit === true ? this.cfg.explicitCommitLingerMs : 0;
     this.flushForgets(lingerMs);
-    const decide = { t: 'decide' as const, txnId: t.id, outcome, reason: outcome === 'commit' ? '' : t.reason, participants, atMs: this.io.nowMs() };
+    const decide = {
+      t: 'decide' as const,
+      txnId: t.id,
+      outcome,
+      reason: outcome === 'commit' ? '' : t.reason,
+      participants,
+      atMs: this.io.nowMs(),
+    };
     this.io.propose(decide, (err) => this.decisionProposed(t, outcome, err), lingerMs);
   }
 
@@ -607,7 +752,10 @@ export class CommitProtocol {
 
   /** R1, R3: ABORT goes through the log like COMMIT. */
   protected proposeAbort(t: Txn): void {
-    assert(t.phase === 'begun' || t.phase === 'preparing', `${t.id}: ABORT is proposed from phase begun or preparing, not ${t.phase}`);
+    assert(
+      t.phase === 'begun' || t.phase === 'preparing',
+      `${t.id}: ABORT is proposed from phase begun or preparing, not ${t.phase}`,
+    );
     assert(t.outcome === null, `${t.id}: ABORT is proposed for an undecided transaction`);
     assert(!t.parallel?.implicit, `${t.id}: ABORT is never proposed after an implied COMMITTED`);
     t.phase = 'deciding';
@@ -615,12 +763,27 @@ export class CommitProtocol {
     this.proposeDecision(t);
   }
 
-  /** ABORT for a transaction this leader is not working on, logged before anyone hears it; `participants` get it until they acknowledge. */
-  private logAbort(txnId: string, reason: string, why: AbortClass, cb: OutcomeCallback, participants: string[] = []): void {
+  /**
+   * ABORT for a transaction this leader is not working on, logged before anyone hears it; `participants` get it until
+   * they acknowledge.
+   */
+  private logAbort(
+    txnId: string,
+    reason: string,
+    why: AbortClass,
+    cb: OutcomeCallback,
+    participants: string[] = [],
+  ): void {
     const future = futureIdRefusal(txnId, this.io.nowMs(), this.cfg.clockSkewMaxMs);
     if (future) return cb(new EngineError(future.code, future.message));
     this.io.propose({ t: 'decide', txnId, outcome: 'abort', reason, participants, atMs: this.io.nowMs() }, (err, r) => {
-      if (err || !r || r.t !== 'decide') return cb(new EngineError('outcome-unknown', `the decision could not be logged (${err?.message ?? 'no result'}); retry`));
+      if (err || !r || r.t !== 'decide')
+        return cb(
+          new EngineError(
+            'outcome-unknown',
+            `the decision could not be logged (${err?.message ?? 'no result'}); retry`,
+          ),
+        );
       if (r.first && r.decision.outcome === 'abort') this.stats.aborted[why]++;
       cb(null, answerOf(r.decision));
     });
@@ -654,7 +817,8 @@ export class CommitProtocol {
       this.stopDelivering(result.id);
     } else if (result.t === 'register' && result.returned) {
       // Removed with --force and back: the decisions still owed to it are delivered again.
-      for (const d of this.table.decisions.values()) if (d.participants.includes(result.participant.id)) this.deliver(d);
+      for (const d of this.table.decisions.values())
+        if (d.participants.includes(result.participant.id)) this.deliver(d);
     } else if (result.t === 'forget') {
       this.forgetInFlight = false;
     } else if (result.t === 'stage' && !this.txns.has(result.txnId)) {
@@ -683,14 +847,45 @@ export class CommitProtocol {
       const members = new Map<string, Member>();
       for (const id of d.participants) {
         const record = this.table.participants.get(id);
-        if (record) members.set(id, { record, payload: new Uint8Array(), vote: null, voteReason: '', acked: false, retries: 0, nextRetryAtMs: 0, inFlight: false });
+        if (record)
+          members.set(id, {
+            record,
+            payload: new Uint8Array(),
+            vote: null,
+            voteReason: '',
+            acked: false,
+            retries: 0,
+            nextRetryAtMs: 0,
+            inFlight: false,
+          });
       }
-      t = { id: d.txnId, phase: 'delivering', term: this.leaderTerm, startedAtMs: d.decidedAtMs, deadlineAtMs: 0, members, waiters: [], outcome: d.outcome, reason: d.reason, decisionIndex: d.index };
+      t = {
+        id: d.txnId,
+        phase: 'delivering',
+        term: this.leaderTerm,
+        startedAtMs: d.decidedAtMs,
+        deadlineAtMs: 0,
+        members,
+        waiters: [],
+        outcome: d.outcome,
+        reason: d.reason,
+        decisionIndex: d.index,
+      };
       this.txns.set(d.txnId, t);
     }
     for (const id of d.participants) {
       const record = this.table.participants.get(id);
-      if (record && !t.members.has(id)) t.members.set(id, { record, payload: new Uint8Array(), vote: null, voteReason: '', acked: false, retries: 0, nextRetryAtMs: 0, inFlight: false });
+      if (record && !t.members.has(id))
+        t.members.set(id, {
+          record,
+          payload: new Uint8Array(),
+          vote: null,
+          voteReason: '',
+          acked: false,
+          retries: 0,
+          nextRetryAtMs: 0,
+          inFlight: false,
+        });
     }
     assert(t.outcome === null || t.outcome === d.outcome, `${d.txnId}: delivering ${d.outcome} after ${t.outcome}`);
     assert(this.table.lookup(d.txnId)?.outcome === d.outcome, `${d.txnId}: the decision delivered is the logged one`);
@@ -730,7 +925,10 @@ export class CommitProtocol {
 
   /** A member acknowledged the DECISION it was sent. */
   private recordAck(t: Txn, m: Member): void {
-    assert(t.phase === 'delivering' && t.outcome !== null, `${t.id}: an ACK is recorded while delivering, not ${t.phase}`);
+    assert(
+      t.phase === 'delivering' && t.outcome !== null,
+      `${t.id}: an ACK is recorded while delivering, not ${t.phase}`,
+    );
     assert(t.members.get(m.record.id) === m, `${t.id}: ${m.record.id} acknowledges as a member`);
     m.acked = true;
   }
@@ -738,7 +936,10 @@ export class CommitProtocol {
   private maybeDone(t: Txn): void {
     if (t.phase !== 'delivering') return;
     if (!this.mayForget(t)) return;
-    assert(this.txns.get(t.id) === t && t.outcome !== null, `${t.id}: only a decided transaction this leader tracks is forgotten`);
+    assert(
+      this.txns.get(t.id) === t && t.outcome !== null,
+      `${t.id}: only a decided transaction this leader tracks is forgotten`,
+    );
     this.txns.delete(t.id);
     // Owed to a participant removed with --force: kept in the table for it (R5), not delivered.
     if (this.table.owedToRemoved(t.id).length > 0) return;
@@ -774,14 +975,17 @@ export class CommitProtocol {
       switch (t.phase) {
         case 'begun':
         case 'preparing':
-          if (now >= t.deadlineAtMs) this.decideAbort(t, `the transaction timed out after ${t.deadlineAtMs - t.startedAtMs} ms`, 'timeout');
+          if (now >= t.deadlineAtMs)
+            this.decideAbort(t, `the transaction timed out after ${t.deadlineAtMs - t.startedAtMs} ms`, 'timeout');
           break;
         case 'delivering':
-          for (const m of t.members.values()) if (!m.acked && !m.inFlight && now >= m.nextRetryAtMs) this.sendDecision(t, m);
+          for (const m of t.members.values())
+            if (!m.acked && !m.inFlight && now >= m.nextRetryAtMs) this.sendDecision(t, m);
           break;
         case 'deciding':
           // COMMIT only by the term that collected the votes (R2); ABORT by any leader.
-          if (t.reproposeAtMs && now >= t.reproposeAtMs && (t.proposing === 'abort' || t.term === this.leaderTerm)) this.proposeDecision(t);
+          if (t.reproposeAtMs && now >= t.reproposeAtMs && (t.proposing === 'abort' || t.term === this.leaderTerm))
+            this.proposeDecision(t);
           break;
       }
     }
@@ -793,10 +997,15 @@ export class CommitProtocol {
     return txnAnswer(t);
   }
 
-  /** begun|preparing → deciding ABORT, for an operator whose own Decide entry is the ABORT: nothing is proposed here. */
+  /**
+   * begun|preparing → deciding ABORT, for an operator whose own Decide entry is the ABORT: nothing is proposed here.
+   */
   private operatorTakesOver(t: Txn, reason: string): void {
     assert(this.txns.get(t.id) === t, `${t.id}: the operator takes over a transaction this leader tracks`);
-    assert((t.phase === 'begun' || t.phase === 'preparing') && t.outcome === null, `${t.id}: the operator takes over an undecided transaction, not one ${t.phase}`);
+    assert(
+      (t.phase === 'begun' || t.phase === 'preparing') && t.outcome === null,
+      `${t.id}: the operator takes over an undecided transaction, not one ${t.phase}`,
+    );
     t.phase = 'deciding';
     t.proposing = 'abort';
     t.reproposeAtMs = 0;
@@ -805,6 +1014,7 @@ export class CommitProtocol {
 
   /** An ABORT this leader is deciding could not be logged: tick proposes it again. */
   private reproposeLater(t: Txn): void {
-    if (this.txns.get(t.id) === t && t.phase === 'deciding' && t.proposing === 'abort') t.reproposeAtMs = this.io.nowMs() + this.cfg.retryMinMs;
+    if (this.txns.get(t.id) === t && t.phase === 'deciding' && t.proposing === 'abort')
+      t.reproposeAtMs = this.io.nowMs() + this.cfg.retryMinMs;
   }
 }

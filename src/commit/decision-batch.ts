@@ -39,7 +39,9 @@ const KIND_STAGE_TRACED = 5;
 const TRACEPARENT_BYTES = 55;
 const TRACEPARENT_SHAPE = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
-/** Whether `s` is a traceparent a decision record may carry (the shape only: all-zero ids are the sender's to refuse). */
+/**
+ * Whether `s` is a traceparent a decision record may carry (the shape only: all-zero ids are the sender's to refuse).
+ */
 export function isRecordTrace(s: unknown): s is string {
   return typeof s === 'string' && s.length === TRACEPARENT_BYTES && TRACEPARENT_SHAPE.test(s);
 }
@@ -48,7 +50,8 @@ const OUTCOME_ABORT = 1;
 
 export type BatchCommand = Extract<Command, { t: 'decide' } | { t: 'forget' } | { t: 'stage' }>;
 
-const fitsU16 = (s: string): boolean => s.length <= STRING_BYTES_MAX / 3 || Buffer.byteLength(s, 'utf8') <= STRING_BYTES_MAX;
+const fitsU16 = (s: string): boolean =>
+  s.length <= STRING_BYTES_MAX / 3 || Buffer.byteLength(s, 'utf8') <= STRING_BYTES_MAX;
 
 /**
  * Whether `cmd` can ride a batch entry: a Decide without an operator's act
@@ -88,8 +91,15 @@ export function batchable(cmd: Command): cmd is BatchCommand {
 export function recordBytesBound(cmd: BatchCommand): number {
   if (cmd.t === 'forget') return 3 + cmd.txnIds.reduce((n, id) => n + 2 + 3 * id.length, 0);
   const traced = cmd.trace === undefined ? 0 : 2 + TRACEPARENT_BYTES;
-  if (cmd.t === 'stage') return traced + 13 + 3 * cmd.txnId.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
-  return traced + 16 + 3 * cmd.txnId.length + 3 * cmd.reason.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
+  if (cmd.t === 'stage')
+    return traced + 13 + 3 * cmd.txnId.length + cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0);
+  return (
+    traced +
+    16 +
+    3 * cmd.txnId.length +
+    3 * cmd.reason.length +
+    cmd.participants.reduce((n, p) => n + 2 + 3 * p.length, 0)
+  );
 }
 
 /** The bytes one record takes in a batch, after asserting it is one a follower's edge accepts. */
@@ -98,12 +108,19 @@ function recordSize(c: BatchCommand): number {
   // Paired with decodeDecisionBatch: nothing is written that a follower's edge would refuse.
   if (c.t === 'forget') assert(c.txnIds.length <= LIST_MAX, `a forget record names at most ${LIST_MAX} txnIds`);
   else {
-    assert(c.txnId !== '' && Number.isFinite(c.atMs) && c.atMs >= 0, `${c.txnId || '(empty txnId)'}: a ${c.t} record has a txnId and a finite time ≥ 0, not ${c.atMs}`);
+    assert(
+      c.txnId !== '' && Number.isFinite(c.atMs) && c.atMs >= 0,
+      `${c.txnId || '(empty txnId)'}: a ${c.t} record has a txnId and a finite time ≥ 0, not ${c.atMs}`,
+    );
     assert(c.participants.length <= LIST_MAX, `${c.txnId}: a ${c.t} record names at most ${LIST_MAX} participants`);
-    assert(c.t === 'stage' || c.outcome === 'commit' || c.outcome === 'abort', `${c.txnId}: a decide record's outcome is commit or abort`);
+    assert(
+      c.t === 'stage' || c.outcome === 'commit' || c.outcome === 'abort',
+      `${c.txnId}: a decide record's outcome is commit or abort`,
+    );
   }
   if (c.t !== 'forget' && c.trace !== undefined) {
-    if (!isRecordTrace(c.trace)) throw new RangeError(`${c.txnId}: a decision record's trace is a traceparent of ${TRACEPARENT_BYTES} characters`);
+    if (!isRecordTrace(c.trace))
+      throw new RangeError(`${c.txnId}: a decision record's trace is a traceparent of ${TRACEPARENT_BYTES} characters`);
     size += 2 + TRACEPARENT_BYTES;
   }
   if (c.t === 'decide') {
@@ -129,7 +146,8 @@ function recordSize(c: BatchCommand): number {
  * where a string is [byte length u16][UTF-8].
  */
 export function encodeDecisionBatch(cmds: readonly BatchCommand[]): Uint8Array {
-  if (cmds.length === 0 || cmds.length > BATCH_RECORDS_MAX) throw new RangeError(`a decision batch holds 1–${BATCH_RECORDS_MAX} records, not ${cmds.length}`);
+  if (cmds.length === 0 || cmds.length > BATCH_RECORDS_MAX)
+    throw new RangeError(`a decision batch holds 1–${BATCH_RECORDS_MAX} records, not ${cmds.length}`);
   let size = 4;
   for (const c of cmds) size += recordSize(c);
   const out = Buffer.allocUnsafe(size);
@@ -194,7 +212,10 @@ class Reader {
   constructor(readonly buf: Buffer) {}
 
   need(n: number, what: string, r: number): void {
-    if (this.pos + n > this.buf.byteLength) throw new Malformed(`${r < 0 ? what : `record ${r}'s ${what}`} (${n} bytes) runs past the entry's ${this.buf.byteLength} bytes`);
+    if (this.pos + n > this.buf.byteLength)
+      throw new Malformed(
+        `${r < 0 ? what : `record ${r}'s ${what}`} (${n} bytes) runs past the entry's ${this.buf.byteLength} bytes`,
+      );
   }
 
   u8(what: string, r: number): number {
@@ -266,22 +287,30 @@ export function decodeDecisionBatch(data: Uint8Array): BatchDecoded {
     const version = rd.u8('the version', -1);
     if (version !== VERSION) throw new Malformed(`unknown version ${version}`);
     const count = rd.u16('the record count', -1);
-    if (count === 0 || count > BATCH_RECORDS_MAX) throw new Malformed(`${count} records (1–${BATCH_RECORDS_MAX} allowed)`);
+    if (count === 0 || count > BATCH_RECORDS_MAX)
+      throw new Malformed(`${count} records (1–${BATCH_RECORDS_MAX} allowed)`);
     const cmds: BatchCommand[] = new Array(count);
     for (let r = 0; r < count; r++) {
       const kind = rd.u8('kind', r);
       if (kind === KIND_DECIDE || kind === KIND_DECIDE_TRACED) {
         const o = rd.u8('outcome', r);
-        if (o !== OUTCOME_COMMIT && o !== OUTCOME_ABORT) throw new Malformed(`record ${r} has outcome ${o} (0 commit, 1 abort)`);
+        if (o !== OUTCOME_COMMIT && o !== OUTCOME_ABORT)
+          throw new Malformed(`record ${r} has outcome ${o} (0 commit, 1 abort)`);
         const { atMs, txnId } = timeAndTxn(rd, r);
         const reason = rd.str('reason', r);
         const participants = rd.list('participants', r);
         const outcome = o === OUTCOME_COMMIT ? 'commit' : 'abort';
-        cmds[r] = kind === KIND_DECIDE ? { t: 'decide', txnId, outcome, reason, participants, atMs } : { t: 'decide', txnId, outcome, reason, participants, atMs, trace: readTrace(rd, r) };
+        cmds[r] =
+          kind === KIND_DECIDE
+            ? { t: 'decide', txnId, outcome, reason, participants, atMs }
+            : { t: 'decide', txnId, outcome, reason, participants, atMs, trace: readTrace(rd, r) };
       } else if (kind === KIND_STAGE || kind === KIND_STAGE_TRACED) {
         const { atMs, txnId } = timeAndTxn(rd, r);
         const participants = rd.list('participants', r);
-        cmds[r] = kind === KIND_STAGE ? { t: 'stage', txnId, participants, atMs } : { t: 'stage', txnId, participants, atMs, trace: readTrace(rd, r) };
+        cmds[r] =
+          kind === KIND_STAGE
+            ? { t: 'stage', txnId, participants, atMs }
+            : { t: 'stage', txnId, participants, atMs, trace: readTrace(rd, r) };
       } else if (kind === KIND_FORGET) {
         cmds[r] = { t: 'forget', txnIds: rd.list('txnIds', r) };
       } else throw new Malformed(`record ${r} has unknown kind ${kind}`);

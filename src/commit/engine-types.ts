@@ -4,7 +4,16 @@
 // (./commit-protocol.ts), the operator actions (./operator-actions.ts) and
 // the read views (./engine-views.ts) share.
 
-import { outcomeOfDecision, type ClusterOutcome, type Decide, type DecisionOutcome, type Outcome, type ParticipantMethod, type Prepare, type Vote } from '../domain/protocol.ts';
+import {
+  outcomeOfDecision,
+  type ClusterOutcome,
+  type Decide,
+  type DecisionOutcome,
+  type Outcome,
+  type ParticipantMethod,
+  type Prepare,
+  type Vote,
+} from '../domain/protocol.ts';
 import type { ApplyResult, Command, Decision, HeuristicRecord, ParticipantRecord, Resolution } from './state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
 import type { TxnStatus } from '../domain/protocol.ts';
@@ -25,10 +34,20 @@ export interface EngineIO {
    * proposals to share its log entry (it goes at once with the first that comes).
    */
   propose(cmd: Command, cb: (err: Error | null, result?: ApplyResult) => void, lingerMs?: number): void;
-  sendPrepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void;
+  sendPrepare(
+    to: ParticipantRecord,
+    req: PrepareRequest,
+    timeoutMs: number,
+    cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void,
+  ): void;
   sendDecision(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void;
   /** The status question of parallel commit's recovery (./parallel-commit.ts). */
-  sendStatus(to: ParticipantRecord, txnId: string, timeoutMs: number, cb: (err: Error | null, status?: TxnStatus) => void): void;
+  sendStatus(
+    to: ParticipantRecord,
+    txnId: string,
+    timeoutMs: number,
+    cb: (err: Error | null, status?: TxnStatus) => void,
+  ): void;
   /**
    * A test's fault point, absent in production: the node wires it only from
    * its environment (src/node/fault-point.ts), never from a request.
@@ -43,7 +62,9 @@ export interface EngineIO {
   transferringTo?(): string | null;
 }
 
-/** Where a test may stop the leader: after the implied COMMITTED is answered, before the explicit COMMIT is proposed. */
+/**
+ * Where a test may stop the leader: after the implied COMMITTED is answered, before the explicit COMMIT is proposed.
+ */
 export type FaultPoint = 'before-explicit-commit';
 
 export interface EngineConfig {
@@ -100,7 +121,10 @@ export const defaultEngineConfig: EngineConfig = {
   explicitCommitLingerMs: 5,
 };
 
-/** The engine's map holds at most this many transactions per inFlightMax (aborted ones remembered, decided ones awaiting ACKs). */
+/**
+ * The engine's map holds at most this many transactions per inFlightMax (aborted ones remembered, decided ones awaiting
+ * ACKs).
+ */
 export const TXNS_PER_IN_FLIGHT = 4;
 
 export type ClientOutcome = ClusterOutcome;
@@ -144,7 +168,14 @@ export class EngineError extends Error {
  * so the simulator's clients see exactly what the SDK sees.
  */
 export interface EngineStatus {
-  code: 'UNAVAILABLE' | 'DEADLINE_EXCEEDED' | 'ALREADY_EXISTS' | 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION' | 'RESOURCE_EXHAUSTED' | 'NOT_FOUND';
+  code:
+    | 'UNAVAILABLE'
+    | 'DEADLINE_EXCEEDED'
+    | 'ALREADY_EXISTS'
+    | 'INVALID_ARGUMENT'
+    | 'FAILED_PRECONDITION'
+    | 'RESOURCE_EXHAUSTED'
+    | 'NOT_FOUND';
   reason?: 'NOT_LEADER' | 'UNKNOWN_OUTCOME' | 'ALREADY_DECIDED';
 }
 
@@ -226,7 +257,10 @@ export interface TxnView {
   reason: string;
   ageMs: number;
   decisionIndex: number;
-  /** `unimplemented`: the method it answered UNIMPLEMENTED to (its DECISION, or recovery's status question); '' when none. */
+  /**
+   * `unimplemented`: the method it answered UNIMPLEMENTED to (its DECISION, or recovery's status question); '' when
+   * none.
+   */
   participants: { id: string; vote: Vote | null; acked: boolean; retries: number; unimplemented: string }[];
   heuristics: HeuristicRecord[];
   resolutions: Resolution[];
@@ -257,7 +291,10 @@ export interface HeuristicReport {
   atMs: number;
 }
 
-/** The leader's view of a participant: when it last heard from it, and how many of its YES votes wait for a decision or an ACK. */
+/**
+ * The leader's view of a participant: when it last heard from it, and how many of its YES votes wait for a decision or
+ * an ACK.
+ */
 export interface ParticipantActivity {
   id: string;
   /** 0: not heard from since this node became leader. */
@@ -275,8 +312,27 @@ export interface ResolveAnswer {
  * Why a transaction aborted, as a small closed set (metrics labels must not
  * carry free text): the class is named where the abort is decided.
  */
-export type AbortClass = 'vote_no' | 'timeout' | 'unreachable' | 'client' | 'leader_change' | 'presumed_abort_query' | 'operator' | 'heuristic_report' | 'staging_recovery';
-export const ABORT_CLASSES: readonly AbortClass[] = ['vote_no', 'timeout', 'unreachable', 'client', 'leader_change', 'presumed_abort_query', 'operator', 'heuristic_report', 'staging_recovery'];
+export type AbortClass =
+  | 'vote_no'
+  | 'timeout'
+  | 'unreachable'
+  | 'client'
+  | 'leader_change'
+  | 'presumed_abort_query'
+  | 'operator'
+  | 'heuristic_report'
+  | 'staging_recovery';
+export const ABORT_CLASSES: readonly AbortClass[] = [
+  'vote_no',
+  'timeout',
+  'unreachable',
+  'client',
+  'leader_change',
+  'presumed_abort_query',
+  'operator',
+  'heuristic_report',
+  'staging_recovery',
+];
 
 /** Monotonic counts of what this node's engine did while it led; read-only, for metrics. */
 export interface EngineCounters {
@@ -318,7 +374,9 @@ export function isUndecidedPhase(phase: Phase): boolean {
  * know it did not vote YES.
  */
 export function decisionParticipants(t: Txn, outcome: DecisionOutcome): string[] {
-  return [...t.members.values()].filter((m) => outcome === 'commit' || (m.vote !== 'no' && m.mayBePrepared !== false)).map((m) => m.record.id);
+  return [...t.members.values()]
+    .filter((m) => outcome === 'commit' || (m.vote !== 'no' && m.mayBePrepared !== false))
+    .map((m) => m.record.id);
 }
 
 export function validateTxnId(id: string): void {

@@ -5,7 +5,17 @@
 
 import { outcomeOfDecision } from '../domain/protocol.ts';
 import type { DecisionTable, Staging } from './state.ts';
-import { isUndecidedPhase, txnAnswer, type ListFilter, type Member, type ParticipantActivity, type Phase, type Removal, type Txn, type TxnView } from './engine-types.ts';
+import {
+  isUndecidedPhase,
+  txnAnswer,
+  type ListFilter,
+  type Member,
+  type ParticipantActivity,
+  type Phase,
+  type Removal,
+  type Txn,
+  type TxnView,
+} from './engine-types.ts';
 
 /** What a read sees: the engine's state at one instant. */
 export interface ViewState {
@@ -84,7 +94,10 @@ export function viewTxn(s: ViewState, txnId: string): TxnView | null {
   if (!d && heuristics.length === 0 && resolutions.length === 0) return null;
   // A forgotten decision (a tombstone) has no decision time: its age is
   // that of the oldest heuristic report or resolution on record instead.
-  const sinceAtMs = d && d.decidedAtMs > 0 ? d.decidedAtMs : Math.min(...heuristics.map((h) => h.atMs), ...resolutions.map((r) => r.atMs), s.nowMs);
+  const sinceAtMs =
+    d && d.decidedAtMs > 0
+      ? d.decidedAtMs
+      : Math.min(...heuristics.map((h) => h.atMs), ...resolutions.map((r) => r.atMs), s.nowMs);
   return {
     txnId,
     phase: 'decided',
@@ -92,7 +105,13 @@ export function viewTxn(s: ViewState, txnId: string): TxnView | null {
     reason: d?.reason ?? '',
     ageMs: Math.max(0, s.nowMs - sinceAtMs),
     decisionIndex: d?.index ?? 0,
-    participants: (d?.participants ?? []).map((id) => ({ id, vote: null, acked: false, retries: 0, unimplemented: '' })),
+    participants: (d?.participants ?? []).map((id) => ({
+      id,
+      vote: null,
+      acked: false,
+      retries: 0,
+      unimplemented: '',
+    })),
     heuristics: [...heuristics],
     resolutions: [...resolutions],
     removals: removalsOf(s, txnId),
@@ -112,7 +131,13 @@ function viewOfStaging(s: ViewState, st: Staging): TxnView {
     reason: 'staged by an earlier leader; recovering its outcome from the participants',
     ageMs: Math.max(0, s.nowMs - st.atMs),
     decisionIndex: 0,
-    participants: st.participants.map((id) => ({ id, vote: null, acked: false, retries: 0, unimplemented: s.recoveryGaps?.(st.txnId)?.get(id) ?? '' })),
+    participants: st.participants.map((id) => ({
+      id,
+      vote: null,
+      acked: false,
+      retries: 0,
+      unimplemented: s.recoveryGaps?.(st.txnId)?.get(id) ?? '',
+    })),
     heuristics: [...(s.table.heuristics.get(st.txnId) ?? [])],
     resolutions: [...(s.table.resolutions.get(st.txnId) ?? [])],
     removals: removalsOf(s, st.txnId),
@@ -127,22 +152,36 @@ function viewOfTxn(s: ViewState, t: Txn): TxnView {
     reason: t.reason,
     ageMs: s.nowMs - t.startedAtMs,
     decisionIndex: t.decisionIndex,
-    participants: [...t.members.values()].map((m) => ({ id: m.record.id, vote: m.vote, acked: m.acked, retries: m.retries, unimplemented: m.unimplemented ?? '' })),
+    participants: [...t.members.values()].map((m) => ({
+      id: m.record.id,
+      vote: m.vote,
+      acked: m.acked,
+      retries: m.retries,
+      unimplemented: m.unimplemented ?? '',
+    })),
     heuristics: [...(s.table.heuristics.get(t.id) ?? [])],
     resolutions: [...(s.table.resolutions.get(t.id) ?? [])],
     removals: removalsOf(s, t.id),
   };
 }
 
-/** The participants removed with --force that the decision of `txnId` is still owed to, with who removed each, when and why. */
+/**
+ * The participants removed with --force that the decision of `txnId` is still owed to, with who removed each, when and
+ * why.
+ */
 function removalsOf(s: ViewState, txnId: string): Removal[] {
   return s.table.owedToRemoved(txnId).flatMap((id) => {
     const r = s.table.removed.get(id);
-    return r === undefined ? [] : [{ participantId: id, operator: r.operator, reason: r.reason, atMs: r.atMs, index: r.index }];
+    return r === undefined
+      ? []
+      : [{ participantId: id, operator: r.operator, reason: r.reason, atMs: r.atMs, index: r.index }];
   });
 }
 
-/** Whether member `m` of `t` voted YES and waits for the decision or has not acknowledged it: prepared there (a TCC participant: its reserve is held). */
+/**
+ * Whether member `m` of `t` voted YES and waits for the decision or has not acknowledged it: prepared there (a TCC
+ * participant: its reserve is held).
+ */
 function holds(t: Txn, m: Member): boolean {
   return t.phase === 'delivering' ? !m.acked && m.vote !== 'no' : m.vote === 'yes';
 }
@@ -185,7 +224,10 @@ export function heldBy(s: Pick<ViewState, 'txns' | 'nowMs'>, ids: ReadonlySet<st
   return out;
 }
 
-/** Every registered participant as this leader sees it: last heard from, and its YES votes still waiting for a decision or an ACK. */
+/**
+ * Every registered participant as this leader sees it: last heard from, and its YES votes still waiting for a decision
+ * or an ACK.
+ */
 export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastSeenAtMs'>): ParticipantActivity[] {
   const inDoubt = new Map<string, number>();
   for (const t of s.txns.values()) {
@@ -194,5 +236,9 @@ export function participantActivity(s: Pick<ViewState, 'txns' | 'table' | 'lastS
       if (holds(t, m)) inDoubt.set(m.record.id, (inDoubt.get(m.record.id) ?? 0) + 1);
     }
   }
-  return [...s.table.participants.keys()].map((id) => ({ id, lastSeenAtMs: s.lastSeenAtMs.get(id) ?? 0, inDoubt: inDoubt.get(id) ?? 0 }));
+  return [...s.table.participants.keys()].map((id) => ({
+    id,
+    lastSeenAtMs: s.lastSeenAtMs.get(id) ?? 0,
+    inDoubt: inDoubt.get(id) ?? 0,
+  }));
 }

@@ -14,8 +14,24 @@
 
 import type { DecisionOutcome } from '../domain/protocol.ts';
 import { CommitProtocol } from './commit-protocol.ts';
-import type { EngineError, HeuristicReport, ListFilter, ParticipantActivity, Phase, ResolveAnswer, TxnView } from './engine-types.ts';
-import { heldBy, type HeldView, listTxns, participantActivity, phaseCounts, type ViewState, viewTxn } from './engine-views.ts';
+import type {
+  EngineError,
+  HeuristicReport,
+  ListFilter,
+  ParticipantActivity,
+  Phase,
+  ResolveAnswer,
+  TxnView,
+} from './engine-types.ts';
+import {
+  heldBy,
+  type HeldView,
+  listTxns,
+  participantActivity,
+  phaseCounts,
+  type ViewState,
+  viewTxn,
+} from './engine-views.ts';
 import { registerParticipant, reportHeuristic, resolve, unregisterParticipant } from './operator-actions.ts';
 import type { HeuristicRecord, OperatorAct, ParticipantRecord } from './state.ts';
 
@@ -43,13 +59,23 @@ export class CoordinatorEngine extends CommitProtocol {
     return participantActivity({ txns: this.txns, table: this.table, lastSeenAtMs: this.lastSeenAtMs });
   }
 
-  /** What the participants `ids` hold prepared for this leader's transactions (a TCC participant: its reserves), oldest first. */
+  /**
+   * What the participants `ids` hold prepared for this leader's transactions (a TCC participant: its reserves), oldest
+   * first.
+   */
   heldBy(ids: ReadonlySet<string>, limit: number): HeldView[] {
     return heldBy({ txns: this.txns, nowMs: this.io.nowMs() }, ids, limit);
   }
 
   private viewState(): ViewState {
-    return { txns: this.txns, table: this.table, lastSeenAtMs: this.lastSeenAtMs, nowMs: this.io.nowMs(), inDoubtAfterMs: this.cfg.inDoubtAfterMs, recoveryGaps: (id) => this.pc.unimplemented(id) };
+    return {
+      txns: this.txns,
+      table: this.table,
+      lastSeenAtMs: this.lastSeenAtMs,
+      nowMs: this.io.nowMs(),
+      inDoubtAfterMs: this.cfg.inDoubtAfterMs,
+      recoveryGaps: (id) => this.pc.unimplemented(id),
+    };
   }
 
   // ---- operator actions (./operator-actions.ts) -----------------------------
@@ -58,17 +84,33 @@ export class CoordinatorEngine extends CommitProtocol {
     reportHeuristic(this.port, r, cb);
   }
 
-  resolve(txnId: string, outcome: DecisionOutcome, act: Omit<OperatorAct, 'atMs'> & { forceUnknown?: boolean }, cb: (err: EngineError | null, r?: ResolveAnswer) => void): void {
+  resolve(
+    txnId: string,
+    outcome: DecisionOutcome,
+    act: Omit<OperatorAct, 'atMs'> & { forceUnknown?: boolean },
+    cb: (err: EngineError | null, r?: ResolveAnswer) => void,
+  ): void {
     resolve(this.port, txnId, outcome, act, cb);
   }
 
   /** `force`: remove it although decisions still name it (they stay owed to it, undelivered). */
-  unregisterParticipant(id: string, operator: string, cb: (err: EngineError | null, removed?: boolean, owed?: string[]) => void, force?: { reason: string }): void {
+  unregisterParticipant(
+    id: string,
+    operator: string,
+    cb: (err: EngineError | null, removed?: boolean, owed?: string[]) => void,
+    force?: { reason: string },
+  ): void {
     unregisterParticipant(this.port, id, operator, cb, force);
   }
 
   /** `serves`: the optional protocol methods it serves (src/domain/protocol.ts); empty, none. */
-  registerParticipant(id: string, endpoint: string, kind: string, serves: readonly string[], cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
+  registerParticipant(
+    id: string,
+    endpoint: string,
+    kind: string,
+    serves: readonly string[],
+    cb: (err: EngineError | null, p?: ParticipantRecord) => void,
+  ): void {
     registerParticipant(this.port, id, endpoint, kind, serves, cb);
   }
 }

@@ -19,7 +19,12 @@ export interface IdRefusal {
 }
 
 /** Why `txnId` may not be begun now, or null when it may. */
-export function beginRefusal(table: DecisionTable, txnId: string, nowMs: number, rules: NewnessRules): IdRefusal | null {
+export function beginRefusal(
+  table: DecisionTable,
+  txnId: string,
+  nowMs: number,
+  rules: NewnessRules,
+): IdRefusal | null {
   const d = table.lookup(txnId);
   if (d) {
     const recorded = outcomeOfDecision(d.outcome);

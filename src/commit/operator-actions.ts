@@ -8,7 +8,16 @@
 
 import { type DecisionOutcome, normalServes } from '../domain/protocol.ts';
 import type { ProtocolPort } from './commit-protocol.ts';
-import { type AbortClass, answerOf, decisionParticipants, EngineError, type HeuristicReport, type ResolveAnswer, type Txn, validateTxnId } from './engine-types.ts';
+import {
+  type AbortClass,
+  answerOf,
+  decisionParticipants,
+  EngineError,
+  type HeuristicReport,
+  type ResolveAnswer,
+  type Txn,
+  validateTxnId,
+} from './engine-types.ts';
 import type { HeuristicRecord, OperatorAct, ParticipantRecord } from './state.ts';
 
 /**
@@ -19,22 +28,45 @@ import type { HeuristicRecord, OperatorAct, ParticipantRecord } from './state.ts
  * this leader cannot have every YES for a transaction it is not deciding.
  * A repeated report answers the first record (R7).
  */
-export function reportHeuristic(p: ProtocolPort, r: HeuristicReport, cb: (err: EngineError | null, record?: HeuristicRecord) => void): void {
+export function reportHeuristic(
+  p: ProtocolPort,
+  r: HeuristicReport,
+  cb: (err: EngineError | null, record?: HeuristicRecord) => void,
+): void {
   try {
     p.requireLeader();
     validateTxnId(r.txnId);
   } catch (err) {
     return cb(err as EngineError);
   }
-  if (!p.table.participants.has(r.participantId)) return cb(new EngineError('precondition', `participant ${r.participantId} is not registered with this cluster`));
+  if (!p.table.participants.has(r.participantId))
+    return cb(new EngineError('precondition', `participant ${r.participantId} is not registered with this cluster`));
   p.heardFrom(r.participantId);
   const known = p.table.heuristics.get(r.txnId)?.find((h) => h.participantId === r.participantId);
   if (known) return cb(null, known);
   const record = (): void =>
-    p.io.propose({ t: 'heuristic', txnId: r.txnId, participantId: r.participantId, outcome: r.outcome, gid: r.gid, operator: r.operator, reason: r.reason, atMs: r.atMs }, (err, res) => {
-      if (err || !res || res.t !== 'heuristic') return cb(new EngineError('outcome-unknown', `the heuristic report could not be logged (${err?.message ?? 'no result'}); retry`));
-      cb(null, res.record);
-    });
+    p.io.propose(
+      {
+        t: 'heuristic',
+        txnId: r.txnId,
+        participantId: r.participantId,
+        outcome: r.outcome,
+        gid: r.gid,
+        operator: r.operator,
+        reason: r.reason,
+        atMs: r.atMs,
+      },
+      (err, res) => {
+        if (err || !res || res.t !== 'heuristic')
+          return cb(
+            new EngineError(
+              'outcome-unknown',
+              `the heuristic report could not be logged (${err?.message ?? 'no result'}); retry`,
+            ),
+          );
+        cb(null, res.record);
+      },
+    );
   decideFirst(
     p,
     r.txnId,
@@ -50,7 +82,13 @@ export function reportHeuristic(p: ProtocolPort, r: HeuristicReport, cb: (err: E
  * T after ABORT is logged (presumed abort, R3: this leader holds no YES
  * from every participant that it could still turn into COMMIT).
  */
-function decideFirst(p: ProtocolPort, txnId: string, reason: string, why: AbortClass, cb: (err: EngineError | null) => void): void {
+function decideFirst(
+  p: ProtocolPort,
+  txnId: string,
+  reason: string,
+  why: AbortClass,
+  cb: (err: EngineError | null) => void,
+): void {
   if (p.table.lookup(txnId)) return cb(null);
   const t = p.txn(txnId);
   if (t) {
@@ -59,7 +97,8 @@ function decideFirst(p: ProtocolPort, txnId: string, reason: string, why: AbortC
     p.decideAbort(t, reason, why);
     return;
   }
-  // Staged by an earlier leader (parallel commit): recovery decides it; a presumed ABORT could contradict an implied COMMITTED.
+  // Staged by an earlier leader (parallel commit): recovery decides it; a presumed ABORT could contradict an implied
+  // COMMITTED.
   if (p.isStaged(txnId)) return p.awaitRecovery(txnId, (err) => cb(err));
   p.logAbort(txnId, reason, why, (err) => cb(err));
 }
@@ -99,7 +138,8 @@ export function resolve(
   // Staged by an earlier leader: recovery decides it (an operator's ABORT
   // could contradict an implied COMMITTED); the act is then recorded
   // against that decision, or refused.
-  if (!decided && !t && p.isStaged(txnId)) return p.awaitRecovery(txnId, (err) => (err ? cb(err) : resolve(p, txnId, outcome, act, cb)));
+  if (!decided && !t && p.isStaged(txnId))
+    return p.awaitRecovery(txnId, (err) => (err ? cb(err) : resolve(p, txnId, outcome, act, cb)));
   const refused = decided ? null : undecidedRefusal(p, txnId, outcome, act, t);
   if (refused !== null) return cb(refused);
   const propose = (): void => proposeResolution(p, txnId, outcome, act, t, contrary, cb);
@@ -122,7 +162,13 @@ export function resolve(
 }
 
 /** Why an operator's act on undecided `txnId` is refused, or null when it may be logged. */
-function undecidedRefusal(p: ProtocolPort, txnId: string, outcome: DecisionOutcome, act: { forceUnknown?: boolean }, t: Txn | undefined): EngineError | null {
+function undecidedRefusal(
+  p: ProtocolPort,
+  txnId: string,
+  outcome: DecisionOutcome,
+  act: { forceUnknown?: boolean },
+  t: Txn | undefined,
+): EngineError | null {
   // A mistyped id would otherwise be decided and listed as an operator's
   // act on a transaction nobody ran: an id with no trace here is refused
   // unless the operator says it is meant (a transaction begun on an earlier
@@ -159,16 +205,32 @@ function proposeResolution(
   const members = t ? decisionParticipants(t, outcome) : [];
   const now = p.io.nowMs();
   const reason = `resolved by operator ${act.operator}: ${act.reason}`;
-  p.io.propose({ t: 'decide', txnId, outcome, reason, participants: members, atMs: now, operator: { operator: act.operator, reason: act.reason, atMs: now } }, (err, r) => {
-    if (err || !r || r.t !== 'decide') {
-      // The transaction this act moved to deciding must still be decided: tick proposes ABORT again.
-      if (t) p.reproposeLater(t);
-      return cb(new EngineError('outcome-unknown', `the resolution could not be logged (${err?.message ?? 'no result'}); retry`));
-    }
-    if (r.decision.outcome !== outcome) return cb(contrary(r.decision.outcome));
-    if (r.first && outcome === 'abort') p.countAbort('operator');
-    cb(null, { answer: answerOf(r.decision), decided: r.first });
-  });
+  p.io.propose(
+    {
+      t: 'decide',
+      txnId,
+      outcome,
+      reason,
+      participants: members,
+      atMs: now,
+      operator: { operator: act.operator, reason: act.reason, atMs: now },
+    },
+    (err, r) => {
+      if (err || !r || r.t !== 'decide') {
+        // The transaction this act moved to deciding must still be decided: tick proposes ABORT again.
+        if (t) p.reproposeLater(t);
+        return cb(
+          new EngineError(
+            'outcome-unknown',
+            `the resolution could not be logged (${err?.message ?? 'no result'}); retry`,
+          ),
+        );
+      }
+      if (r.decision.outcome !== outcome) return cb(contrary(r.decision.outcome));
+      if (r.first && outcome === 'abort') p.countAbort('operator');
+      cb(null, { answer: answerOf(r.decision), decided: r.first });
+    },
+  );
 }
 
 /**
@@ -178,7 +240,13 @@ function proposeResolution(
  * acknowledged, R5), listing them; removing an id that is not registered
  * is a no-op (R7).
  */
-export function unregisterParticipant(p: ProtocolPort, id: string, operator: string, cb: (err: EngineError | null, removed?: boolean, owed?: string[]) => void, force?: { reason: string }): void {
+export function unregisterParticipant(
+  p: ProtocolPort,
+  id: string,
+  operator: string,
+  cb: (err: EngineError | null, removed?: boolean, owed?: string[]) => void,
+  force?: { reason: string },
+): void {
   if (!p.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
   if (!p.table.participants.has(id)) return cb(null, false, []);
   if (force !== undefined) return forceUnregister(p, id, operator, force.reason, cb);
@@ -190,10 +258,14 @@ export function unregisterParticipant(p: ProtocolPort, id: string, operator: str
     if (t.phase !== 'delivering' || !m.acked) pending.add(t.id);
     else acked.push(t.id);
   }
-  for (const d of p.table.decisions.values()) if (d.participants.includes(id) && !p.txn(d.txnId)?.members.get(id)?.acked) pending.add(d.txnId);
+  for (const d of p.table.decisions.values())
+    if (d.participants.includes(id) && !p.txn(d.txnId)?.members.get(id)?.acked) pending.add(d.txnId);
   if (pending.size > 0) return cb(inDoubtRefusal(id, [...pending]));
   p.io.propose({ t: 'unregister', id, operator, atMs: p.io.nowMs(), acked }, (err, r) => {
-    if (err || !r || r.t !== 'unregister') return cb(new EngineError('outcome-unknown', `the removal could not be logged (${err?.message ?? 'no result'}); retry`));
+    if (err || !r || r.t !== 'unregister')
+      return cb(
+        new EngineError('outcome-unknown', `the removal could not be logged (${err?.message ?? 'no result'}); retry`),
+      );
     if (r.refusedBy.length > 0) return cb(inDoubtRefusal(id, r.refusedBy));
     p.forgetSeen(id);
     cb(null, r.removed, []);
@@ -210,10 +282,17 @@ export function unregisterParticipant(p: ProtocolPort, id: string, operator: str
  * first (`verdict txn resolve ID --abort`), so recovery never waits on a
  * participant that can no longer be asked.
  */
-function forceUnregister(p: ProtocolPort, id: string, operator: string, reason: string, cb: (err: EngineError | null, removed?: boolean, owed?: string[]) => void): void {
+function forceUnregister(
+  p: ProtocolPort,
+  id: string,
+  operator: string,
+  reason: string,
+  cb: (err: EngineError | null, removed?: boolean, owed?: string[]) => void,
+): void {
   const undecided: string[] = [];
   for (const t of p.txns()) if (t.members.has(id) && t.phase !== 'delivering') undecided.push(t.id);
-  for (const st of p.table.staged.values()) if (st.participants.includes(id) && !p.table.lookup(st.txnId)) undecided.push(st.txnId);
+  for (const st of p.table.staged.values())
+    if (st.participants.includes(id) && !p.table.lookup(st.txnId)) undecided.push(st.txnId);
   if (undecided.length > 0) {
     const shown = undecided.slice(0, LISTED_TXNS_MAX).join(', ');
     return cb(
@@ -226,7 +305,10 @@ function forceUnregister(p: ProtocolPort, id: string, operator: string, reason: 
   const acked: string[] = [];
   for (const t of p.txns()) if (t.members.get(id)?.acked === true) acked.push(t.id);
   p.io.propose({ t: 'unregister', id, operator, atMs: p.io.nowMs(), acked, force: true, reason }, (err, r) => {
-    if (err || !r || r.t !== 'unregister') return cb(new EngineError('outcome-unknown', `the removal could not be logged (${err?.message ?? 'no result'}); retry`));
+    if (err || !r || r.t !== 'unregister')
+      return cb(
+        new EngineError('outcome-unknown', `the removal could not be logged (${err?.message ?? 'no result'}); retry`),
+      );
     p.forgetSeen(id);
     cb(null, r.removed, r.forced?.owed ?? []);
   });
@@ -237,10 +319,20 @@ function forceUnregister(p: ProtocolPort, id: string, operator: string, reason: 
  * caller (the edge); `serves`: the optional methods it serves, checked by
  * servesProblem there (src/domain/protocol.ts), logged in their one spelling.
  */
-export function registerParticipant(p: ProtocolPort, id: string, endpoint: string, kind: string, serves: readonly string[], cb: (err: EngineError | null, p?: ParticipantRecord) => void): void {
+export function registerParticipant(
+  p: ProtocolPort,
+  id: string,
+  endpoint: string,
+  kind: string,
+  serves: readonly string[],
+  cb: (err: EngineError | null, p?: ParticipantRecord) => void,
+): void {
   if (!p.isLeader()) return cb(new EngineError('not-leader', 'not the leader'));
   p.io.propose({ t: 'register', id, endpoint, kind, serves: normalServes(serves), atMs: p.io.nowMs() }, (err, r) => {
-    if (err || !r || r.t !== 'register') return cb(new EngineError('outcome-unknown', `registration not committed: ${err?.message ?? 'no result'}; retry`));
+    if (err || !r || r.t !== 'register')
+      return cb(
+        new EngineError('outcome-unknown', `registration not committed: ${err?.message ?? 'no result'}; retry`),
+      );
     p.heardFrom(id);
     cb(null, r.participant);
   });

@@ -29,7 +29,16 @@
 
 import { assert } from '../util/assert.ts';
 import type { ApplyResult, Decision, DecisionTable, Staging } from './state.ts';
-import { answerOf, EngineError, type EngineConfig, type EngineIO, type OutcomeAnswer, type OutcomeCallback, type ParallelState, type Txn } from './engine-types.ts';
+import {
+  answerOf,
+  EngineError,
+  type EngineConfig,
+  type EngineIO,
+  type OutcomeAnswer,
+  type OutcomeCallback,
+  type ParallelState,
+  type Txn,
+} from './engine-types.ts';
 import { type ParticipantMethod, type TxnStatus, unimplementedMethod } from '../domain/protocol.ts';
 
 /** What the halves need of the engine that holds them. */
@@ -111,7 +120,10 @@ export class ParallelCommit {
     return true;
   }
 
-  /** The COMMITTED a client is answered before the explicit decision is applied, or null; decisionIndex is the STAGING record's. */
+  /**
+   * The COMMITTED a client is answered before the explicit decision is applied, or null; decisionIndex is the STAGING
+   * record's.
+   */
   implicitAnswer(t: Txn): OutcomeAnswer | null {
     if (t.outcome !== null || !t.parallel?.implicit) return null;
     return { txnId: t.id, outcome: 'COMMITTED', reason: '', decisionIndex: t.parallel.index };
@@ -132,7 +144,8 @@ export class ParallelCommit {
   /** Starts recovering T (if not already) and calls cb with what the log then says. */
   wait(txnId: string, cb: OutcomeCallback): void {
     const r = this.start(txnId);
-    if (r === null) return cb(new EngineError('exhausted', `${RECOVERIES_MAX} staged transactions are being recovered; retry later`));
+    if (r === null)
+      return cb(new EngineError('exhausted', `${RECOVERIES_MAX} staged transactions are being recovered; retry later`));
     r.waiters.push(cb);
   }
 
@@ -145,9 +158,11 @@ export class ParallelCommit {
    */
   waitInDoubt(txnId: string, participantId: string, cb: OutcomeCallback): void {
     const r = this.start(txnId);
-    if (r === null) return cb(new EngineError('exhausted', `${RECOVERIES_MAX} staged transactions are being recovered; retry later`));
+    if (r === null)
+      return cb(new EngineError('exhausted', `${RECOVERIES_MAX} staged transactions are being recovered; retry later`));
     r.waiters.push(cb);
-    if (r.staging.participants.includes(participantId) && !r.answers.has(participantId)) this.answered(r, participantId, 'prepared');
+    if (r.staging.participants.includes(participantId) && !r.answers.has(participantId))
+      this.answered(r, participantId, 'prepared');
   }
 
   /** Recovers T unless it is decided or already being recovered; null at the bound. */
@@ -157,7 +172,16 @@ export class ParallelCommit {
     const staging = this.host.table.staged.get(txnId);
     if (!staging) return null;
     if (this.recoveries.size >= RECOVERIES_MAX) return null;
-    const r: Recovery = { staging, answers: new Map(), inFlight: new Set(), retries: 0, nextAtMs: 0, proposing: false, waiters: [], unimplemented: new Map() };
+    const r: Recovery = {
+      staging,
+      answers: new Map(),
+      inFlight: new Set(),
+      retries: 0,
+      nextAtMs: 0,
+      proposing: false,
+      waiters: [],
+      unimplemented: new Map(),
+    };
     this.recoveries.set(txnId, r);
     this.ask(r);
     return r;
@@ -169,7 +193,8 @@ export class ParallelCommit {
     for (const id of r.staging.participants) {
       if (r.answers.has(id) || r.inFlight.has(id)) continue;
       const record = table.participants.get(id);
-      // An unregistered participant cannot be asked; an operator must register it again (it is refused removal while named).
+      // An unregistered participant cannot be asked; an operator must register it again (it is refused removal while
+      // named).
       if (!record) continue;
       r.inFlight.add(id);
       io.sendStatus(record, r.staging.txnId, cfg.rpcTimeoutMs, (err, status) => {
@@ -197,7 +222,10 @@ export class ParallelCommit {
     r.nextAtMs = io.nowMs() + base / 2 + io.random() * (base / 2);
   }
 
-  /** Records an answer and decides if it can: a participant's own in-doubt question (waitInDoubt), and test mutants that bypass the question. */
+  /**
+   * Records an answer and decides if it can: a participant's own in-doubt question (waitInDoubt), and test mutants that
+   * bypass the question.
+   */
   protected answered(r: Recovery, id: string, status: TxnStatus): void {
     r.answers.set(id, status);
     this.maybeDecide(r);
@@ -207,29 +235,46 @@ export class ParallelCommit {
   private maybeDecide(r: Recovery): void {
     if (r.proposing) return;
     const never = [...r.answers].find(([, s]) => s === 'refused' || s === 'aborted');
-    const all = r.staging.participants.every((p) => r.answers.get(p) === 'prepared' || r.answers.get(p) === 'committed');
+    const all = r.staging.participants.every(
+      (p) => r.answers.get(p) === 'prepared' || r.answers.get(p) === 'committed',
+    );
     if (!never && !all) return;
     const { table } = this.host;
     // Only an undecided staged T is recovered (decided() ends a recovery; tick skips the rest).
-    assert(table.staged.get(r.staging.txnId) === r.staging && table.lookup(r.staging.txnId) === null, `${r.staging.txnId}: recovery decides a staged, undecided transaction`);
+    assert(
+      table.staged.get(r.staging.txnId) === r.staging && table.lookup(r.staging.txnId) === null,
+      `${r.staging.txnId}: recovery decides a staged, undecided transaction`,
+    );
     const outcome = never ? 'abort' : 'commit';
-    const reason = never ? `recovered by a new leader: participant ${never[0]} had not prepared and refused it durably (${never[1]})` : '';
+    const reason = never
+      ? `recovered by a new leader: participant ${never[0]} had not prepared and refused it durably (${never[1]})`
+      : '';
     this.propose(r, outcome, reason);
   }
 
   private propose(r: Recovery, outcome: 'commit' | 'abort', reason: string): void {
     const { io } = this.host;
     r.proposing = true;
-    io.propose({ t: 'decide', txnId: r.staging.txnId, outcome, reason, participants: [...r.staging.participants], atMs: io.nowMs() }, (err, res) => {
-      if (this.recoveries.get(r.staging.txnId) !== r) return;
-      r.proposing = false;
-      if (err || !res || res.t !== 'decide') {
-        // Not known to be logged: decided again from tick (a duplicate Decide is a no-op, R1).
-        r.nextAtMs = io.nowMs() + this.host.cfg.retryMinMs;
-        return;
-      }
-      if (res.first && res.decision.outcome === 'abort') this.host.countRecoveryAbort();
-    });
+    io.propose(
+      {
+        t: 'decide',
+        txnId: r.staging.txnId,
+        outcome,
+        reason,
+        participants: [...r.staging.participants],
+        atMs: io.nowMs(),
+      },
+      (err, res) => {
+        if (this.recoveries.get(r.staging.txnId) !== r) return;
+        r.proposing = false;
+        if (err || !res || res.t !== 'decide') {
+          // Not known to be logged: decided again from tick (a duplicate Decide is a no-op, R1).
+          r.nextAtMs = io.nowMs() + this.host.cfg.retryMinMs;
+          return;
+        }
+        if (res.first && res.decision.outcome === 'abort') this.host.countRecoveryAbort();
+      },
+    );
   }
 
   /** The first decision of T was applied: recovery (if any) is over; its waiters hear the log. */

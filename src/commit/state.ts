@@ -29,7 +29,10 @@ export interface ParticipantRecord {
   serves: readonly string[];
 }
 
-/** A resource kind as a participant names it: a short lower-case word (memory, postgres, mysql, tcc-postgres, saga-memory, ...). */
+/**
+ * A resource kind as a participant names it: a short lower-case word (memory, postgres, mysql, tcc-postgres,
+ * saga-memory, ...).
+ */
 export const RESOURCE_KIND = /^[a-z][a-z0-9-]{0,31}$/;
 export const RESOURCE_KIND_UNKNOWN = 'unknown';
 
@@ -116,11 +119,29 @@ export type DecisionCommand =
   // `operator` is set when `verdict txn resolve` asked for this outcome.
   // `trace`: the W3C traceparent the leader's spans for T continued, so every node's log lines and a
   // later leader's DECISIONs join the application's trace (only in a decision batch; never read by the table).
-  | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: string[]; atMs: number; operator?: OperatorAct; trace?: string }
+  | {
+      t: 'decide';
+      txnId: string;
+      outcome: DecisionOutcome;
+      reason: string;
+      participants: string[];
+      atMs: number;
+      operator?: OperatorAct;
+      trace?: string;
+    }
   | { t: 'forget'; txnIds: string[] }
   // Parallel commit: T's participants, replicated in parallel with PREPARE.
   | { t: 'stage'; txnId: string; participants: string[]; atMs: number; trace?: string }
-  | { t: 'heuristic'; txnId: string; participantId: string; outcome: DecisionOutcome; gid: string; operator: string; reason: string; atMs: number };
+  | {
+      t: 'heuristic';
+      txnId: string;
+      participantId: string;
+      outcome: DecisionOutcome;
+      gid: string;
+      operator: string;
+      reason: string;
+      atMs: number;
+    };
 
 /** A JSON command entry: the decision table's, or a product table's riding the same log (./product-table.ts). */
 export type Command = DecisionCommand | ProductCommand;
@@ -250,7 +271,10 @@ export class DecisionTable {
     }
   }
 
-  /** A registration: the participant joins (or its endpoint changes); one removed with --force is owed its decisions again. */
+  /**
+   * A registration: the participant joins (or its endpoint changes); one removed with --force is owed its decisions
+   * again.
+   */
   private applyRegister(cmd: Extract<DecisionCommand, { t: 'register' }>): DecisionApplyResult {
     const p: ParticipantRecord = {
       id: cmd.id,
@@ -271,12 +295,22 @@ export class DecisionTable {
     // decision that names the participant still has to reach it (R5), so
     // the registry keeps its endpoint until that decision is forgotten.
     const acked = new Set(cmd.acked);
-    const refusedBy = [...this.decisions.values()].filter((d) => d.participants.includes(cmd.id) && !acked.has(d.txnId)).map((d) => d.txnId);
+    const refusedBy = [...this.decisions.values()]
+      .filter((d) => d.participants.includes(cmd.id) && !acked.has(d.txnId))
+      .map((d) => d.txnId);
     if (refusedBy.length > 0 && cmd.force === true) {
       const record = this.participants.get(cmd.id);
       if (record === undefined) return { t: 'unregister', id: cmd.id, removed: false, refusedBy: [], forced: null };
       this.participants.delete(cmd.id);
-      const forced: RemovedParticipant = { id: cmd.id, endpoint: record.endpoint, operator: cmd.operator, reason: cmd.reason ?? '', atMs: cmd.atMs, index, owed: refusedBy };
+      const forced: RemovedParticipant = {
+        id: cmd.id,
+        endpoint: record.endpoint,
+        operator: cmd.operator,
+        reason: cmd.reason ?? '',
+        atMs: cmd.atMs,
+        index,
+        owed: refusedBy,
+      };
       this.removed.delete(cmd.id);
       this.removed.set(cmd.id, forced);
       this.oldestRemoved.trimTo(REMOVED_MAX);
@@ -286,7 +320,10 @@ export class DecisionTable {
     return { t: 'unregister', id: cmd.id, removed: this.participants.delete(cmd.id), refusedBy: [], forced: null };
   }
 
-  /** A Decide: the first for T records the outcome (R1); a later one is a no-op that may add participants of the same outcome. */
+  /**
+   * A Decide: the first for T records the outcome (R1); a later one is a no-op that may add participants of the same
+   * outcome.
+   */
   private applyDecide(cmd: Extract<DecisionCommand, { t: 'decide' }>, index: number): DecisionApplyResult {
     let existing = this.lookup(cmd.txnId);
     if (existing && existing.outcome === cmd.outcome) {
@@ -295,8 +332,15 @@ export class DecisionTable {
       // forgotten decision lives again, so it is delivered to them too (R5). The outcome never changes.
       const added = cmd.participants.filter((p) => !existing?.participants.includes(p));
       if (added.length > 0) {
-        assert(existing.outcome === cmd.outcome, `${cmd.txnId}: participants join only a decision of the same outcome (R1)`);
-        const live: Decision = { ...existing, participants: [...existing.participants, ...added], decidedAtMs: existing.decidedAtMs || cmd.atMs };
+        assert(
+          existing.outcome === cmd.outcome,
+          `${cmd.txnId}: participants join only a decision of the same outcome (R1)`,
+        );
+        const live: Decision = {
+          ...existing,
+          participants: [...existing.participants, ...added],
+          decidedAtMs: existing.decidedAtMs || cmd.atMs,
+        };
         this.tombstones.delete(cmd.txnId);
         this.decisions.set(cmd.txnId, live);
         existing = live;
@@ -304,17 +348,39 @@ export class DecisionTable {
     }
     if (existing) {
       // R1: a later Decide is a no-op. An operator who asked for the outcome already logged is still recorded.
-      const resolution = cmd.operator && existing.outcome === cmd.outcome ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: false, index }) : null;
-      return cmd.trace === undefined ? { t: 'decide', decision: existing, first: false, resolution } : { t: 'decide', decision: existing, first: false, resolution, trace: cmd.trace };
+      const resolution =
+        cmd.operator && existing.outcome === cmd.outcome
+          ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: false, index })
+          : null;
+      return cmd.trace === undefined
+        ? { t: 'decide', decision: existing, first: false, resolution }
+        : { t: 'decide', decision: existing, first: false, resolution, trace: cmd.trace };
     }
     // R1: the first Decide(T) finds T nowhere in the table, live or forgotten.
-    assert(!this.decisions.has(cmd.txnId) && !this.tombstones.has(cmd.txnId), `${cmd.txnId}: a first decision is not already in the table`);
-    assert(cmd.outcome === 'commit' || cmd.outcome === 'abort', `${cmd.txnId}: a decided outcome is COMMIT or ABORT (checked at the edge)`);
-    const d: Decision = { txnId: cmd.txnId, outcome: cmd.outcome, reason: cmd.reason, participants: cmd.participants, index, decidedAtMs: cmd.atMs };
+    assert(
+      !this.decisions.has(cmd.txnId) && !this.tombstones.has(cmd.txnId),
+      `${cmd.txnId}: a first decision is not already in the table`,
+    );
+    assert(
+      cmd.outcome === 'commit' || cmd.outcome === 'abort',
+      `${cmd.txnId}: a decided outcome is COMMIT or ABORT (checked at the edge)`,
+    );
+    const d: Decision = {
+      txnId: cmd.txnId,
+      outcome: cmd.outcome,
+      reason: cmd.reason,
+      participants: cmd.participants,
+      index,
+      decidedAtMs: cmd.atMs,
+    };
     this.decisions.set(cmd.txnId, d);
     this.staged.delete(cmd.txnId);
-    const resolution = cmd.operator ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: true, index }) : null;
-    return cmd.trace === undefined ? { t: 'decide', decision: d, first: true, resolution } : { t: 'decide', decision: d, first: true, resolution, trace: cmd.trace };
+    const resolution = cmd.operator
+      ? this.recordResolution(cmd.txnId, { ...cmd.operator, outcome: cmd.outcome, decided: true, index })
+      : null;
+    return cmd.trace === undefined
+      ? { t: 'decide', decision: d, first: true, resolution }
+      : { t: 'decide', decision: d, first: true, resolution, trace: cmd.trace };
   }
 
   /** Parallel commit's STAGING record: kept until T is decided; a decided T stays decided (R1). */
@@ -327,7 +393,9 @@ export class DecisionTable {
       staging = { txnId: cmd.txnId, participants: [...cmd.participants], index, atMs: cmd.atMs };
       this.staged.set(cmd.txnId, staging);
     }
-    return cmd.trace === undefined ? { t: 'stage', txnId: cmd.txnId, staging, decision: null } : { t: 'stage', txnId: cmd.txnId, staging, decision: null, trace: cmd.trace };
+    return cmd.trace === undefined
+      ? { t: 'stage', txnId: cmd.txnId, staging, decision: null }
+      : { t: 'stage', txnId: cmd.txnId, staging, decision: null, trace: cmd.trace };
   }
 
   /** A participant's heuristic act, recorded once (R7). */
@@ -398,7 +466,9 @@ export class DecisionTable {
     return r;
   }
 
-  /** Appends to a transaction's incident list, within the bounds (oldest transactions, then oldest entries, go first). */
+  /**
+   * Appends to a transaction's incident list, within the bounds (oldest transactions, then oldest entries, go first).
+   */
   private incident<T>(map: Map<string, T[]>, oldest: OldestFirst<string, T[]>, txnId: string, item: T): void {
     const list = map.get(txnId) ?? [];
     list.push(item);
@@ -454,12 +524,22 @@ export class DecisionTable {
     for (const k of ['p', 'd', 't', 'h', 'r', 'st'] as const) {
       if (!Array.isArray(o[k])) throw new Error(`decision table in the snapshot is malformed: ${k} is not a list`);
     }
-    if (o.rm !== undefined && !(Array.isArray(o.rm) && o.rm.every((r) => r !== null && typeof r === 'object' && typeof r.id === 'string' && Array.isArray(r.owed))))
+    if (
+      o.rm !== undefined &&
+      !(
+        Array.isArray(o.rm) &&
+        o.rm.every((r) => r !== null && typeof r === 'object' && typeof r.id === 'string' && Array.isArray(r.owed))
+      )
+    )
       throw new Error('decision table in the snapshot is malformed: rm is not a list of removed participants');
-    if (o.hz !== null && typeof o.hz !== 'number') throw new Error('decision table in the snapshot is malformed: hz is neither a time nor null');
-    if (!o.p.every((p) => p !== null && typeof p === 'object' && typeof p.resourceKind === 'string')) throw new Error('a participant in the snapshot is malformed: no resource kind');
-    const servesOk = (v: unknown): boolean => v === undefined || (Array.isArray(v) && v.every((m) => typeof m === 'string'));
-    if (!o.p.every((p) => servesOk((p as { serves?: unknown }).serves))) throw new Error('a participant in the snapshot is malformed: serves is not a list of names');
+    if (o.hz !== null && typeof o.hz !== 'number')
+      throw new Error('decision table in the snapshot is malformed: hz is neither a time nor null');
+    if (!o.p.every((p) => p !== null && typeof p === 'object' && typeof p.resourceKind === 'string'))
+      throw new Error('a participant in the snapshot is malformed: no resource kind');
+    const servesOk = (v: unknown): boolean =>
+      v === undefined || (Array.isArray(v) && v.every((m) => typeof m === 'string'));
+    if (!o.p.every((p) => servesOk((p as { serves?: unknown }).serves)))
+      throw new Error('a participant in the snapshot is malformed: serves is not a list of names');
     this.participants.clear();
     this.decisions.clear();
     this.tombstones.clear();

@@ -94,7 +94,10 @@ export interface ConsoleNodeState {
 
 export interface ConsoleDeps {
   cfg: ConsoleConfig;
-  /** Whether the node serves mutual TLS: then an action needs an admin certificate, over HTTPS (see the top of this file). */
+  /**
+   * Whether the node serves mutual TLS: then an action needs an admin certificate, over HTTPS (see the top of this
+   * file).
+   */
   tls: boolean;
   /** Who may act (src/transport/auth.ts). */
   access: Access;
@@ -109,7 +112,10 @@ export interface ConsoleDeps {
   health: PeerHealth;
   /** The leader's connection to a participant endpoint; '' when unknown. */
   connection?: (endpoint: string) => string;
-  /** Since when the participant at an endpoint has answered nothing this node asked (src/node/participant-link.ts); 0: not waiting on it. */
+  /**
+   * Since when the participant at an endpoint has answered nothing this node asked (src/node/participant-link.ts); 0:
+   * not waiting on it.
+   */
   unansweredSinceAtMs?: (endpoint: string) => number;
   /** The last 15 minutes of commit traffic (./charts.ts). */
   charts?: CommitCharts;
@@ -152,7 +158,13 @@ function asset(name: string): Buffer | null {
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).end(`${JSON.stringify(body)}\n`);
+  res
+    .writeHead(status, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+    })
+    .end(`${JSON.stringify(body)}\n`);
 }
 
 /**
@@ -165,14 +177,20 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
   const peers = (): ReadonlyMap<string, string> => deps.state()?.members.peers() ?? cfg.peers;
   const ready = (): NonNullable<ReturnType<ConsoleDeps['state']>> => {
     const s = deps.state();
-    if (s === null) throw new HttpError(503, `node ${cfg.nodeId} is starting: its log is not recovered yet; retry in a moment`);
+    if (s === null)
+      throw new HttpError(503, `node ${cfg.nodeId} is starting: its log is not recovered yet; retry in a moment`);
     return s;
   };
 
   const notLeader = (d: ConsoleRaft, what: string): HttpError => {
     const leader = d.leader();
-    const where = leader !== '' && leader !== cfg.nodeId ? `the leader is ${leader} at ${peers().get(leader) ?? '?'}; open its console` : 'no leader is known yet; retry shortly';
-    return new HttpError(409, `${what} runs on the leader, and node ${cfg.nodeId} is not the leader: ${where}`, { leaderId: leader });
+    const where =
+      leader !== '' && leader !== cfg.nodeId
+        ? `the leader is ${leader} at ${peers().get(leader) ?? '?'}; open its console`
+        : 'no leader is known yet; retry shortly';
+    return new HttpError(409, `${what} runs on the leader, and node ${cfg.nodeId} is not the leader: ${where}`, {
+      leaderId: leader,
+    });
   };
 
   /**
@@ -181,7 +199,8 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
    * actions and leader-only figures to.
    */
   async function leaderRef(leaderId: string): Promise<{ leaderId: string; address: string; consoleUrl: string }> {
-    if (leaderId === '' || leaderId === cfg.nodeId) return { leaderId, address: leaderId === '' ? '' : cfg.listen, consoleUrl: '' };
+    if (leaderId === '' || leaderId === cfg.nodeId)
+      return { leaderId, address: leaderId === '' ? '' : cfg.listen, consoleUrl: '' };
     const row = (await deps.health.list()).find((h) => h.id === leaderId);
     return { leaderId, address: peers().get(leaderId) ?? '', consoleUrl: row?.consoleUrl ?? '' };
   }
@@ -190,7 +209,9 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
   function notHere(d: ConsoleRaft, what: string): string | null {
     if (d.isLeader()) return null;
     const leader = d.leader();
-    return leader === '' ? `${what} runs on the leader, and no leader is known yet` : `${what} runs on the leader, ${leader}: open its console`;
+    return leader === ''
+      ? `${what} runs on the leader, and no leader is known yet`
+      : `${what} runs on the leader, ${leader}: open its console`;
   }
 
   async function cluster(req: IncomingMessage): Promise<unknown> {
@@ -265,7 +286,12 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       leaderChanges: deps.leaders.list(),
       // In flight and unacked are the leader's to know: a follower says so (null) rather than show 0.
       transactions: isLeader
-        ? { inFlight: phases.begun + phases.preparing + phases.deciding, unacked: phases.delivering, decisions: table.decisions.size, onLeader: false }
+        ? {
+            inFlight: phases.begun + phases.preparing + phases.deciding,
+            unacked: phases.delivering,
+            decisions: table.decisions.size,
+            onLeader: false,
+          }
         : { inFlight: null, unacked: null, decisions: table.decisions.size, onLeader: true },
       leader: await leaderRef(leaderId),
       participants: table.participants.size,
@@ -283,15 +309,21 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
   }
 
   function actionsAllowed(req: IncomingMessage): { allowed: boolean; why: string } {
-    if (!deps.tls) return { allowed: true, why: 'without TLS every caller that can reach the node may act, as with the CLI' };
+    if (!deps.tls)
+      return { allowed: true, why: 'without TLS every caller that can reach the node may act, as with the CLI' };
     const plain = plainOnTls(req);
     if (plain !== null) return { allowed: false, why: plain };
     const cn = clientCertificateName(req);
     const refused = deps.access.adminNameRefusal(cn, 'an action');
-    return refused === null ? { allowed: true, why: `your certificate CN=${cn} is an admin (tls.adminNames)` } : { allowed: false, why: refused };
+    return refused === null
+      ? { allowed: true, why: `your certificate CN=${cn} is an admin (tls.adminNames)` }
+      : { allowed: false, why: refused };
   }
 
-  /** The admin rule of the CLI's operator acts (src/transport/auth.ts), for the browser's certificate (none on plain HTTP). */
+  /**
+   * The admin rule of the CLI's operator acts (src/transport/auth.ts), for the browser's certificate (none on plain
+   * HTTP).
+   */
   function requireAdmin(req: IncomingMessage, what: string): void {
     const refused = deps.access.adminNameOnly(clientCertificateName(req), what);
     if (refused === null) return;
@@ -317,9 +349,11 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const { driver, engine } = ready();
     const filterText = q.get('filter') ?? 'in-flight';
     const filter = FILTERS.find((f) => f === filterText);
-    if (filter === undefined) throw new HttpError(400, `filter ${quote(filterText)} is not one of ${FILTERS.join(', ')}`);
+    if (filter === undefined)
+      throw new HttpError(400, `filter ${quote(filterText)} is not one of ${FILTERS.join(', ')}`);
     const limitText = q.get('limit') ?? String(LIMIT_DEFAULT);
-    if (!/^\d{1,5}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > LIMIT_MAX) throw new HttpError(400, `limit ${quote(limitText)} must be a whole number from 1 to ${LIMIT_MAX}`);
+    if (!/^\d{1,5}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > LIMIT_MAX)
+      throw new HttpError(400, `limit ${quote(limitText)} must be a whole number from 1 to ${LIMIT_MAX}`);
     const id = q.get('id');
     let views: TxnView[];
     if (id !== null && id !== '') {
@@ -343,15 +377,23 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     };
   }
 
-  /** This node's history: one transaction (?txn=ID) or saga (?saga=ID), or a search newest first (since, until, participant, outcome, kind, limit). */
+  /**
+   * This node's history: one transaction (?txn=ID) or saga (?saga=ID), or a search newest first (since, until,
+   * participant, outcome, kind, limit).
+   */
   async function history(q: URLSearchParams): Promise<unknown> {
     const h = deps.history?.() ?? null;
     if (h === null) {
       if (deps.state() === null) ready();
-      throw new HttpError(404, `node ${cfg.nodeId} keeps no transaction history ("history": false in its config, or its history could not be opened: see its log)`);
+      throw new HttpError(
+        404,
+        `node ${cfg.nodeId} keeps no transaction history ("history": false in its config, or its history could not be opened: see its log)`,
+      );
     }
     const known = ['txn', 'saga', 'since', 'until', 'participant', 'outcome', 'kind', 'limit'];
-    for (const k of q.keys()) if (!known.includes(k)) throw new HttpError(400, `unknown search parameter ${quote(k)}: the history takes ${known.join(', ')}`);
+    for (const k of q.keys())
+      if (!known.includes(k))
+        throw new HttpError(400, `unknown search parameter ${quote(k)}: the history takes ${known.join(', ')}`);
     const txn = q.get('txn');
     const saga = q.get('saga');
     if (txn !== null && saga !== null) throw new HttpError(400, 'give txn or saga, not both');
@@ -363,17 +405,28 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       if (problem !== null) throw new HttpError(400, `${what} id ${quote(id ?? '')}: ${problem}`);
     }
     const kindText = q.get('kind');
-    if (kindText !== null && kindText !== 'txn' && kindText !== 'saga') throw new HttpError(400, `kind ${quote(kindText)} is not txn or saga (leave it out for both)`);
+    if (kindText !== null && kindText !== 'txn' && kindText !== 'saga')
+      throw new HttpError(400, `kind ${quote(kindText)} is not txn or saga (leave it out for both)`);
     const text = (k: string): string | undefined => q.get(k) ?? undefined;
     let search: HistoryQuery;
     try {
-      search = parseHistorySearch({ since: text('since'), until: text('until'), participant: text('participant'), outcome: text('outcome'), limit: text('limit') }, Date.now(), {
-        since: 'since',
-        until: 'until',
-        participant: 'participant',
-        outcome: 'outcome',
-        limit: 'limit',
-      });
+      search = parseHistorySearch(
+        {
+          since: text('since'),
+          until: text('until'),
+          participant: text('participant'),
+          outcome: text('outcome'),
+          limit: text('limit'),
+        },
+        Date.now(),
+        {
+          since: 'since',
+          until: 'until',
+          participant: 'participant',
+          outcome: 'outcome',
+          limit: 'limit',
+        },
+      );
     } catch (err) {
       if (err instanceof HistoryQueryError) throw new HttpError(400, err.message);
       throw err;
@@ -392,7 +445,9 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     // This node's history record: what is left of a transaction forgotten after every ACK, and who acted on it.
     const h = (await deps.history?.()?.query({ txnId: id }))?.records[0] ?? null;
     if (v === null && t === null && h === null) {
-      const more = engine.isLeader() ? '' : ` (node ${cfg.nodeId} is not the leader; the leader may know it while it is in flight)`;
+      const more = engine.isLeader()
+        ? ''
+        : ` (node ${cfg.nodeId} is not the leader; the leader may know it while it is in flight)`;
       throw new HttpError(
         404,
         `no transaction ${quote(id)} is known to node ${cfg.nodeId}: it never began, or it was forgotten after every ACK, left this node's timeline ring and is not in its history${more}`,
@@ -440,7 +495,9 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       leaderRef: await leaderRef(driver.leader()),
       silentAfterMs,
       nowMs,
-      note: isLeader ? '' : `node ${cfg.nodeId} is not the leader: last seen, in-doubt counts and connections are known to the leader only`,
+      note: isLeader
+        ? ''
+        : `node ${cfg.nodeId} is not the leader: last seen, in-doubt counts and connections are known to the leader only`,
       participants: [...table.participants.values()].map((p) => {
         const connection = isLeader ? (deps.connection?.(p.endpoint) ?? '') : '';
         const unansweredSinceAtMs = isLeader ? (deps.unansweredSinceAtMs?.(p.endpoint) ?? 0) : 0;
@@ -483,8 +540,15 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       leader: isLeader,
       leaderRef: await leaderRef(driver.leader()),
       nowMs,
-      note: isLeader ? '' : `node ${cfg.nodeId} is not the leader: the reserves held for transactions in flight are known to the leader`,
-      participants: tccs.map((p) => ({ id: p.id, kind: p.resourceKind, endpoint: p.endpoint, held: isLeader ? (count.get(p.id) ?? 0) : null })),
+      note: isLeader
+        ? ''
+        : `node ${cfg.nodeId} is not the leader: the reserves held for transactions in flight are known to the leader`,
+      participants: tccs.map((p) => ({
+        id: p.id,
+        kind: p.resourceKind,
+        endpoint: p.endpoint,
+        held: isLeader ? (count.get(p.id) ?? 0) : null,
+      })),
       reserves: isLeader
         ? held.slice(0, TCC_RESERVES_MAX).map((h) => ({
             participantId: h.participantId,
@@ -506,18 +570,27 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     requireAdmin(req, 'txn resolve');
     const problem = txnIdProblem(id);
     if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
-    const outcome: DecisionOutcome | null = body.outcome === 'commit' ? 'commit' : body.outcome === 'abort' ? 'abort' : null;
+    const outcome: DecisionOutcome | null =
+      body.outcome === 'commit' ? 'commit' : body.outcome === 'abort' ? 'abort' : null;
     if (outcome === null) throw new HttpError(400, 'outcome must be "commit" or "abort"');
     const reason = typeof body.reason === 'string' ? body.reason.trim() : '';
-    if (reason === '') throw new HttpError(400, 'a resolve needs a reason: it is recorded in the log with who asked and when');
-    if (reason.length > REASON_CHARS_MAX) throw new HttpError(400, `the reason is limited to ${REASON_CHARS_MAX} characters`);
+    if (reason === '')
+      throw new HttpError(400, 'a resolve needs a reason: it is recorded in the log with who asked and when');
+    if (reason.length > REASON_CHARS_MAX)
+      throw new HttpError(400, `the reason is limited to ${REASON_CHARS_MAX} characters`);
     const operator = operatorOf(req, body);
     if (!engine.isLeader()) throw notLeader(driver, 'txn resolve');
-    const r = await new Promise<{ decided: boolean; outcome: string; decisionIndex: number; reason: string }>((ok, fail) =>
-      engine.resolve(id, outcome, { operator, reason, forceUnknown: false }, (err, res) => {
-        if (err || !res) return fail(engineHttpError(err ?? new EngineError('outcome-unknown', 'no answer'), driver));
-        ok({ decided: res.decided, outcome: res.answer.outcome, decisionIndex: res.answer.decisionIndex, reason: res.answer.reason });
-      }),
+    const r = await new Promise<{ decided: boolean; outcome: string; decisionIndex: number; reason: string }>(
+      (ok, fail) =>
+        engine.resolve(id, outcome, { operator, reason, forceUnknown: false }, (err, res) => {
+          if (err || !res) return fail(engineHttpError(err ?? new EngineError('outcome-unknown', 'no answer'), driver));
+          ok({
+            decided: res.decided,
+            outcome: res.answer.outcome,
+            decisionIndex: res.answer.decisionIndex,
+            reason: res.answer.reason,
+          });
+        }),
     );
     return { txnId: id, operator, ...r };
   }
@@ -527,22 +600,34 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     requireAdmin(req, 'leader transfer');
     const to = typeof body.to === 'string' ? body.to : '';
     const known = peers();
-    if (!known.has(to)) throw new HttpError(400, `"to" must name a voter of cluster ${cfg.clusterId} (${[...known.keys()].join(', ')}), not ${quote(to)}`);
+    if (!known.has(to))
+      throw new HttpError(
+        400,
+        `"to" must name a voter of cluster ${cfg.clusterId} (${[...known.keys()].join(', ')}), not ${quote(to)}`,
+      );
     if (!driver.isLeader()) throw notLeader(driver, 'leader transfer');
     if (to === cfg.nodeId) return { leaderId: to, term: driver.node.raft.term };
     const waitMs = transferWaitMs;
     const leader = await transferLeader(to, waitMs);
-    if (leader !== to) throw new HttpError(504, `leadership did not move to ${to} within ${waitMs} ms (${leader ? `${leader} leads` : 'no leader is known'}); is ${to} running and caught up?`);
+    if (leader !== to)
+      throw new HttpError(
+        504,
+        `leadership did not move to ${to} within ${waitMs} ms (${leader ? `${leader} leads` : 'no leader is known'}); is ${to} running and caught up?`,
+      );
     return { leaderId: to, term: driver.node.raft.term };
   }
 
   function engineHttpError(err: EngineError, d: ConsoleRaft): HttpError {
     if (err.code === 'not-leader') return notLeader(d, 'this act');
-    const status = err.code === 'invalid' ? 400 : err.code === 'exhausted' ? 503 : err.code === 'outcome-unknown' ? 504 : 409;
+    const status =
+      err.code === 'invalid' ? 400 : err.code === 'exhausted' ? 503 : err.code === 'outcome-unknown' ? 504 : 409;
     return new HttpError(status, err.message);
   }
 
-  /** Who an act is recorded under: the certificate's CN (with the name typed), else the name typed; with this node and the caller's address. */
+  /**
+   * Who an act is recorded under: the certificate's CN (with the name typed), else the name typed; with this node and
+   * the caller's address.
+   */
   function operatorOf(req: IncomingMessage, body: Record<string, unknown>): string {
     const named = typeof body.operator === 'string' ? body.operator.trim().slice(0, OPERATOR_CHARS_MAX - 40) : '';
     const cn = clientCertificateName(req);
@@ -550,7 +635,16 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     return `${who} via console of ${cfg.nodeId} from ${req.socket.remoteAddress ?? '?'}`.slice(0, OPERATOR_CHARS_MAX);
   }
 
-  const products = productRoutes({ nodeId: cfg.nodeId, ready, leaderRef, notHere, notLeader, requireAdmin, operatorOf, history: deps.history });
+  const products = productRoutes({
+    nodeId: cfg.nodeId,
+    ready,
+    leaderRef,
+    notHere,
+    notLeader,
+    requireAdmin,
+    operatorOf,
+    history: deps.history,
+  });
 
   async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const path = url.pathname;
@@ -564,13 +658,23 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     const one = /^\/api\/transactions\/([^/]+)$/.exec(path);
     if (one && get) return send(res, 200, await transaction(decodeSegment(one[1]!)));
     const act = /^\/api\/transactions\/([^/]+)\/resolve$/.exec(path);
-    if (act && method === 'POST') return send(res, 200, await resolve(decodeSegment(act[1]!), await jsonBody(req), req));
-    if (path === '/api/leader/transfer' && method === 'POST') return send(res, 200, await transfer(await jsonBody(req), req));
-    if (path === '/api/charts' && get) return send(res, 200, { nodeId: cfg.nodeId, everyMs: CHART_EVERY_MS, windowMs: CHART_WINDOW_MS, nowMs: Date.now(), samples: deps.charts?.list() ?? [] });
+    if (act && method === 'POST')
+      return send(res, 200, await resolve(decodeSegment(act[1]!), await jsonBody(req), req));
+    if (path === '/api/leader/transfer' && method === 'POST')
+      return send(res, 200, await transfer(await jsonBody(req), req));
+    if (path === '/api/charts' && get)
+      return send(res, 200, {
+        nodeId: cfg.nodeId,
+        everyMs: CHART_EVERY_MS,
+        windowMs: CHART_WINDOW_MS,
+        nowMs: Date.now(),
+        samples: deps.charts?.list() ?? [],
+      });
     const product = await products(req, url, method, () => jsonBody(req));
     if (product !== undefined) return send(res, 200, product);
     if (act || path === '/api/leader/transfer') throw new HttpError(405, `${path} takes POST with a JSON body`);
-    if (path.startsWith('/api/')) throw new HttpError(404, `no console API at ${quote(path)}: see docs/console.md for the routes`);
+    if (path.startsWith('/api/'))
+      throw new HttpError(404, `no console API at ${quote(path)}: see docs/console.md for the routes`);
     throw new HttpError(404, `${quote(path)} is not a console path`);
   }
 
@@ -595,14 +699,27 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     }
     if (page !== undefined) {
       const b = asset(page.file);
-      if (b === null) res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`the console's ${page.file} is missing from this install (console/ ships with the package); reinstall verdict\n`);
-      else res.writeHead(200, { 'Content-Type': page.type, 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' }).end(req.method === 'HEAD' ? undefined : b);
+      if (b === null)
+        res
+          .writeHead(500, { 'Content-Type': 'text/plain' })
+          .end(
+            `the console's ${page.file} is missing from this install (console/ ships with the package); reinstall verdict\n`,
+          );
+      else
+        res
+          .writeHead(200, {
+            'Content-Type': page.type,
+            'Cache-Control': 'no-cache',
+            'X-Content-Type-Options': 'nosniff',
+          })
+          .end(req.method === 'HEAD' ? undefined : b);
       return true;
     }
     route(req, res, url).catch((err: unknown) => {
       if (res.headersSent) return;
       if (err instanceof HttpError) send(res, err.status, { error: err.message, ...err.extra });
-      else send(res, 500, { error: `the console failed to answer: ${err instanceof Error ? err.message : String(err)}` });
+      else
+        send(res, 500, { error: `the console failed to answer: ${err instanceof Error ? err.message : String(err)}` });
     });
     return true;
   };
@@ -617,7 +734,8 @@ function payloadText(payload: Uint8Array): string {
   if (payload.byteLength === 0) return '';
   const text = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('utf8');
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is looked for
-  if (text.includes('\ufffd') || /[\u0000-\u0008\u000e-\u001f]/.test(text)) return `(${payload.byteLength} bytes, not text)`;
+  if (text.includes('\ufffd') || /[\u0000-\u0008\u000e-\u001f]/.test(text))
+    return `(${payload.byteLength} bytes, not text)`;
   return text.length > PAYLOAD_CHARS_MAX ? `${text.slice(0, PAYLOAD_CHARS_MAX)}… (${payload.byteLength} bytes)` : text;
 }
 
@@ -626,10 +744,15 @@ function payloadText(payload: Uint8Array): string {
  * decision of `txnId` is still owed to, with who removed each, when and
  * why (the decision table keeps them on every node).
  */
-function removedOf(table: DecisionTable, txnId: string): { participantId: string; operator: string; atMs: number; reason: string; index: number }[] {
+function removedOf(
+  table: DecisionTable,
+  txnId: string,
+): { participantId: string; operator: string; atMs: number; reason: string; index: number }[] {
   return table.owedToRemoved(txnId).flatMap((id) => {
     const r = table.removed.get(id);
-    return r === undefined ? [] : [{ participantId: id, operator: r.operator, atMs: r.atMs, reason: r.reason, index: r.index }];
+    return r === undefined
+      ? []
+      : [{ participantId: id, operator: r.operator, atMs: r.atMs, reason: r.reason, index: r.index }];
   });
 }
 
@@ -651,14 +774,20 @@ interface MemberRow {
 }
 
 /** Why "make leader" is not offered for member `m` (null: it is). */
-function makeLeaderRefusal(m: MemberRow, isLeader: boolean, allowed: { allowed: boolean; why: string }, lastIndex: number): string | null {
+function makeLeaderRefusal(
+  m: MemberRow,
+  isLeader: boolean,
+  allowed: { allowed: boolean; why: string },
+  lastIndex: number,
+): string | null {
   if (!isLeader) return 'a leader transfer runs on the leader: open its console';
   if (m.self) return 'this node leads already';
   if (!allowed.allowed) return allowed.why;
   if (m.learner) return `${m.id} is a learner: it has no vote and cannot lead`;
   if (m.health === null || !m.health.up) return `${m.id} is down: a node that does not answer cannot take over`;
   // A voter far behind would need the log shipped first: the transfer waits for that, and usually times out.
-  if (m.matchIndex !== null && lastIndex - m.matchIndex > TRANSFER_LAG_MAX) return `${m.id} is ${lastIndex - m.matchIndex} entries behind: wait until it catches up`;
+  if (m.matchIndex !== null && lastIndex - m.matchIndex > TRANSFER_LAG_MAX)
+    return `${m.id} is ${lastIndex - m.matchIndex} entries behind: wait until it catches up`;
   return null;
 }
 
@@ -672,14 +801,17 @@ const TRANSFER_LAG_MAX = 1_000;
  * literal is accepted too: DNS rebinding needs a name the attacker controls,
  * which this list never holds.
  */
-export function consoleHostNames(cfg: Pick<ConsoleConfig, 'listen' | 'metricsListen' | 'consoleListen' | 'peers' | 'consoleHosts'>): ReadonlySet<string> {
+export function consoleHostNames(
+  cfg: Pick<ConsoleConfig, 'listen' | 'metricsListen' | 'consoleListen' | 'peers' | 'consoleHosts'>,
+): ReadonlySet<string> {
   const hostOf = (address: string): string =>
     address
       .slice(0, address.lastIndexOf(':'))
       .replace(/^\[|\]$/g, '')
       .toLowerCase();
   const out = new Set(['localhost']);
-  for (const a of [cfg.listen, cfg.metricsListen, cfg.consoleListen, ...cfg.peers.values()]) if (a !== null) out.add(hostOf(a));
+  for (const a of [cfg.listen, cfg.metricsListen, cfg.consoleListen, ...cfg.peers.values()])
+    if (a !== null) out.add(hostOf(a));
   for (const name of cfg.consoleHosts) out.add(name.toLowerCase());
   return out;
 }
@@ -728,7 +860,8 @@ function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
       } catch {
         return fail(new HttpError(400, 'the body is not valid JSON'));
       }
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) return fail(new HttpError(400, 'the body must be a JSON object'));
+      if (typeof v !== 'object' || v === null || Array.isArray(v))
+        return fail(new HttpError(400, 'the body must be a JSON object'));
       ok(v as Record<string, unknown>);
     });
   });

@@ -44,7 +44,8 @@ function meaning(code: string, who: string): string | null {
 /** `text` (an error's message) as a sentence led by its gRPC code name. */
 export function errorSentence(text: string, who: string): ErrorSentence {
   const m = GRPC_TEXT.exec(text.trim());
-  if (m === null || grpc.status[m[2] as keyof typeof grpc.status] === undefined) return { code: '', sentence: clean(text) };
+  if (m === null || grpc.status[m[2] as keyof typeof grpc.status] === undefined)
+    return { code: '', sentence: clean(text) };
   const code = m[2]!;
   return { code, sentence: sentenceOf(code, clean(m[3] ?? ''), who) };
 }

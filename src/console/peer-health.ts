@@ -66,7 +66,10 @@ export class PeerHealth {
     this.timing = { ...TIMING_DEFAULT, ...timing };
   }
 
-  /** Every peer's row; starts probing if it was idle, and waits for a round when the rows are older than two periods. After close(), the last rows. */
+  /**
+   * Every peer's row; starts probing if it was idle, and waits for a round when the rows are older than two periods.
+   * After close(), the last rows.
+   */
   async list(): Promise<PeerHealthRow[]> {
     if (this.closed) return this.snapshot();
     this.askedAtMs = Date.now();
@@ -177,7 +180,17 @@ export class PeerHealth {
           const e = err as grpc.ServiceError;
           const { code, sentence } = grpcErrorSentence(e, `node ${id}`);
           this.rows.set(id, {
-            ...(prev ?? { role: '', term: 0, leaderId: '', commitIndex: 0, appliedIndex: 0, lastIndex: 0, version: '', consoleUrl: '', lastUpAtMs: 0 }),
+            ...(prev ?? {
+              role: '',
+              term: 0,
+              leaderId: '',
+              commitIndex: 0,
+              appliedIndex: 0,
+              lastIndex: 0,
+              version: '',
+              consoleUrl: '',
+              lastUpAtMs: 0,
+            }),
             id,
             address,
             up: false,

@@ -22,8 +22,23 @@ export interface ConsoleSaga {
   endedAtMs: number | null;
   /** The call it keeps retrying and how often, when it waits for someone. */
   stuck: { step: number; kind: 'action' | 'compensate'; attempts: number; lastError: string; atMs: number } | null;
-  steps: { service: string; name: string; status: string; attempts: number; lastError: string; lastFailureAtMs: number }[];
-  timeline: { atMs: number; index: number; what: string; step: number; kind: string; detail: string; operator: string }[];
+  steps: {
+    service: string;
+    name: string;
+    status: string;
+    attempts: number;
+    lastError: string;
+    lastFailureAtMs: number;
+  }[];
+  timeline: {
+    atMs: number;
+    index: number;
+    what: string;
+    step: number;
+    kind: string;
+    detail: string;
+    operator: string;
+  }[];
 }
 
 /** What the console reads and does of sagas; the acts reject with a ConsoleActError. */
@@ -33,7 +48,13 @@ export interface ConsoleSagas {
   list(): ConsoleSaga[];
   get(sagaId: string): ConsoleSaga | null;
   retry(sagaId: string, operator: string, reason: string): Promise<ConsoleSaga | null>;
-  resolve(sagaId: string, step: number, as: 'done' | 'compensated', operator: string, reason: string): Promise<ConsoleSaga | null>;
+  resolve(
+    sagaId: string,
+    step: number,
+    as: 'done' | 'compensated',
+    operator: string,
+    reason: string,
+  ): Promise<ConsoleSaga | null>;
 }
 
 /** An act refused: `code` says how (mapped to an HTTP status here). */
@@ -81,7 +102,8 @@ export interface ProductRouteContext {
 /** A saga read from the history, in the console's words (each call's failures summed over operator retries). */
 export function consoleSagaOf(g: HistorySaga): ConsoleSaga {
   const callOf = (step: number): HistorySaga['calls'][number] | undefined =>
-    g.calls.find((x) => x.step === step && x.kind === 'compensate' && x.attemptsTotal > 0) ?? g.calls.find((x) => x.step === step && x.kind === 'action');
+    g.calls.find((x) => x.step === step && x.kind === 'compensate' && x.attemptsTotal > 0) ??
+    g.calls.find((x) => x.step === step && x.kind === 'action');
   return {
     sagaId: g.sagaId,
     state: g.state,
@@ -92,7 +114,14 @@ export function consoleSagaOf(g: HistorySaga): ConsoleSaga {
     stuck: null,
     steps: g.steps.map((d) => {
       const call = callOf(d.step);
-      return { service: d.service, name: d.name, status: d.status, attempts: call?.attemptsTotal ?? 0, lastError: call?.lastError ?? '', lastFailureAtMs: call?.lastFailureAtMs ?? 0 };
+      return {
+        service: d.service,
+        name: d.name,
+        status: d.status,
+        attempts: call?.attemptsTotal ?? 0,
+        lastError: call?.lastError ?? '',
+        lastFailureAtMs: call?.lastFailureAtMs ?? 0,
+      };
     }),
     timeline: g.timeline.map((e) => ({ ...e })),
   };
@@ -102,7 +131,9 @@ export function consoleSagaOf(g: HistorySaga): ConsoleSaga {
  * The product routes: the answer of a request to one of them, or undefined
  * when the path is none of theirs. `body` reads the request's JSON body.
  */
-export function productRoutes(c: ProductRouteContext): (req: IncomingMessage, url: URL, method: string, body: () => Promise<Record<string, unknown>>) => Promise<unknown> {
+export function productRoutes(
+  c: ProductRouteContext,
+): (req: IncomingMessage, url: URL, method: string, body: () => Promise<Record<string, unknown>>) => Promise<unknown> {
   function sagasOf(): ConsoleSagas {
     const { sagas } = c.ready();
     if (sagas === undefined) throw new HttpError(404, `node ${c.nodeId} runs no sagas`);
@@ -121,18 +152,26 @@ export function productRoutes(c: ProductRouteContext): (req: IncomingMessage, ur
     const sagas = sagasOf();
     const filterText = q.get('filter') ?? 'running';
     const filter = SAGA_FILTERS.find((f) => f === filterText);
-    if (filter === undefined) throw new HttpError(400, `filter ${quote(filterText)} is not one of ${SAGA_FILTERS.join(', ')}`);
+    if (filter === undefined)
+      throw new HttpError(400, `filter ${quote(filterText)} is not one of ${SAGA_FILTERS.join(', ')}`);
     const limitText = q.get('limit') ?? String(LIMIT_DEFAULT);
-    if (!/^\d{1,5}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > LIMIT_MAX) throw new HttpError(400, `limit ${quote(limitText)} must be a whole number from 1 to ${LIMIT_MAX}`);
+    if (!/^\d{1,5}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > LIMIT_MAX)
+      throw new HttpError(400, `limit ${quote(limitText)} must be a whole number from 1 to ${LIMIT_MAX}`);
     const ended = (x: ConsoleSaga): boolean => x.state === 'finished' || x.state === 'compensated';
     const all = sagas.list();
-    const chosen = all.filter((x) => filter === 'all' || (filter === 'stuck' ? x.stuck !== null : filter === 'ended' ? ended(x) : !ended(x)));
+    const chosen = all.filter(
+      (x) => filter === 'all' || (filter === 'stuck' ? x.stuck !== null : filter === 'ended' ? ended(x) : !ended(x)),
+    );
     return {
       nodeId: c.nodeId,
       leader: sagas.isLeader(),
       leaderRef: sagas.isLeader() ? null : await c.leaderRef(driver.leader()),
       filter,
-      counts: { running: all.filter((x) => !ended(x)).length, stuck: all.filter((x) => x.stuck !== null).length, ended: all.filter(ended).length },
+      counts: {
+        running: all.filter((x) => !ended(x)).length,
+        stuck: all.filter((x) => x.stuck !== null).length,
+        ended: all.filter(ended).length,
+      },
       sagas: chosen.slice(0, Number(limitText)).map(({ timeline: _t, ...rest }) => rest),
     };
   }
@@ -144,7 +183,11 @@ export function productRoutes(c: ProductRouteContext): (req: IncomingMessage, ur
     if (x === null) {
       // Ended and collected from the saga table: this node's history keeps it.
       const g = (await c.history?.()?.query({ txnId: sagaKey(id) }))?.records[0]?.saga;
-      if (g === undefined) throw new HttpError(404, `no saga ${quote(id)} is kept on node ${c.nodeId}: it never started, or it ended and was collected and is not in this node's history`);
+      if (g === undefined)
+        throw new HttpError(
+          404,
+          `no saga ${quote(id)} is kept on node ${c.nodeId}: it never started, or it ended and was collected and is not in this node's history`,
+        );
       const why = 'this saga is gone from the saga table (read from the history): nothing waits for an operator';
       return {
         nodeId: c.nodeId,
@@ -157,52 +200,80 @@ export function productRoutes(c: ProductRouteContext): (req: IncomingMessage, ur
     }
     // Retry and resolve are offered only where they can succeed: on the leader, for a saga stuck on a call.
     const here = c.notHere(driver, 'a saga act');
-    const why = here ?? (x.stuck === null ? `this saga is ${x.state} and not stuck: nothing waits for an operator` : null);
+    const why =
+      here ?? (x.stuck === null ? `this saga is ${x.state} and not stuck: nothing waits for an operator` : null);
     const resolveAs = x.stuck === null ? null : x.stuck.kind === 'action' ? 'done' : 'compensated';
     return {
       nodeId: c.nodeId,
       leader: sagas.isLeader(),
       leaderRef: await c.leaderRef(driver.leader()),
       saga: x,
-      actions: { retry: { offered: why === null, why: why ?? '' }, resolve: { offered: why === null, why: why ?? '', step: x.stuck?.step ?? -1, as: resolveAs } },
+      actions: {
+        retry: { offered: why === null, why: why ?? '' },
+        resolve: { offered: why === null, why: why ?? '', step: x.stuck?.step ?? -1, as: resolveAs },
+      },
     };
   }
 
-  async function sagaAct(id: string, act: 'retry' | 'resolve', body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
+  async function sagaAct(
+    id: string,
+    act: 'retry' | 'resolve',
+    body: Record<string, unknown>,
+    req: IncomingMessage,
+  ): Promise<unknown> {
     const { driver } = c.ready();
     const sagas = sagasOf();
     c.requireAdmin(req, `saga ${act}`);
     const reason = typeof body.reason === 'string' ? body.reason.trim() : '';
-    if (reason === '') throw new HttpError(400, `a saga ${act} needs a reason: it is recorded in the log with who asked and when`);
-    if (reason.length > REASON_CHARS_MAX) throw new HttpError(400, `the reason is limited to ${REASON_CHARS_MAX} characters`);
+    if (reason === '')
+      throw new HttpError(400, `a saga ${act} needs a reason: it is recorded in the log with who asked and when`);
+    if (reason.length > REASON_CHARS_MAX)
+      throw new HttpError(400, `the reason is limited to ${REASON_CHARS_MAX} characters`);
     const operator = c.operatorOf(req, body);
     if (!driver.isLeader()) throw c.notLeader(driver, `saga ${act}`);
     try {
       if (act === 'retry') return { sagaId: id, operator, saga: await sagas.retry(id, operator, reason) };
       const step = body.step;
-      if (typeof step !== 'number' || !Number.isInteger(step) || step < 0) throw new HttpError(400, '"step" must be the number of the stuck step (from 0)');
+      if (typeof step !== 'number' || !Number.isInteger(step) || step < 0)
+        throw new HttpError(400, '"step" must be the number of the stuck step (from 0)');
       const as = body.as === 'done' ? 'done' : body.as === 'compensated' ? 'compensated' : null;
       if (as === null) throw new HttpError(400, '"as" must be "done" or "compensated"');
       return { sagaId: id, operator, saga: await sagas.resolve(id, step, as, operator, reason) };
     } catch (err) {
       if (!(err instanceof ConsoleActError)) throw err;
       if (err.code === 'not-leader') throw c.notLeader(driver, `saga ${act}`);
-      throw new HttpError(err.code === 'not-found' ? 404 : err.code === 'invalid' ? 400 : err.code === 'outcome-unknown' ? 504 : 409, err.message);
+      throw new HttpError(
+        err.code === 'not-found' ? 404 : err.code === 'invalid' ? 400 : err.code === 'outcome-unknown' ? 504 : 409,
+        err.message,
+      );
     }
   }
 
-  /** Leases, and outbox relays read from them: a relay holds `<prefix>/p<partition>` for each partition it publishes. */
+  /**
+   * Leases, and outbox relays read from them: a relay holds `<prefix>/p<partition>` for each partition it publishes.
+   */
   function leasesPage(): unknown {
     const { leases } = c.ready();
     if (leases === undefined) throw new HttpError(404, `node ${c.nodeId} runs no leases`);
     const { clockAtMs, leases: all } = leases();
-    const rows = all.map((l) => ({ ...l, expiresInMs: l.expiresAtMs - clockAtMs, live: l.expiresAtMs > clockAtMs })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const relays = new Map<string, { prefix: string; holder: string; partitions: number[]; live: boolean; expiresInMs: number }>();
+    const rows = all
+      .map((l) => ({ ...l, expiresInMs: l.expiresAtMs - clockAtMs, live: l.expiresAtMs > clockAtMs }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const relays = new Map<
+      string,
+      { prefix: string; holder: string; partitions: number[]; live: boolean; expiresInMs: number }
+    >();
     for (const l of rows) {
       const m = RELAY_LEASE.exec(l.name);
       if (m === null || !l.live) continue;
       const key = `${m[1]}\u0000${l.holder}`;
-      const r = relays.get(key) ?? { prefix: m[1]!, holder: l.holder, partitions: [], live: true, expiresInMs: l.expiresInMs };
+      const r = relays.get(key) ?? {
+        prefix: m[1]!,
+        holder: l.holder,
+        partitions: [],
+        live: true,
+        expiresInMs: l.expiresInMs,
+      };
       r.partitions.push(Number(m[2]));
       r.expiresInMs = Math.min(r.expiresInMs, l.expiresInMs);
       relays.set(key, r);
@@ -219,7 +290,8 @@ export function productRoutes(c: ProductRouteContext): (req: IncomingMessage, ur
     const saga = /^\/api\/sagas\/([^/]+)$/.exec(path);
     if (saga && get) return sagaOne(sagaIdOf(decodeSegment(saga[1]!)));
     const sagaAction = /^\/api\/sagas\/([^/]+)\/(retry|resolve)$/.exec(path);
-    if (sagaAction && method === 'POST') return sagaAct(sagaIdOf(decodeSegment(sagaAction[1]!)), sagaAction[2] as 'retry' | 'resolve', await body(), req);
+    if (sagaAction && method === 'POST')
+      return sagaAct(sagaIdOf(decodeSegment(sagaAction[1]!)), sagaAction[2] as 'retry' | 'resolve', await body(), req);
     if (sagaAction) throw new HttpError(405, `${path} takes POST with a JSON body`);
     return undefined;
   };

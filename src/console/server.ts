@@ -25,7 +25,11 @@ export function isTlsRequest(req: IncomingMessage): boolean {
   return req.socket instanceof TLSSocket;
 }
 
-export function serveConsole(listen: string, handle: (req: IncomingMessage, res: ServerResponse) => boolean, tls: { ca: string; cert: string; key: string } | null): Promise<ConsoleServer> {
+export function serveConsole(
+  listen: string,
+  handle: (req: IncomingMessage, res: ServerResponse) => boolean,
+  tls: { ca: string; cert: string; key: string } | null,
+): Promise<ConsoleServer> {
   const answer = (req: IncomingMessage, res: ServerResponse): void => {
     if (handle(req, res)) return;
     res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: the console is at /\n');
@@ -35,8 +39,19 @@ export function serveConsole(listen: string, handle: (req: IncomingMessage, res:
       ? createHttpServer(answer)
       : createHttpsServer(
           // Files were checked when the node loaded its TLS (src/node/node-tls.ts).
-          { ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key), requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.2' },
+          {
+            ca: readFileSync(tls.ca),
+            cert: readFileSync(tls.cert),
+            key: readFileSync(tls.key),
+            requestCert: true,
+            rejectUnauthorized: true,
+            minVersion: 'TLSv1.2',
+          },
           answer,
         );
-  return listenHttp(server, listen, (why) => new ConsoleListenError(`cannot listen on ${listen} for the console: ${why}; check "consoleListen"`));
+  return listenHttp(
+    server,
+    listen,
+    (why) => new ConsoleListenError(`cannot listen on ${listen} for the console: ${why}; check "consoleListen"`),
+  );
 }

@@ -11,7 +11,17 @@
 
 import { OldestFirst } from '../util/oldest-first.ts';
 
-export type TimelineKind = 'begin' | 'prepare' | 'vote' | 'proposed' | 'decided' | 'decision-sent' | 'ack' | 'no-ack' | 'forget' | 'status';
+export type TimelineKind =
+  | 'begin'
+  | 'prepare'
+  | 'vote'
+  | 'proposed'
+  | 'decided'
+  | 'decision-sent'
+  | 'ack'
+  | 'no-ack'
+  | 'forget'
+  | 'status';
 
 export interface TimelineEvent {
   atMs: number;
@@ -22,7 +32,9 @@ export interface TimelineEvent {
   detail: string;
   /** The log index of an applied decision; 0 otherwise. */
   index: number;
-  /** How many times it happened: a retry of the same event to the same participant is counted here, not kept as a row. */
+  /**
+   * How many times it happened: a retry of the same event to the same participant is counted here, not kept as a row.
+   */
   count: number;
   /** When it last happened (= atMs for one); its detail is the last one's (the last error). */
   lastAtMs: number;
@@ -38,12 +50,18 @@ const REPEATED: ReadonlySet<TimelineKind> = new Set(['decision-sent', 'no-ack', 
 
 /** Transactions whose timelines are kept (the most recently begun or touched). */
 export const TIMELINE_TXNS_MAX = 2_000;
-/** Events kept per transaction; later ones are counted, not kept (a participant down for an hour retries its DECISION many times). */
+/**
+ * Events kept per transaction; later ones are counted, not kept (a participant down for an hour retries its DECISION
+ * many times).
+ */
 export const TIMELINE_EVENTS_MAX = 64;
 const DETAIL_CHARS_MAX = 200;
 
 export class TxnTimeline {
-  private readonly txns = new Map<string, { events: TimelineEvent[]; dropped: number; repeats: Map<string, TimelineEvent> }>();
+  private readonly txns = new Map<
+    string,
+    { events: TimelineEvent[]; dropped: number; repeats: Map<string, TimelineEvent> }
+  >();
   private readonly oldest = new OldestFirst(this.txns);
 
   constructor(
@@ -51,7 +69,10 @@ export class TxnTimeline {
     private readonly eventsMax = TIMELINE_EVENTS_MAX,
   ) {}
 
-  record(txnId: string, e: Pick<TimelineEvent, 'atMs' | 'kind'> & Partial<Omit<TimelineEvent, 'count' | 'lastAtMs'>>): void {
+  record(
+    txnId: string,
+    e: Pick<TimelineEvent, 'atMs' | 'kind'> & Partial<Omit<TimelineEvent, 'count' | 'lastAtMs'>>,
+  ): void {
     let t = this.txns.get(txnId);
     if (t === undefined) {
       // The ring: the transaction recorded first leaves first.
@@ -73,7 +94,15 @@ export class TxnTimeline {
       t.dropped++;
       return;
     }
-    const event: TimelineEvent = { atMs: e.atMs, kind: e.kind, participantId, detail, index: e.index ?? 0, count: 1, lastAtMs: e.atMs };
+    const event: TimelineEvent = {
+      atMs: e.atMs,
+      kind: e.kind,
+      participantId,
+      detail,
+      index: e.index ?? 0,
+      count: 1,
+      lastAtMs: e.atMs,
+    };
     t.events.push(event);
     if (REPEATED.has(e.kind)) t.repeats.set(key, event);
     // An ACK ends that participant's retries: a later DECISION (after a leader change) starts a new row.
@@ -111,7 +140,10 @@ export class LeaderHistory {
 
   constructor(private readonly max = LEADER_CHANGES_MAX) {}
 
-  /** Leaders this node has seen take office (a new leader or a new term with one) since it started; unbounded, unlike the list. */
+  /**
+   * Leaders this node has seen take office (a new leader or a new term with one) since it started; unbounded, unlike
+   * the list.
+   */
   get leadersSeenTotal(): number {
     return this.leadersSeen;
   }

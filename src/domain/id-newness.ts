@@ -32,14 +32,23 @@ export interface NewnessRefusal {
 }
 
 const TAKES: Record<IdKind, string> = { transaction: 'begins', saga: 'starts' };
-const FORGOTTEN: Record<IdKind, string> = { transaction: 'a decision for it may have been forgotten', saga: 'a saga with this id may have run and been forgotten' };
+const FORGOTTEN: Record<IdKind, string> = {
+  transaction: 'a decision for it may have been forgotten',
+  saga: 'a saga with this id may have run and been forgotten',
+};
 
 /**
  * Why `id`, which no record of the table names, may not be taken as new at
  * `nowMs`, or null when it may. `horizonAtMs` is the table's retention
  * horizon (null while it has forgotten no timed id).
  */
-export function newnessRefusal(kind: IdKind, id: string, horizonAtMs: number | null, nowMs: number, rules: NewnessRules): NewnessRefusal | null {
+export function newnessRefusal(
+  kind: IdKind,
+  id: string,
+  horizonAtMs: number | null,
+  nowMs: number,
+  rules: NewnessRules,
+): NewnessRefusal | null {
   const idAtMs = txnIdAtMs(id);
   if (idAtMs === null) {
     if (rules.untimedIds === 'trust') return null;
@@ -60,10 +69,18 @@ export function newnessRefusal(kind: IdKind, id: string, horizonAtMs: number | n
 }
 
 /** A timed id created more than clockSkewMaxMs after `nowMs` is refused wherever it could be taken. */
-export function futureIdRefusal(kind: IdKind, id: string, nowMs: number, clockSkewMaxMs: number): NewnessRefusal | null {
+export function futureIdRefusal(
+  kind: IdKind,
+  id: string,
+  nowMs: number,
+  clockSkewMaxMs: number,
+): NewnessRefusal | null {
   const idAtMs = txnIdAtMs(id);
   if (idAtMs === null || idAtMs <= nowMs + clockSkewMaxMs) return null;
-  return { code: 'invalid', message: `${kind} id ${id} was created at ${iso(idAtMs)}, more than ${clockSkewMaxMs} ms after this leader's clock (${iso(nowMs)}); check the client's clock` };
+  return {
+    code: 'invalid',
+    message: `${kind} id ${id} was created at ${iso(idAtMs)}, more than ${clockSkewMaxMs} ms after this leader's clock (${iso(nowMs)}); check the client's clock`,
+  };
 }
 
 /** True when `id` is timed and created at or before `horizonAtMs`: it may have been used and forgotten. */

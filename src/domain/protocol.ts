@@ -113,7 +113,9 @@ export class MethodUnimplementedError extends Error {
     readonly method: ParticipantMethod,
     detail = '',
   ) {
-    super(`participant ${participantId} does not implement ${method} (gRPC UNIMPLEMENTED${detail ? `: ${detail}` : ''})`);
+    super(
+      `participant ${participantId} does not implement ${method} (gRPC UNIMPLEMENTED${detail ? `: ${detail}` : ''})`,
+    );
     this.name = 'MethodUnimplementedError';
   }
 }
@@ -149,7 +151,8 @@ const SERVED_METHOD = /^[A-Z][A-Za-z0-9]{0,31}$/;
 export function servesProblem(serves: readonly string[]): string | null {
   if (serves.length > SERVES_MAX) return `serves names ${serves.length} methods (limit ${SERVES_MAX})`;
   const bad = serves.find((m) => !SERVED_METHOD.test(m));
-  if (bad !== undefined) return `serves: ${JSON.stringify(bad.slice(0, 40))} is not a method name (1–32 of A-Z, a-z, 0-9, starting with an upper-case letter)`;
+  if (bad !== undefined)
+    return `serves: ${JSON.stringify(bad.slice(0, 40))} is not a method name (1–32 of A-Z, a-z, 0-9, starting with an upper-case letter)`;
   return null;
 }
 

@@ -19,7 +19,8 @@ export const TXN_ID_CHARS_MAX = 128;
 
 /** The form of every transaction id: the edges of the cluster and of a participant check it with this. */
 export const TXN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
-const UUID_V7_TAIL = /(?:^|[:._-])([0-9a-fA-F]{8})-([0-9a-fA-F]{4})-7[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$/;
+const UUID_V7_TAIL =
+  /(?:^|[:._-])([0-9a-fA-F]{8})-([0-9a-fA-F]{4})-7[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$/;
 
 /** Why `id` is not a transaction id, or null when it is one. Never echoes more than a bounded prefix of the input. */
 export function txnIdProblem(id: unknown): string | null {
@@ -42,7 +43,8 @@ export function txnIdAtMs(id: string): number | null {
  * application does not choose.
  */
 export function newTxnId(nowMs: number, random: Uint8Array): string {
-  if (!Number.isSafeInteger(nowMs) || nowMs < 0 || nowMs >= 2 ** 48) throw new RangeError(`a UUIDv7 time must be 0 ≤ ms < 2^48, got ${nowMs}`);
+  if (!Number.isSafeInteger(nowMs) || nowMs < 0 || nowMs >= 2 ** 48)
+    throw new RangeError(`a UUIDv7 time must be 0 ≤ ms < 2^48, got ${nowMs}`);
   if (random.byteLength < 10) throw new RangeError('a UUIDv7 needs 10 random bytes');
   const b = new Uint8Array(16);
   let t = nowMs;

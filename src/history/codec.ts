@@ -33,7 +33,10 @@ const FORM = 3;
 /** The form before the sightings were folded (no beganΔ, proposedΔ, proposed; participants of three or four fields). */
 const FORM_2 = 2;
 const VOTES = ['', 'yes', 'no'] as const;
-/** The row kinds a node records (src/node/history-feed.ts), a letter each; any other kind is written out (never one letter long). */
+/**
+ * The row kinds a node records (src/node/history-feed.ts), a letter each; any other kind is written out (never one
+ * letter long).
+ */
 const KIND_CODES = new Map([
   ['begin', 'b'],
   ['prepare', 'p'],
@@ -46,15 +49,20 @@ const KIND_CODES = new Map([
 ]);
 const KINDS = new Map([...KIND_CODES].map(([k, c]) => [c, k]));
 
-/** The time a record is indexed by: its decision's, else its first act's or row's (a transaction known only by a heuristic report). */
+/**
+ * The time a record is indexed by: its decision's, else its first act's or row's (a transaction known only by a
+ * heuristic report).
+ */
 export function indexAtMs(r: HistoryRecord): number {
   return r.decidedAtMs || r.acts[0]?.atMs || r.rows[0]?.atMs || 0;
 }
 
 export function encodeRecord(r: HistoryRecord): string {
-  // A saga's record (./record.ts) keeps the first form, a JSON object: its steps, calls and timeline have no positions here.
+  // A saga's record (./record.ts) keeps the first form, a JSON object: its steps, calls and timeline have no positions
+  // here.
   if (r.saga !== undefined) return JSON.stringify(r);
-  // Built as text, not as arrays handed to JSON.stringify: every node encodes every transaction once, and the garbage counts.
+  // Built as text, not as arrays handed to JSON.stringify: every node encodes every transaction once, and the garbage
+  // counts.
   const base = indexAtMs(r);
   let ps = '';
   for (const p of r.participants) {
@@ -82,9 +90,16 @@ export function encodeRecord(r: HistoryRecord): string {
     rows += `${rows === '' ? '' : ','}[${w.atMs - base},${text(kind)}${tail}]`;
   }
   const acts = r.acts.length === 0 ? '[]' : JSON.stringify(r.acts);
-  const proposed = r.proposed === undefined || r.proposed === (r.outcome === 'commit' ? 'COMMIT' : r.outcome === 'abort' ? 'ABORT' : '') ? '""' : text(r.proposed);
+  const proposed =
+    r.proposed === undefined ||
+    r.proposed === (r.outcome === 'commit' ? 'COMMIT' : r.outcome === 'abort' ? 'ABORT' : '')
+      ? '""'
+      : text(r.proposed);
   // The record's own sightings, left out when none (a follower's record).
-  const seen = r.beganAtMs || r.proposedAtMs ? `,${rel(r.beganAtMs ?? 0, base)},${rel(r.proposedAtMs ?? 0, base)},${proposed}` : '';
+  const seen =
+    r.beganAtMs || r.proposedAtMs
+      ? `,${rel(r.beganAtMs ?? 0, base)},${rel(r.proposedAtMs ?? 0, base)},${proposed}`
+      : '';
   return `[${FORM},${text(r.outcome)},${text(r.reason)},${r.decisionIndex},${base},${rel(r.decidedAtMs, base)},${r.forgottenIndex},${rel(r.forgottenAtMs, base)},${r.rowsDropped},[${ps}],${acts},[${rows}]${seen}]`;
 }
 
@@ -113,22 +128,55 @@ export function decodeRecord(txnId: string, text: string): HistoryRecord | strin
     return problem ?? (v as HistoryRecord);
   }
   const form = v[0];
-  if (!((form === FORM && (v.length === 12 || v.length === 15)) || (form === FORM_2 && v.length === 12))) return `not a record of form ${FORM} or ${FORM_2}`;
-  const [, outcome, reason, decisionIndex, base, decidedRel, forgottenIndex, forgottenRel, rowsDropped, ps, acts, rows, beganRel = null, proposedRel = null, proposed = ''] = v as unknown[];
+  if (!((form === FORM && (v.length === 12 || v.length === 15)) || (form === FORM_2 && v.length === 12)))
+    return `not a record of form ${FORM} or ${FORM_2}`;
+  const [
+    ,
+    outcome,
+    reason,
+    decisionIndex,
+    base,
+    decidedRel,
+    forgottenIndex,
+    forgottenRel,
+    rowsDropped,
+    ps,
+    acts,
+    rows,
+    beganRel = null,
+    proposedRel = null,
+    proposed = '',
+  ] = v as unknown[];
   if (outcome !== '' && outcome !== 'commit' && outcome !== 'abort') return `outcome ${JSON.stringify(outcome)}`;
   if (typeof reason !== 'string') return 'reason is not text';
-  if (!isInt(decisionIndex) || !isInt(base) || !isInt(forgottenIndex) || !isInt(rowsDropped)) return 'an index, time or count is not a whole number';
-  for (const d of [decidedRel, forgottenRel, beganRel, proposedRel]) if (!(d === null || isInt(d))) return 'a time is not a whole number';
+  if (!isInt(decisionIndex) || !isInt(base) || !isInt(forgottenIndex) || !isInt(rowsDropped))
+    return 'an index, time or count is not a whole number';
+  for (const d of [decidedRel, forgottenRel, beganRel, proposedRel])
+    if (!(d === null || isInt(d))) return 'a time is not a whole number';
   if (typeof proposed !== 'string') return 'the outcome proposed is not text';
-  if (!Array.isArray(ps) || !Array.isArray(acts) || !Array.isArray(rows)) return 'participants, acts or rows is not a list';
+  if (!Array.isArray(ps) || !Array.isArray(acts) || !Array.isArray(rows))
+    return 'participants, acts or rows is not a list';
   const at = (d: unknown): number => (d === null ? 0 : (d as number) + base);
   const participants: HistoryParticipant[] = [];
   for (const p of ps) {
-    if (!Array.isArray(p) || p.length < 3 || p.length > (form === FORM ? 8 : 4) || typeof p[0] !== 'string' || !(p[1] === 0 || p[1] === 1 || p[1] === 2) || !(p[2] === 0 || p[2] === 1))
+    if (
+      !Array.isArray(p) ||
+      p.length < 3 ||
+      p.length > (form === FORM ? 8 : 4) ||
+      typeof p[0] !== 'string' ||
+      !(p[1] === 0 || p[1] === 1 || p[1] === 2) ||
+      !(p[2] === 0 || p[2] === 1)
+    )
       return 'a participant is malformed';
-    for (let i = 3; i < Math.min(p.length, 7); i++) if (!(p[i] === null || isInt(p[i]))) return "a participant's time is not a whole number";
+    for (let i = 3; i < Math.min(p.length, 7); i++)
+      if (!(p[i] === null || isInt(p[i]))) return "a participant's time is not a whole number";
     if (p.length > 7 && p[7] !== 1) return 'a participant is malformed';
-    const q: HistoryParticipant = { participantId: p[0], vote: VOTES[p[1]], acked: p[2] === 1, ackedAtMs: at(p[3] ?? null) };
+    const q: HistoryParticipant = {
+      participantId: p[0],
+      vote: VOTES[p[1]],
+      acked: p[2] === 1,
+      ackedAtMs: at(p[3] ?? null),
+    };
     // The folded sightings, set only where seen (withSightingRows turns them into rows).
     const [prepared, voted, sent] = [at(p[4] ?? null), at(p[5] ?? null), at(p[6] ?? null)];
     if (prepared) q.preparedAtMs = prepared;
@@ -144,13 +192,28 @@ export function decodeRecord(txnId: string, text: string): HistoryRecord | strin
   for (const w of rows) {
     if (!Array.isArray(w) || w.length < 2 || w.length > 6) return 'a row is malformed';
     const [at, code, participantId = '', detail = '', count = 1, last = 0] = w as unknown[];
-    if (!isInt(at) || typeof code !== 'string' || typeof participantId !== 'string' || typeof detail !== 'string' || !isInt(count) || !isInt(last)) return 'a row is malformed';
+    if (
+      !isInt(at) ||
+      typeof code !== 'string' ||
+      typeof participantId !== 'string' ||
+      typeof detail !== 'string' ||
+      !isInt(count) ||
+      !isInt(last)
+    )
+      return 'a row is malformed';
     const kind = code.length === 1 ? KINDS.get(code) : code;
     if (kind === undefined) return `a row's kind ${JSON.stringify(code)} is unknown`;
     const atMs = at + base;
     out.push({ atMs, lastAtMs: atMs + last, kind, participantId, detail, count });
   }
-  for (const a of acts) if (a === null || typeof a !== 'object' || typeof (a as HistoryAct).kind !== 'string' || !isInt((a as HistoryAct).index)) return 'an act is malformed';
+  for (const a of acts)
+    if (
+      a === null ||
+      typeof a !== 'object' ||
+      typeof (a as HistoryAct).kind !== 'string' ||
+      !isInt((a as HistoryAct).index)
+    )
+      return 'an act is malformed';
   const rec: HistoryRecord = {
     txnId,
     outcome,

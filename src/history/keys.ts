@@ -1,6 +1,7 @@
 // The history store's keys (./store.ts), utf8:
 //   r␀<txnId>                              the record (./codec.ts)
-//   T␀<bucket, 16 digits>␀<seq>            by time: "<time> <txnId>" lines, the records of one write whose time (the decision's) falls in the bucket
+//   T␀<bucket, 16 digits>␀<seq> by time: "<time> <txnId>" lines, the records of one write whose time (the decision's)
+//   falls in the bucket
 //   P␀<participant>␀<bucket>␀<seq>         the same, by participant
 //   m␀applied                              every change of the log up to this index is on disk
 //   m␀written                              no record on disk holds a change of the log above this index
@@ -40,13 +41,18 @@ export const M_BYTES = `m${SEP}bytes`;
 export const M_SEQ = `m${SEP}seq`;
 export const M_LACKS = `m${SEP}lacks`;
 
-/** The ids a record is indexed by participant under: a transaction's participants; a saga's step services, each once. */
+/**
+ * The ids a record is indexed by participant under: a transaction's participants; a saga's step services, each once.
+ */
 export function indexIds(r: HistoryRecord): string[] {
   if (r.saga === undefined) return r.participants.map((p) => p.participantId);
   return [...new Set(r.saga.steps.map((s) => s.service))];
 }
 
-/** The bytes a record takes in the store: its key and value, and its entries in the indexes (by time, by each participant). */
+/**
+ * The bytes a record takes in the store: its key and value, and its entries in the indexes (by time, by each
+ * participant).
+ */
 export function costOf(r: HistoryRecord, value: string, ids: readonly string[]): number {
   const entry = String(indexAtMs(r)).length + r.txnId.length + 2;
   return 2 + r.txnId.length + Buffer.byteLength(value) + entry * (1 + ids.length);
@@ -67,10 +73,19 @@ export function addLine(index: IndexLines, bucket: number, participantId: string
   else lines.push(line);
 }
 
-/** The puts of a write turn's index lines, one key per bucket and participant, numbered from `seq` + 1; returns the last number. */
+/**
+ * The puts of a write turn's index lines, one key per bucket and participant, numbered from `seq` + 1; returns the last
+ * number.
+ */
 export function indexPuts(index: IndexLines, seq: number, ops: Batch[]): number {
   let n = seq;
-  for (const [bucket, byId] of index) for (const [id, lines] of byId) ops.push({ type: 'put', key: `${id === '' ? tPrefix(bucket) : pPrefix(id, bucket)}${seq12(++n)}`, value: lines.join(ENTRY_SEP) });
+  for (const [bucket, byId] of index)
+    for (const [id, lines] of byId)
+      ops.push({
+        type: 'put',
+        key: `${id === '' ? tPrefix(bucket) : pPrefix(id, bucket)}${seq12(++n)}`,
+        value: lines.join(ENTRY_SEP),
+      });
   return n;
 }
 
@@ -95,7 +110,8 @@ export async function upgradeIndexKeys(db: Level<string, string>, seqAtOpen: num
   for (const prefix of ['t', 'p']) {
     for (;;) {
       const keys: string[] = [];
-      for await (const k of db.keys({ gte: `${prefix}${SEP}`, lt: `${prefix}${SEP}\uffff`, limit: UPGRADE_KEYS })) keys.push(k);
+      for await (const k of db.keys({ gte: `${prefix}${SEP}`, lt: `${prefix}${SEP}\uffff`, limit: UPGRADE_KEYS }))
+        keys.push(k);
       if (keys.length === 0) break;
       const lists = new Map<string, string[]>();
       const ops: Batch[] = [];
@@ -111,7 +127,8 @@ export async function upgradeIndexKeys(db: Level<string, string>, seqAtOpen: num
         if (lines === undefined) lists.set(list, [entryOf(atMs, id)]);
         else lines.push(entryOf(atMs, id));
       }
-      for (const [list, lines] of lists) ops.push({ type: 'put', key: `${list}${seq12(++seq)}`, value: lines.join(ENTRY_SEP) });
+      for (const [list, lines] of lists)
+        ops.push({ type: 'put', key: `${list}${seq12(++seq)}`, value: lines.join(ENTRY_SEP) });
       ops.push({ type: 'put', key: M_SEQ, value: String(seq) });
       await db.batch(ops);
     }

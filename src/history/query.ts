@@ -23,7 +23,9 @@ export function parseTimeArg(name: string, raw: string, nowMs: number): number {
     const ms = Date.parse(v);
     if (Number.isFinite(ms) && ms >= 0) return ms;
   }
-  throw new HistoryQueryError(`${name} "${raw}" is not a time: give a duration ago (30m, 24h, 7d; units ms s m h d w) or an ISO time (2026-12-04T12:00:00Z)`);
+  throw new HistoryQueryError(
+    `${name} "${raw}" is not a time: give a duration ago (30m, 24h, 7d; units ms s m h d w) or an ISO time (2026-12-04T12:00:00Z)`,
+  );
 }
 
 export interface HistorySearchText {
@@ -35,14 +37,23 @@ export interface HistorySearchText {
 }
 
 /** The search's parts, checked; undefined parts are not filters. */
-export function parseHistorySearch(s: HistorySearchText, nowMs: number, names: Record<keyof HistorySearchText, string>): HistoryQuery {
+export function parseHistorySearch(
+  s: HistorySearchText,
+  nowMs: number,
+  names: Record<keyof HistorySearchText, string>,
+): HistoryQuery {
   const q: HistoryQuery = {};
   if (s.since !== undefined) q.sinceAtMs = parseTimeArg(names.since, s.since, nowMs);
   if (s.until !== undefined) q.untilAtMs = parseTimeArg(names.until, s.until, nowMs);
   if (q.sinceAtMs !== undefined && q.untilAtMs !== undefined && q.sinceAtMs >= q.untilAtMs)
-    throw new HistoryQueryError(`${names.since} (${new Date(q.sinceAtMs).toISOString()}) must be before ${names.until} (${new Date(q.untilAtMs).toISOString()})`);
+    throw new HistoryQueryError(
+      `${names.since} (${new Date(q.sinceAtMs).toISOString()}) must be before ${names.until} (${new Date(q.untilAtMs).toISOString()})`,
+    );
   if (s.participant !== undefined) {
-    if (!ID.test(s.participant)) throw new HistoryQueryError(`${names.participant} "${s.participant}" is not a participant id (letters, digits, ".", "_" or "-", at most 64)`);
+    if (!ID.test(s.participant))
+      throw new HistoryQueryError(
+        `${names.participant} "${s.participant}" is not a participant id (letters, digits, ".", "_" or "-", at most 64)`,
+      );
     q.participantId = s.participant;
   }
   if (s.outcome !== undefined) {
@@ -53,7 +64,8 @@ export function parseHistorySearch(s: HistorySearchText, nowMs: number, names: R
   }
   if (s.limit !== undefined) {
     const n = /^\d{1,7}$/.test(s.limit.trim()) ? Number(s.limit.trim()) : Number.NaN;
-    if (!(n >= 1 && n <= HISTORY_LIMIT_MAX)) throw new HistoryQueryError(`${names.limit} "${s.limit}" must be a whole number from 1 to ${HISTORY_LIMIT_MAX}`);
+    if (!(n >= 1 && n <= HISTORY_LIMIT_MAX))
+      throw new HistoryQueryError(`${names.limit} "${s.limit}" must be a whole number from 1 to ${HISTORY_LIMIT_MAX}`);
     q.limit = n;
   }
   return q;

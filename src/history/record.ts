@@ -18,7 +18,10 @@ import type { DecisionOutcome } from '../domain/protocol.ts';
 
 export interface HistoryParticipant {
   participantId: string;
-  /** 'yes' / 'no' as this node saw the vote, or as the log implies it (a COMMIT means every vote was YES, AC2); '' unknown. */
+  /**
+   * 'yes' / 'no' as this node saw the vote, or as the log implies it (a COMMIT means every vote was YES, AC2); ''
+   * unknown.
+   */
   vote: '' | 'yes' | 'no';
   /** When this node saw its ACK (leader only); 0: not seen here. */
   ackedAtMs: number;
@@ -46,7 +49,10 @@ export interface HistoryAct {
   atMs: number;
   /** The outcome the act asked for, or what the participant did by hand; removed: '' (the decision stands). */
   outcome: DecisionOutcome | '';
-  /** resolve: 'decided' or 'confirmed'; heuristic: the XA kind (HEURCOM, HEURRB, HEURMIX, HEURHAZ); removed: 'undelivered' (no longer delivered; still answered if it returns). */
+  /**
+   * resolve: 'decided' or 'confirmed'; heuristic: the XA kind (HEURCOM, HEURRB, HEURMIX, HEURHAZ); removed:
+   * 'undelivered' (no longer delivered; still answered if it returns).
+   */
   effect: string;
   /** heuristic: the participant that decided alone; removed: the participant removed; '' for a resolve. */
   participantId: string;
@@ -90,7 +96,10 @@ export interface HistoryRecord {
   beganAtMs?: number;
   proposedAtMs?: number;
   proposed?: string;
-  /** A saga's record (key `saga/<id>`): then `decidedAtMs` is when it started, `outcome` is '' and the lists above are empty. */
+  /**
+   * A saga's record (key `saga/<id>`): then `decidedAtMs` is when it started, `outcome` is '' and the lists above are
+   * empty.
+   */
   saga?: HistorySaga;
 }
 
@@ -153,7 +162,9 @@ export interface HistorySaga {
   lastIndex: number;
 }
 
-/** The key of a saga's record: a "/" is in no transaction id (src/domain/txn-id.ts), so it never names a transaction's. */
+/**
+ * The key of a saga's record: a "/" is in no transaction id (src/domain/txn-id.ts), so it never names a transaction's.
+ */
 export const SAGA_KEY_PREFIX = 'saga/';
 export const sagaKey = (sagaId: string): string => `${SAGA_KEY_PREFIX}${sagaId}`;
 /** A saga's input, output and error texts are cut to this in its record. */
@@ -161,7 +172,16 @@ export const SAGA_TEXT_CHARS_MAX = 1_000;
 
 /** A change to the history, from an applied entry (with its index) or from what this node saw (index 0). */
 export type HistoryChange =
-  | { t: 'decide'; txnId: string; outcome: DecisionOutcome; reason: string; participants: readonly string[]; index: number; atMs: number; first: boolean }
+  | {
+      t: 'decide';
+      txnId: string;
+      outcome: DecisionOutcome;
+      reason: string;
+      participants: readonly string[];
+      index: number;
+      atMs: number;
+      first: boolean;
+    }
   | { t: 'forget'; txnId: string; index: number; atMs: number }
   | { t: 'act'; txnId: string; act: HistoryAct }
   | { t: 'row'; txnId: string; atMs: number; kind: string; participantId: string; detail: string }
@@ -182,7 +202,19 @@ const DETAIL_CHARS_MAX = 200;
 const REPEATING = new Set(['decision-sent', 'no-ack', 'status']);
 
 export function emptyRecord(txnId: string): HistoryRecord {
-  return { txnId, outcome: '', reason: '', decisionIndex: 0, decidedAtMs: 0, participants: [], forgottenIndex: 0, forgottenAtMs: 0, acts: [], rows: [], rowsDropped: 0 };
+  return {
+    txnId,
+    outcome: '',
+    reason: '',
+    decisionIndex: 0,
+    decidedAtMs: 0,
+    participants: [],
+    forgottenIndex: 0,
+    forgottenAtMs: 0,
+    acts: [],
+    rows: [],
+    rowsDropped: 0,
+  };
 }
 
 /**
@@ -213,7 +245,9 @@ export function applyChange(rec: HistoryRecord | null, c: HistoryChange): Histor
       if (r.outcome === 'commit') for (const p of r.participants) p.acked = true;
       return r;
     case 'act':
-      if (!r.acts.some((a) => a.index === c.act.index && a.kind === c.act.kind && a.participantId === c.act.participantId)) {
+      if (
+        !r.acts.some((a) => a.index === c.act.index && a.kind === c.act.kind && a.participantId === c.act.participantId)
+      ) {
         r.acts.push(c.act);
         if (r.acts.length > ACTS_MAX) r.acts.splice(0, r.acts.length - ACTS_MAX);
       }
@@ -239,7 +273,8 @@ function applySaga(r: HistoryRecord, next: HistorySaga): void {
   if (prev !== undefined && next.lastIndex < prev.lastIndex) return;
   const calls = next.calls.map((c) => {
     const before = prev?.calls.find((p) => p.step === c.step && p.kind === c.kind);
-    const added = before === undefined ? c.attempts : c.attempts >= before.attempts ? c.attempts - before.attempts : c.attempts;
+    const added =
+      before === undefined ? c.attempts : c.attempts >= before.attempts ? c.attempts - before.attempts : c.attempts;
     return { ...c, attemptsTotal: (before?.attemptsTotal ?? 0) + added };
   });
   r.saga = { ...next, calls };
@@ -255,7 +290,10 @@ function participant(r: HistoryRecord, id: string): HistoryParticipant {
   return p;
 }
 
-/** Sightings of a participant seen before the decision (PREPAREs, votes) come first in the decision's order, as a follower's record has them. */
+/**
+ * Sightings of a participant seen before the decision (PREPAREs, votes) come first in the decision's order, as a
+ * follower's record has them.
+ */
 function inDecisionOrder(r: HistoryRecord, ids: readonly string[]): void {
   const ps = r.participants;
   let same = true;
@@ -280,7 +318,13 @@ const UPPER = { commit: 'COMMIT', abort: 'ABORT', '': '' } as const;
  * one counts on its first row. Every node's leader sees about ten
  * sightings per transaction: folded, they cost a few numbers, not ten rows.
  */
-export function addSighting(r: HistoryRecord, atMs: number, kind: string, participantId: string, rawDetail: string): void {
+export function addSighting(
+  r: HistoryRecord,
+  atMs: number,
+  kind: string,
+  participantId: string,
+  rawDetail: string,
+): void {
   const detail = rawDetail.length > DETAIL_CHARS_MAX ? rawDetail.slice(0, DETAIL_CHARS_MAX) : rawDetail;
   if (participantId === '') {
     if (kind === 'begin' && detail === '' && !r.beganAtMs) r.beganAtMs = atMs;
@@ -310,7 +354,11 @@ export function addSighting(r: HistoryRecord, atMs: number, kind: string, partic
         // Sent again (a retry): the first becomes the row the retries count on.
         pushRow(r, { atMs: p.sentAtMs, lastAtMs: p.sentAtMs, kind, participantId, detail: UPPER[r.outcome], count: 1 });
         p.sentAtMs = 0;
-      } else if (r.decisionIndex > 0 && detail === UPPER[r.outcome] && !r.rows.some((x) => x.kind === kind && x.participantId === participantId)) {
+      } else if (
+        r.decisionIndex > 0 &&
+        detail === UPPER[r.outcome] &&
+        !r.rows.some((x) => x.kind === kind && x.participantId === participantId)
+      ) {
         p.sentAtMs = atMs;
         return;
       }
@@ -354,12 +402,25 @@ function pushRow(r: HistoryRecord, row: HistoryRow): void {
 }
 
 /** A row kind's place among rows of the same time: the order a transaction goes through them. */
-const PHASE: Record<string, number> = { begin: 0, prepare: 1, vote: 2, proposed: 3, 'decision-sent': 4, ack: 5, 'no-ack': 5, status: 6 };
+const PHASE: Record<string, number> = {
+  begin: 0,
+  prepare: 1,
+  vote: 2,
+  proposed: 3,
+  'decision-sent': 4,
+  ack: 5,
+  'no-ack': 5,
+  status: 6,
+};
 const phaseOf = (kind: string): number => PHASE[kind] ?? 7;
 
 /** Whether a record holds folded sightings (addSighting). */
 export function hasSightings(r: HistoryRecord): boolean {
-  return !!(r.beganAtMs || r.proposedAtMs || r.participants.some((p) => p.preparedAtMs || p.votedAtMs || p.sentAtMs || p.ackSeen));
+  return !!(
+    r.beganAtMs ||
+    r.proposedAtMs ||
+    r.participants.some((p) => p.preparedAtMs || p.votedAtMs || p.sentAtMs || p.ackSeen)
+  );
 }
 
 /**
@@ -396,12 +457,15 @@ export function recordProblem(v: unknown): string | null {
   if (v === null || typeof v !== 'object') return 'not an object';
   const r = v as Partial<HistoryRecord>;
   if (typeof r.txnId !== 'string' || r.txnId === '') return 'no transaction id';
-  if (r.outcome !== '' && r.outcome !== 'commit' && r.outcome !== 'abort') return `outcome ${JSON.stringify(r.outcome)}`;
-  for (const k of ['decisionIndex', 'decidedAtMs', 'forgottenIndex', 'forgottenAtMs', 'rowsDropped'] as const) if (typeof r[k] !== 'number') return `${k} is not a number`;
+  if (r.outcome !== '' && r.outcome !== 'commit' && r.outcome !== 'abort')
+    return `outcome ${JSON.stringify(r.outcome)}`;
+  for (const k of ['decisionIndex', 'decidedAtMs', 'forgottenIndex', 'forgottenAtMs', 'rowsDropped'] as const)
+    if (typeof r[k] !== 'number') return `${k} is not a number`;
   for (const k of ['participants', 'acts', 'rows'] as const) if (!Array.isArray(r[k])) return `${k} is not a list`;
   if (r.saga !== undefined) {
     const g = r.saga as Partial<HistorySaga> | null;
-    if (g === null || typeof g !== 'object' || typeof g.sagaId !== 'string' || r.txnId !== sagaKey(g.sagaId)) return 'a saga record without its saga id';
+    if (g === null || typeof g !== 'object' || typeof g.sagaId !== 'string' || r.txnId !== sagaKey(g.sagaId))
+      return 'a saga record without its saga id';
     for (const k of ['steps', 'calls', 'timeline'] as const) if (!Array.isArray(g[k])) return `saga ${k} is not a list`;
   }
   return null;

@@ -64,7 +64,14 @@ import {
 } from './record.ts';
 import { kindOf, startsRecord, withSightingRows } from './record.ts';
 
-export { HISTORY_BYTES_MAX_DEFAULT, HISTORY_LIMIT_MAX, HISTORY_RETENTION_MS_DEFAULT, type HistoryAnswer, type HistoryQuery, type LogRange } from './record.ts';
+export {
+  HISTORY_BYTES_MAX_DEFAULT,
+  HISTORY_LIMIT_MAX,
+  HISTORY_RETENTION_MS_DEFAULT,
+  type HistoryAnswer,
+  type HistoryQuery,
+  type LogRange,
+} from './record.ts';
 export { indexAtMs } from './codec.ts';
 
 export interface HistoryOptions {
@@ -73,7 +80,10 @@ export interface HistoryOptions {
   /** The records' bytes kept at most; beyond, the oldest are deleted. */
   bytesMax: number;
   nowMs: () => number;
-  /** Whether the decision table knows `txnId` as decided (a row for a decided transaction not in memory goes to its record on disk). */
+  /**
+   * Whether the decision table knows `txnId` as decided (a row for a decided transaction not in memory goes to its
+   * record on disk).
+   */
   decided: (txnId: string) => boolean;
   /** A failed write or read: the history is not the commit path, so the node goes on and says so. */
   onError: (err: Error, what: string) => void;
@@ -92,7 +102,10 @@ const FLUSH_MS = 200;
 const FLUSH_RECORDS = 2_000;
 /** Write turns (of FLUSH_MS) a changed record waits for its transaction to settle before it is written anyway. */
 const HOLD_TURNS = 10;
-/** Changed records waiting to be written at most: past it, the oldest are written at the next turn, which starts at once. */
+/**
+ * Changed records waiting to be written at most: past it, the oldest are written at the next turn, which starts at
+ * once.
+ */
 const HELD_MAX = 10_000;
 /** Records not settled kept in memory after they are written (they may change again: a late ACK, the Forget). */
 const HOT_MAX = 2_000;
@@ -122,7 +135,9 @@ function minIndexOf(a: number, b: number): number {
 }
 
 export class HistoryStore {
-  /** Records in memory: changed and not written yet, or written recently; the oldest written ones leave past HOT_MAX. */
+  /**
+   * Records in memory: changed and not written yet, or written recently; the oldest written ones leave past HOT_MAX.
+   */
   private readonly hot = new Map<string, HistoryRecord>();
   private readonly stored = new Map<string, Stored>();
   /** Records in `hot` changed since written, oldest change first. */
@@ -131,7 +146,10 @@ export class HistoryStore {
   private deferred = new Map<string, HistoryChange[]>();
   /** The lowest log index among the deferred changes; 0 when all were sightings. */
   private deferredMinIndex = 0;
-  /** What this node saw of transactions not decided yet, folded into a record each (./record.ts addSighting) that their decision joins. */
+  /**
+   * What this node saw of transactions not decided yet, folded into a record each (./record.ts addSighting) that their
+   * decision joins.
+   */
   private readonly pending = new Map<string, HistoryRecord>();
   /** The highest log index applied here (in memory). */
   private applied: number;
@@ -175,7 +193,12 @@ export class HistoryStore {
     const db = new Level<string, string>(dir, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
     await db.open({ createIfMissing: true });
     const [applied, written, bytes, lacks, seq] = await db.getMany([M_APPLIED, M_WRITTEN, M_BYTES, M_LACKS, M_SEQ]);
-    const s = new HistoryStore(db, o, { applied: Number(applied ?? 0) || 0, written: Number(written ?? 0) || 0, bytes: Number(bytes ?? 0) || 0, lacks: parseLacks(lacks) });
+    const s = new HistoryStore(db, o, {
+      applied: Number(applied ?? 0) || 0,
+      written: Number(written ?? 0) || 0,
+      bytes: Number(bytes ?? 0) || 0,
+      lacks: parseLacks(lacks),
+    });
     s.seq = Number(seq ?? 0) || 0;
     s.seq = await upgradeIndexKeys(db, s.seq);
     s.pruneTimer = setInterval(() => void s.prune(), PRUNE_EVERY_MS);
@@ -216,7 +239,12 @@ export class HistoryStore {
 
   /** Starts a write now if enough waits, else at the next turn. */
   private due(): void {
-    if (this.settled >= FLUSH_RECORDS || this.dirty.size > (this.o.heldMax ?? HELD_MAX) || this.deferred.size >= FLUSH_RECORDS) void this.write(false);
+    if (
+      this.settled >= FLUSH_RECORDS ||
+      this.dirty.size > (this.o.heldMax ?? HELD_MAX) ||
+      this.deferred.size >= FLUSH_RECORDS
+    )
+      void this.write(false);
     else this.arm();
   }
 
@@ -345,7 +373,8 @@ export class HistoryStore {
   private async writeOnce(all: boolean): Promise<void> {
     this.turn++;
     this.settled = 0;
-    if (this.dirty.size === 0 && this.deferred.size === 0 && this.durable === this.applied && !this.lacksChanged) return;
+    if (this.dirty.size === 0 && this.deferred.size === 0 && this.durable === this.applied && !this.lacksChanged)
+      return;
     const deferred = this.deferred;
     const deferredMinIndex = this.deferredMinIndex;
     const appliedIndex = this.applied;
@@ -357,7 +386,8 @@ export class HistoryStore {
     const taken = new Map<string, Held>();
     const undo = new Map<string, Stored | undefined>();
     try {
-      // Records changed while not in memory: read, changed, written (a record that is gone — pruned, or lacking — takes only a decision or an act).
+      // Records changed while not in memory: read, changed, written (a record that is gone — pruned, or lacking — takes
+      // only a decision or an act).
       const ids = [...deferred.keys()].filter((id) => !this.hot.has(id));
       const values = ids.length > 0 ? await this.db.getMany(ids.map(rKey)) : [];
       deferredTaken = true;
@@ -407,7 +437,13 @@ export class HistoryStore {
           this.dirty.delete(id);
           continue;
         }
-        const due = all || overflow-- > 0 || now.has(id) || r.forgottenIndex > 0 || r.outcome === '' || this.turn - h.turn >= holdTurns;
+        const due =
+          all ||
+          overflow-- > 0 ||
+          now.has(id) ||
+          r.forgottenIndex > 0 ||
+          r.outcome === '' ||
+          this.turn - h.turn >= holdTurns;
         if (!due) {
           // Held: the log from its first unwritten change on is not on disk until it is.
           if (h.minIndex > 0 && h.minIndex - 1 < floor) floor = h.minIndex - 1;
@@ -432,7 +468,8 @@ export class HistoryStore {
       this.count(ops, taken.size);
       this.durable = Math.max(this.durable, floor);
       this.written = writtenTo;
-      // A settled record rarely changes again (a late operator's act reads it back from disk): it leaves memory at once.
+      // A settled record rarely changes again (a late operator's act reads it back from disk): it leaves memory at
+      // once.
       for (const id of taken.keys()) {
         if (this.dirty.has(id) || !((this.hot.get(id)?.forgottenIndex ?? 0) > 0)) continue;
         this.hot.delete(id);
@@ -441,7 +478,8 @@ export class HistoryStore {
       this.trimHot();
       if (this.bytes > this.o.bytesMax) await this.prune();
     } catch (err) {
-      // Written again with the next batch: the records as changed, their index keys and byte counts as they were on disk.
+      // Written again with the next batch: the records as changed, their index keys and byte counts as they were on
+      // disk.
       for (const [id, prev] of undo) {
         this.bytes += (prev?.cost ?? 0) - (this.stored.get(id)?.cost ?? 0);
         if (prev === undefined) this.stored.delete(id);
@@ -458,7 +496,10 @@ export class HistoryStore {
     }
   }
 
-  /** What this store wrote since it opened: batches, records, LevelDB ops, and their keys' and values' characters (for the bench). */
+  /**
+   * What this store wrote since it opened: batches, records, LevelDB ops, and their keys' and values' characters (for
+   * the bench).
+   */
   writeStats(): { batches: number; records: number; ops: number; bytes: number } {
     return { ...this.stats };
   }
@@ -470,7 +511,10 @@ export class HistoryStore {
     for (const op of ops) this.stats.bytes += op.key.length + (op.type === 'put' ? op.value.length : 0);
   }
 
-  /** The op that writes `r`, and its index entries (the first time it is written at its time, or for a participant new to it), with the byte count kept. */
+  /**
+   * The op that writes `r`, and its index entries (the first time it is written at its time, or for a participant new
+   * to it), with the byte count kept.
+   */
   private putOps(r: HistoryRecord, ops: Batch[], index: IndexLines): void {
     const value = encodeRecord(r);
     const at = indexAtMs(r);
@@ -511,7 +555,8 @@ export class HistoryStore {
       for (;;) {
         const cutoff = this.o.nowMs() - this.o.retentionMs;
         let bucket = -1;
-        for await (const k of this.db.keys({ gte: `T${SEP}`, lt: `T${SEP}\uffff`, limit: 1 })) bucket = Number(k.slice(2, 18));
+        for await (const k of this.db.keys({ gte: `T${SEP}`, lt: `T${SEP}\uffff`, limit: 1 }))
+          bucket = Number(k.slice(2, 18));
         if (bucket < 0 || (bucket >= cutoff && this.bytes <= this.o.bytesMax)) break;
         const n = await this.pruneBucket(bucket, cutoff);
         if (n === 0) break;
@@ -523,7 +568,10 @@ export class HistoryStore {
     return deleted;
   }
 
-  /** Deletes the records of the oldest bucket past the retention, then the oldest while over the byte bound; rewrites its index keys with what is kept. */
+  /**
+   * Deletes the records of the oldest bucket past the retention, then the oldest while over the byte bound; rewrites
+   * its index keys with what is kept.
+   */
   private async pruneBucket(bucket: number, cutoffAtMs: number): Promise<number> {
     const tKeys: string[] = [];
     const listed = new Set<string>();
@@ -561,13 +609,20 @@ export class HistoryStore {
     if (deleted === 0 && live.length > 0) return 0;
     for (const k of tKeys) ops.push({ type: 'del', key: k });
     const participants = new Set(live.flatMap((x) => x.participants));
-    for (const p of participants) for await (const k of this.db.keys({ gte: pPrefix(p, bucket), lt: `${pPrefix(p, bucket)}\uffff` })) ops.push({ type: 'del', key: k });
+    for (const p of participants)
+      for await (const k of this.db.keys({ gte: pPrefix(p, bucket), lt: `${pPrefix(p, bucket)}\uffff` }))
+        ops.push({ type: 'del', key: k });
     // What is kept, under one key each (number 0: a write turn's keys have numbers from 1).
     if (keep.length > 0) {
-      ops.push({ type: 'put', key: `${tPrefix(bucket)}${seq12(0)}`, value: keep.map((x) => entryOf(x.atMs, x.id)).join(ENTRY_SEP) });
+      ops.push({
+        type: 'put',
+        key: `${tPrefix(bucket)}${seq12(0)}`,
+        value: keep.map((x) => entryOf(x.atMs, x.id)).join(ENTRY_SEP),
+      });
       for (const p of participants) {
         const lines = keep.filter((x) => x.participants.includes(p)).map((x) => entryOf(x.atMs, x.id));
-        if (lines.length > 0) ops.push({ type: 'put', key: `${pPrefix(p, bucket)}${seq12(0)}`, value: lines.join(ENTRY_SEP) });
+        if (lines.length > 0)
+          ops.push({ type: 'put', key: `${pPrefix(p, bucket)}${seq12(0)}`, value: lines.join(ENTRY_SEP) });
       }
     }
     this.bytes = Math.max(0, this.bytes - freed);
@@ -577,10 +632,18 @@ export class HistoryStore {
     return Math.max(deleted, 1);
   }
 
-  /** One record, or a page of them newest first, with what this store lacks. Writes what changed first, so a read sees every applied entry. */
+  /**
+   * One record, or a page of them newest first, with what this store lacks. Writes what changed first, so a read sees
+   * every applied entry.
+   */
   async query(q: HistoryQuery): Promise<HistoryAnswer> {
     await this.flush();
-    const base = { lacks: [...this.lacks], appliedIndex: this.durable, bytes: this.bytes, oldestAtMs: await this.oldestAtMs() };
+    const base = {
+      lacks: [...this.lacks],
+      appliedIndex: this.durable,
+      bytes: this.bytes,
+      oldestAtMs: await this.oldestAtMs(),
+    };
     if (q.txnId !== undefined && q.txnId !== '') {
       const v = await this.db.get(rKey(q.txnId));
       const rec = v === undefined ? null : this.decode(q.txnId, v);
@@ -606,7 +669,13 @@ export class HistoryStore {
         for (let j = 0; j < chunk.length; j++) {
           const v = values[j];
           const rec = v === undefined ? null : this.decode(chunk[j].id, v);
-          if (rec === null || indexAtMs(rec) !== chunk[j].atMs || (q.outcome && rec.outcome !== q.outcome) || (q.kind && kindOf(rec) !== q.kind)) continue;
+          if (
+            rec === null ||
+            indexAtMs(rec) !== chunk[j].atMs ||
+            (q.outcome && rec.outcome !== q.outcome) ||
+            (q.kind && kindOf(rec) !== q.kind)
+          )
+            continue;
           if (records.length >= limit) {
             truncated = true;
             return true;
@@ -619,7 +688,11 @@ export class HistoryStore {
     };
     let current = -1;
     let done = false;
-    for await (const [k, v] of this.db.iterator({ gte: prefixOf(bucketOf(sinceAtMs)), lt: `${prefixOf(bucketOf(untilAtMs - 1))}\uffff`, reverse: true })) {
+    for await (const [k, v] of this.db.iterator({
+      gte: prefixOf(bucketOf(sinceAtMs)),
+      lt: `${prefixOf(bucketOf(untilAtMs - 1))}\uffff`,
+      reverse: true,
+    })) {
       const bucket = Number(k.slice(bucketAt, bucketAt + 16));
       if (bucket !== current) {
         if (await drain()) {
@@ -662,7 +735,14 @@ export class HistoryStore {
 
 /** A pending record's sightings as changes, to merge into a record read from disk. */
 function rowChanges(r: HistoryRecord): HistoryChange[] {
-  return withSightingRows(r).rows.map((w) => ({ t: 'row', txnId: r.txnId, atMs: w.atMs, kind: w.kind, participantId: w.participantId, detail: w.detail }));
+  return withSightingRows(r).rows.map((w) => ({
+    t: 'row',
+    txnId: r.txnId,
+    atMs: w.atMs,
+    kind: w.kind,
+    participantId: w.participantId,
+    detail: w.detail,
+  }));
 }
 
 function parseLacks(v: string | undefined): LogRange[] {
@@ -670,7 +750,10 @@ function parseLacks(v: string | undefined): LogRange[] {
   try {
     const a = JSON.parse(v) as unknown;
     if (!Array.isArray(a)) return [];
-    return a.filter((x): x is LogRange => x !== null && typeof x === 'object' && Number.isSafeInteger(x.firstIndex) && Number.isSafeInteger(x.lastIndex));
+    return a.filter(
+      (x): x is LogRange =>
+        x !== null && typeof x === 'object' && Number.isSafeInteger(x.firstIndex) && Number.isSafeInteger(x.lastIndex),
+    );
   } catch {
     return [];
   }

@@ -58,7 +58,10 @@ export const LEASE_TTL_MIN_MS = 500;
 export const LEASE_TTL_MAX_MS = 300_000;
 export const LEASE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$/;
 export const LEASE_HOLDER = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;
-/** A caller's identity as the node writes it: `CN=<common name>` of its certificate, at most 256 characters, no control characters. */
+/**
+ * A caller's identity as the node writes it: `CN=<common name>` of its certificate, at most 256 characters, no control
+ * characters.
+ */
 export function isLeaseOwner(v: unknown): v is string {
   if (typeof v !== 'string' || !v.startsWith('CN=') || v.length < 4 || v.length > 256) return false;
   for (let i = 0; i < v.length; i++) {
@@ -98,7 +101,8 @@ export interface LeaseResult {
 
 type Fields = Record<string, unknown>;
 const isTime = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
-const isTtl = (v: unknown): boolean => typeof v === 'number' && Number.isInteger(v) && v >= LEASE_TTL_MIN_MS && v <= LEASE_TTL_MAX_MS;
+const isTtl = (v: unknown): boolean =>
+  typeof v === 'number' && Number.isInteger(v) && v >= LEASE_TTL_MIN_MS && v <= LEASE_TTL_MAX_MS;
 const isEpoch = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 1;
 const isName = (v: unknown): boolean => typeof v === 'string' && LEASE_NAME.test(v);
 const isHolder = (v: unknown): boolean => typeof v === 'string' && LEASE_HOLDER.test(v);
@@ -107,9 +111,18 @@ const who = (c: Fields): boolean => isName(c.name) && isHolder(c.holder) && isOw
 
 /** One check per lease command kind, as src/commit/command-check.ts has for the decision table's. */
 const CHECKS: { [K in LeaseCommand['t']]: (c: Fields) => string | null } = {
-  'lease.acquire': (c) => (who(c) && isTtl(c.ttlMs) && isTime(c.atMs) ? null : 'lease.acquire needs name, holder, ttlMs and atMs (and owner, when present, of the form CN=…)'),
-  'lease.renew': (c) => (who(c) && isEpoch(c.epoch) && isTtl(c.ttlMs) && isTime(c.atMs) ? null : 'lease.renew needs name, holder, epoch, ttlMs and atMs (and owner, when present, of the form CN=…)'),
-  'lease.release': (c) => (who(c) && isEpoch(c.epoch) && isTime(c.atMs) ? null : 'lease.release needs name, holder, epoch and atMs (and owner, when present, of the form CN=…)'),
+  'lease.acquire': (c) =>
+    who(c) && isTtl(c.ttlMs) && isTime(c.atMs)
+      ? null
+      : 'lease.acquire needs name, holder, ttlMs and atMs (and owner, when present, of the form CN=…)',
+  'lease.renew': (c) =>
+    who(c) && isEpoch(c.epoch) && isTtl(c.ttlMs) && isTime(c.atMs)
+      ? null
+      : 'lease.renew needs name, holder, epoch, ttlMs and atMs (and owner, when present, of the form CN=…)',
+  'lease.release': (c) =>
+    who(c) && isEpoch(c.epoch) && isTime(c.atMs)
+      ? null
+      : 'lease.release needs name, holder, epoch and atMs (and owner, when present, of the form CN=…)',
 };
 
 export const TAG_LEASE = 0x03;
@@ -127,7 +140,9 @@ export function isLeaseCommand(data: Uint8Array): boolean {
 }
 
 /** The lease command in `data`, or why it is not one. Decodes once. */
-export function checkedLeaseCommand(data: Uint8Array): { cmd: LeaseCommand; problem: null } | { cmd: null; problem: string } {
+export function checkedLeaseCommand(
+  data: Uint8Array,
+): { cmd: LeaseCommand; problem: null } | { cmd: null; problem: string } {
   const no = (problem: string): { cmd: null; problem: string } => ({ cmd: null, problem });
   if (!isLeaseCommand(data)) return no(`not a lease command (tag ${data.byteLength === 0 ? '(empty)' : data[0]})`);
   let c: unknown;
@@ -138,7 +153,8 @@ export function checkedLeaseCommand(data: Uint8Array): { cmd: LeaseCommand; prob
   }
   if (c === null || typeof c !== 'object' || Array.isArray(c)) return no('lease command is not an object');
   const t = (c as Fields).t;
-  if (typeof t !== 'string' || !Object.hasOwn(CHECKS, t)) return no(`unknown lease command kind ${String(JSON.stringify(t)).slice(0, 40)}`);
+  if (typeof t !== 'string' || !Object.hasOwn(CHECKS, t))
+    return no(`unknown lease command kind ${String(JSON.stringify(t)).slice(0, 40)}`);
   const problem = CHECKS[t as LeaseCommand['t']](c as Fields);
   return problem === null ? { cmd: c as LeaseCommand, problem: null } : no(problem);
 }
@@ -213,17 +229,32 @@ export class LeaseTable implements TaggedProductTable {
       case 'lease.acquire': {
         // R7: the holder asking again while it holds the lease gets the same epoch, extended.
         if (live && same) return answer(true, '', this.extend(cur, now + cmd.ttlMs, now));
-        if (live) return answer(false, `held by ${holderName(cur.holder, cur.owner)} (epoch ${cur.epoch}) for ${cur.expiresAtMs - now} ms more`, cur);
+        if (live)
+          return answer(
+            false,
+            `held by ${holderName(cur.holder, cur.owner)} (epoch ${cur.epoch}) for ${cur.expiresAtMs - now} ms more`,
+            cur,
+          );
         const full = this.fullFor(cmd.name, clientKey(owner, cmd.holder), now);
         if (full !== null) return answer(false, full, cur);
-        return answer(true, '', this.grant(cur, { name: cmd.name, holder: cmd.holder, owner, epoch: this.epochMax + 1, expiresAtMs: now + cmd.ttlMs }, now));
+        return answer(
+          true,
+          '',
+          this.grant(
+            cur,
+            { name: cmd.name, holder: cmd.holder, owner, epoch: this.epochMax + 1, expiresAtMs: now + cmd.ttlMs },
+            now,
+          ),
+        );
       }
       case 'lease.renew': {
-        if (!live || !same || cur.epoch !== cmd.epoch) return answer(false, lostReason(cur, cmd.holder, owner, cmd.epoch, now), cur);
+        if (!live || !same || cur.epoch !== cmd.epoch)
+          return answer(false, lostReason(cur, cmd.holder, owner, cmd.epoch, now), cur);
         return answer(true, '', this.extend(cur, now + cmd.ttlMs, now));
       }
       case 'lease.release': {
-        if (cur.holder === '' || !same || cur.epoch !== cmd.epoch) return answer(false, lostReason(cur, cmd.holder, owner, cmd.epoch, now), cur);
+        if (cur.holder === '' || !same || cur.epoch !== cmd.epoch)
+          return answer(false, lostReason(cur, cmd.holder, owner, cmd.epoch, now), cur);
         return answer(true, '', this.release(cur));
       }
     }
@@ -237,8 +268,14 @@ export class LeaseTable implements TaggedProductTable {
    */
   private grant(cur: Lease, next: Lease, now: number): Lease {
     assert(cur.holder === '' || cur.expiresAtMs <= now, `lease ${cur.name}: granted only when nobody holds it live`);
-    assert(next.epoch === this.epochMax + 1 && next.epoch > cur.epoch, `lease ${cur.name}: a grant's epoch ${next.epoch} follows every earlier one (${this.epochMax})`);
-    assert(next.holder !== '' && next.expiresAtMs > now, `lease ${cur.name}: a grant names a holder and ends after now`);
+    assert(
+      next.epoch === this.epochMax + 1 && next.epoch > cur.epoch,
+      `lease ${cur.name}: a grant's epoch ${next.epoch} follows every earlier one (${this.epochMax})`,
+    );
+    assert(
+      next.holder !== '' && next.expiresAtMs > now,
+      `lease ${cur.name}: a grant names a holder and ends after now`,
+    );
     this.epochMax = next.epoch;
     return this.put(next);
   }
@@ -258,7 +295,10 @@ export class LeaseTable implements TaggedProductTable {
     return { ...cur, holder: '', owner: '', expiresAtMs: 0 };
   }
 
-  /** The lease as the table holds it now (a copy), or null when nobody holds it (never granted, released, or expired and swept). */
+  /**
+   * The lease as the table holds it now (a copy), or null when nobody holds it (never granted, released, or expired and
+   * swept).
+   */
   get(name: string): Lease | null {
     const l = this.leases.get(name);
     return l ? { ...l } : null;
@@ -271,11 +311,15 @@ export class LeaseTable implements TaggedProductTable {
 
   /** Why a new grant of `name` to client `key` would break a bound, after sweeping every expired lease; or null. */
   private fullFor(name: string, key: string, now: number): string | null {
-    const over = (): boolean => (!this.leases.has(name) && this.leases.size >= this.leasesMax) || (this.perClient.get(key) ?? 0) >= this.perClientMax;
+    const over = (): boolean =>
+      (!this.leases.has(name) && this.leases.size >= this.leasesMax) ||
+      (this.perClient.get(key) ?? 0) >= this.perClientMax;
     if (!over()) return null;
     this.sweepAll(now);
-    if (!this.leases.has(name) && this.leases.size >= this.leasesMax) return `the cluster holds ${this.leasesMax} live leases, its limit; release leases that are no longer needed`;
-    if ((this.perClient.get(key) ?? 0) >= this.perClientMax) return `client ${key} holds ${this.perClientMax} live leases, the limit per client; release some before acquiring more`;
+    if (!this.leases.has(name) && this.leases.size >= this.leasesMax)
+      return `the cluster holds ${this.leasesMax} live leases, its limit; release leases that are no longer needed`;
+    if ((this.perClient.get(key) ?? 0) >= this.perClientMax)
+      return `client ${key} holds ${this.perClientMax} live leases, the limit per client; release some before acquiring more`;
     return null;
   }
 
@@ -302,7 +346,9 @@ export class LeaseTable implements TaggedProductTable {
     for (let e = this.oldest.peek(); e !== null && e[1].expiresAtMs <= now; e = this.oldest.peek()) this.drop(e[1]);
   }
 
-  /** Drops every expired lease: only when a bound is met, so a full table of dead leases never refuses a live client. */
+  /**
+   * Drops every expired lease: only when a bound is met, so a full table of dead leases never refuses a live client.
+   */
   private sweepAll(now: number): void {
     for (const l of [...this.leases.values()]) if (l.expiresAtMs <= now) this.drop(l);
   }
@@ -326,7 +372,12 @@ export class LeaseTable implements TaggedProductTable {
     this.last = null;
     if (json === undefined || json === null) throw new Error('the snapshot has no lease table');
     const o = json as { l?: unknown; c?: unknown; e?: unknown };
-    if (!Array.isArray(o.l) || !isTime(o.c) || !(o.e === undefined || (Number.isSafeInteger(o.e) && (o.e as number) >= 0))) throw new Error('lease table in the snapshot is malformed');
+    if (
+      !Array.isArray(o.l) ||
+      !isTime(o.c) ||
+      !(o.e === undefined || (Number.isSafeInteger(o.e) && (o.e as number) >= 0))
+    )
+      throw new Error('lease table in the snapshot is malformed');
     let epochMax = 0;
     for (const l of o.l as Lease[]) {
       if (
@@ -343,7 +394,10 @@ export class LeaseTable implements TaggedProductTable {
       if (l.holder === '') continue;
       this.put({ name: l.name, holder: l.holder, owner: l.owner ?? '', epoch: l.epoch, expiresAtMs: l.expiresAtMs });
     }
-    if (o.e !== undefined && (o.e as number) < epochMax) throw new Error(`lease table in the snapshot is malformed: epoch counter ${o.e} is below a lease's epoch ${epochMax}`);
+    if (o.e !== undefined && (o.e as number) < epochMax)
+      throw new Error(
+        `lease table in the snapshot is malformed: epoch counter ${o.e} is below a lease's epoch ${epochMax}`,
+      );
     this.clockAtMs = o.c as number;
     this.epochMax = (o.e as number | undefined) ?? epochMax;
   }

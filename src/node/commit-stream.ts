@@ -24,7 +24,10 @@ export const COMMIT_STREAM_PENDING_MAX = 16_384;
 
 export interface CommitStreams {
   handler: grpc.handleBidiStreamingCall<StreamedCommits, StreamedOutcomes>;
-  /** Ends every open stream (the node is stopping): clients fail what is unanswered and go elsewhere, and the server need not wait for them. */
+  /**
+   * Ends every open stream (the node is stopping): clients fail what is unanswered and go elsewhere, and the server
+   * need not wait for them.
+   */
   endAll(): void;
 }
 
@@ -35,27 +38,60 @@ export interface CommitStreamOptions {
   onCutOff?: (peer: string, details: string) => void;
 }
 
-export function commitStreamHandler(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, o: CommitStreamOptions = {}): CommitStreams {
+export function commitStreamHandler(
+  commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>,
+  o: CommitStreamOptions = {},
+): CommitStreams {
   const open = new Set<() => void>();
-  const handler: grpc.handleBidiStreamingCall<StreamedCommits, StreamedOutcomes> = (call) => serve(commit, call, open, o);
+  const handler: grpc.handleBidiStreamingCall<StreamedCommits, StreamedOutcomes> = (call) =>
+    serve(commit, call, open, o);
   return { handler, endAll: () => [...open].forEach((end) => end()) };
 }
 
-function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: grpc.ServerDuplexStream<StreamedCommits, StreamedOutcomes>, streams: Set<() => void>, o: CommitStreamOptions): void {
+function serve(
+  commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>,
+  call: grpc.ServerDuplexStream<StreamedCommits, StreamedOutcomes>,
+  streams: Set<() => void>,
+  o: CommitStreamOptions,
+): void {
   serveAnswerStream(call, streams, {
     ...(o.onCutOff ? { onCutOff: o.onCutOff } : {}),
     ...(o.unreadMax !== undefined ? { unreadMax: o.unreadMax } : {}),
     requests: (batch) => batch.commits,
     batch: (outcomes: StreamedOutcome[]) => ({ outcomes }),
     handle: ({ id, commit: request }, waiting, answer) => {
-      if (request === null) return answer(failure(id, { code: grpc.status.INVALID_ARGUMENT, details: `streamed commit ${id} carries no CommitRequest` }));
+      if (request === null)
+        return answer(
+          failure(id, {
+            code: grpc.status.INVALID_ARGUMENT,
+            details: `streamed commit ${id} carries no CommitRequest`,
+          }),
+        );
       if (waiting > COMMIT_STREAM_PENDING_MAX)
-        return answer(failure(id, { code: grpc.status.RESOURCE_EXHAUSTED, details: `${waiting - 1} commits on this stream wait for their outcome; retry later` }));
+        return answer(
+          failure(id, {
+            code: grpc.status.RESOURCE_EXHAUSTED,
+            details: `${waiting - 1} commits on this stream wait for their outcome; retry later`,
+          }),
+        );
       // What the unary handler sees: this request, and the stream's metadata, peer and credentials.
-      const unaryCall = Object.assign(Object.create(call) as grpc.ServerUnaryCall<CommitRequest, TxnOutcome>, { request });
+      const unaryCall = Object.assign(Object.create(call) as grpc.ServerUnaryCall<CommitRequest, TxnOutcome>, {
+        request,
+      });
       commit(unaryCall, (err, outcome) => {
         if (err) answer(failure(id, err));
-        else if (outcome) answer({ id, outcome, code: 0, details: '', leaderAddress: '', leaderId: '', statusReason: '', recordedOutcome: '', group: 0 });
+        else if (outcome)
+          answer({
+            id,
+            outcome,
+            code: 0,
+            details: '',
+            leaderAddress: '',
+            leaderId: '',
+            statusReason: '',
+            recordedOutcome: '',
+            group: 0,
+          });
         else answer(failure(id, { code: grpc.status.INTERNAL, details: 'Commit produced no outcome' }));
       });
     },
@@ -63,11 +99,26 @@ function serve(commit: grpc.handleUnaryCall<CommitRequest, TxnOutcome>, call: gr
 }
 
 function failure(id: number, err: Partial<grpc.StatusObject> | grpc.ServiceError): StreamedOutcome {
-  return { id, outcome: null, ...failedCall(err), recordedOutcome: metadataHint(err.metadata, RECORDED_OUTCOME_KEY), group: groupHint(err.metadata) };
+  return {
+    id,
+    outcome: null,
+    ...failedCall(err),
+    recordedOutcome: metadataHint(err.metadata, RECORDED_OUTCOME_KEY),
+    group: groupHint(err.metadata),
+  };
 }
 
-/** A streamed call's failure as its answer carries it (CommitStream, PutStream): the code, the details and the leader hints a unary call would carry in metadata. */
-export function failedCall(err: Partial<grpc.StatusObject> | grpc.ServiceError): { code: number; details: string; leaderAddress: string; leaderId: string; statusReason: string } {
+/**
+ * A streamed call's failure as its answer carries it (CommitStream, PutStream): the code, the details and the leader
+ * hints a unary call would carry in metadata.
+ */
+export function failedCall(err: Partial<grpc.StatusObject> | grpc.ServiceError): {
+  code: number;
+  details: string;
+  leaderAddress: string;
+  leaderId: string;
+  statusReason: string;
+} {
   const md = err.metadata;
   return {
     code: err.code ?? grpc.status.UNKNOWN,

@@ -30,7 +30,9 @@ function normalHost(host: string): string {
   return h;
 }
 
-/** True when a client dialling `a` could reach what listens on `b` (or the reverse): same port, same host or a wildcard. */
+/**
+ * True when a client dialling `a` could reach what listens on `b` (or the reverse): same port, same host or a wildcard.
+ */
 function overlaps(a: HostPort, b: HostPort): boolean {
   return a.port === b.port && (a.host === b.host || a.host === '*' || b.host === '*');
 }
@@ -40,12 +42,18 @@ function overlaps(a: HostPort, b: HostPort): boolean {
  * `{listen}` and `{metricsListen}` so the caller can name where each value
  * came from.
  */
-export function checkAddresses(nodeId: string, listen: string, metricsListen: string | null, peers: ReadonlyMap<string, string>): string | null {
+export function checkAddresses(
+  nodeId: string,
+  listen: string,
+  metricsListen: string | null,
+  peers: ReadonlyMap<string, string>,
+): string | null {
   const seen: [string, HostPort][] = [];
   for (const [id, addr] of peers) {
     const hp = split(addr);
     const same = seen.find(([, other]) => other.port === hp.port && other.host === hp.host);
-    if (same) return `{peers.${id}} ${JSON.stringify(addr)} and {peers.${same[0]}} ${JSON.stringify(peers.get(same[0]))} name the same address; give each node its own host:port`;
+    if (same)
+      return `{peers.${id}} ${JSON.stringify(addr)} and {peers.${same[0]}} ${JSON.stringify(peers.get(same[0]))} name the same address; give each node its own host:port`;
     seen.push([id, hp]);
   }
   const own = peers.get(nodeId);
@@ -59,9 +67,11 @@ export function checkAddresses(nodeId: string, listen: string, metricsListen: st
   if (metricsListen !== null) {
     const m = split(metricsListen);
     for (const [id, addr] of peers) {
-      if (overlaps(m, split(addr))) return `{metricsListen} ${JSON.stringify(metricsListen)} is the gRPC address of {peers.${id}} ${JSON.stringify(addr)}; give the metrics endpoint a port of its own`;
+      if (overlaps(m, split(addr)))
+        return `{metricsListen} ${JSON.stringify(metricsListen)} is the gRPC address of {peers.${id}} ${JSON.stringify(addr)}; give the metrics endpoint a port of its own`;
     }
-    if (overlaps(m, split(listen))) return `{metricsListen} and {listen} are both ${listen}: give the metrics endpoint a port of its own`;
+    if (overlaps(m, split(listen)))
+      return `{metricsListen} and {listen} are both ${listen}: give the metrics endpoint a port of its own`;
   }
   return null;
 }

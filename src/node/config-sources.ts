@@ -95,7 +95,11 @@ export interface Merged {
  * object (which is not modified). Throws OverrideError for a flag that is
  * not key=value, an unknown key, or a map value that is not id=host:port.
  */
-export function mergeOverrides(fileRaw: Record<string, unknown>, env: Readonly<Record<string, string | undefined>>, sets: readonly string[]): Merged {
+export function mergeOverrides(
+  fileRaw: Record<string, unknown>,
+  env: Readonly<Record<string, string | undefined>>,
+  sets: readonly string[],
+): Merged {
   const raw: Record<string, unknown> = { ...fileRaw };
   for (const [k, v] of Object.entries(raw)) if (isObject(v)) raw[k] = { ...v };
   const sources = new Map<string, Source>();
@@ -106,7 +110,10 @@ export function mergeOverrides(fileRaw: Record<string, unknown>, env: Readonly<R
   }
   for (const s of sets) {
     const eq = s.indexOf('=');
-    if (eq <= 0) throw new OverrideError(`--set ${JSON.stringify(s)} is not KEY=VALUE (e.g. --set tickMs=50, --set tls.cert=certs/n1.crt)`);
+    if (eq <= 0)
+      throw new OverrideError(
+        `--set ${JSON.stringify(s)} is not KEY=VALUE (e.g. --set tickMs=50, --set tls.cert=certs/n1.crt)`,
+      );
     const path = s.slice(0, eq);
     const text = s.slice(eq + 1);
     const source: Source = { kind: 'flag', text: s };
@@ -115,13 +122,22 @@ export function mergeOverrides(fileRaw: Record<string, unknown>, env: Readonly<R
       setEntry(raw, sources, path.slice(0, dot), path.slice(dot + 1), text, source);
       continue;
     }
-    if (OVERRIDABLE[path] === undefined) throw new OverrideError(`--set ${s}: unknown key "${path}" (keys: ${Object.keys(OVERRIDABLE).join(', ')}; one map entry: peers.ID, peerDial.ID)`);
+    if (OVERRIDABLE[path] === undefined)
+      throw new OverrideError(
+        `--set ${s}: unknown key "${path}" (keys: ${Object.keys(OVERRIDABLE).join(', ')}; one map entry: peers.ID, peerDial.ID)`,
+      );
     apply(raw, sources, path, text, source);
   }
   return { raw, sources };
 }
 
-function apply(raw: Record<string, unknown>, sources: Map<string, Source>, path: string, text: string, source: Source): void {
+function apply(
+  raw: Record<string, unknown>,
+  sources: Map<string, Source>,
+  path: string,
+  text: string,
+  source: Source,
+): void {
   const [head, sub] = path.split('.') as [string, string | undefined];
   const parent: Record<string, unknown> = sub === undefined ? raw : ensureObject(raw, head);
   const key = sub ?? head;
@@ -133,14 +149,24 @@ function apply(raw: Record<string, unknown>, sources: Map<string, Source>, path:
   parent[key] = convert(path, text, source);
 }
 
-function setEntry(raw: Record<string, unknown>, sources: Map<string, Source>, map: string, id: string, text: string, source: Source): void {
+function setEntry(
+  raw: Record<string, unknown>,
+  sources: Map<string, Source>,
+  map: string,
+  id: string,
+  text: string,
+  source: Source,
+): void {
   const m = ensureObject(raw, map);
   sources.set(`${map}.${id}`, source);
   if (text === '') delete m[id];
   else m[id] = text;
 }
 
-/** Text → the JSON value the file would hold. A number that does not parse stays text, for the validator to refuse with the key's expected form. */
+/**
+ * Text → the JSON value the file would hold. A number that does not parse stays text, for the validator to refuse with
+ * the key's expected form.
+ */
 function convert(path: string, text: string, source: Source): unknown {
   switch (OVERRIDABLE[path]) {
     case 'int':
@@ -160,7 +186,9 @@ function convert(path: string, text: string, source: Source): unknown {
         .filter((x) => x !== '')) {
         const eq = item.indexOf('=');
         if (eq <= 0)
-          throw new OverrideError(`"${path}"${describeSource(source)}: ${JSON.stringify(item)} is not ID=HOST:PORT; expected a comma-separated list such as n1=127.0.0.1:7001,n2=127.0.0.1:7002`);
+          throw new OverrideError(
+            `"${path}"${describeSource(source)}: ${JSON.stringify(item)} is not ID=HOST:PORT; expected a comma-separated list such as n1=127.0.0.1:7001,n2=127.0.0.1:7002`,
+          );
         out[item.slice(0, eq)] = item.slice(eq + 1);
       }
       return out;

@@ -7,9 +7,22 @@
 // the participant list is read through ReadIndex, so it is never stale.
 
 import * as grpc from '@grpc/grpc-js';
-import { EngineError, type CoordinatorEngine, type ListFilter, type OutcomeAnswer, type TxnView } from '../commit/engine.ts';
+import {
+  EngineError,
+  type CoordinatorEngine,
+  type ListFilter,
+  type OutcomeAnswer,
+  type TxnView,
+} from '../commit/engine.ts';
 import { engineStatusOf } from '../commit/engine-types.ts';
-import { RESOURCE_KIND, RESOURCE_KIND_UNKNOWN, type DecisionTable, type HeuristicRecord, type ParticipantRecord, type Resolution } from '../commit/state.ts';
+import {
+  RESOURCE_KIND,
+  RESOURCE_KIND_UNKNOWN,
+  type DecisionTable,
+  type HeuristicRecord,
+  type ParticipantRecord,
+  type Resolution,
+} from '../commit/state.ts';
 import { normalServes, servesProblem } from '../domain/protocol.ts';
 import { ENDPOINT_CHANGE_WINDOW_MS, ENDPOINT_CHANGES_MAX, EndpointChanges } from './endpoint-changes.ts';
 import {
@@ -38,7 +51,12 @@ import { notLeader, toServiceError } from './raft-node-service.ts';
 import type { BoundedLog } from './core.ts';
 import { ID } from '../domain/id.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
-import { decisionFromOutcomeWire, decisionToOutcomeWire, outcomeToWire, recordedOutcomeToWire } from '../transport/protocol-wire.ts';
+import {
+  decisionFromOutcomeWire,
+  decisionToOutcomeWire,
+  outcomeToWire,
+  recordedOutcomeToWire,
+} from '../transport/protocol-wire.ts';
 import { traceFromMetadata } from '../transport/trace-context.ts';
 import type { TraceSpan } from '../transport/tracing.ts';
 import type { TxnTraces } from './txn-traces.ts';
@@ -52,7 +70,8 @@ function engineStatus(err: EngineError): grpc.ServiceError {
   const md = new grpc.Metadata();
   const status = engineStatusOf(err.code);
   if (status.reason !== undefined) md.set(STATUS_REASON_KEY, status.reason);
-  if (err.code === 'exists' && err.recorded !== undefined) md.set(RECORDED_OUTCOME_KEY, recordedOutcomeToWire(err.recorded));
+  if (err.code === 'exists' && err.recorded !== undefined)
+    md.set(RECORDED_OUTCOME_KEY, recordedOutcomeToWire(err.recorded));
   return Object.assign(new Error(err.message), { code: grpc.status[status.code], details: err.message, metadata: md });
 }
 
@@ -80,7 +99,14 @@ export function heuristicInfo(h: HeuristicRecord): HeuristicInfo {
 }
 
 function resolutionInfo(r: Resolution): ResolutionInfo {
-  return { outcome: decisionToOutcomeWire(r.outcome), operator: r.operator, reason: r.reason, atMs: r.atMs, decided: r.decided, index: r.index };
+  return {
+    outcome: decisionToOutcomeWire(r.outcome),
+    operator: r.operator,
+    reason: r.reason,
+    atMs: r.atMs,
+    decided: r.decided,
+    index: r.index,
+  };
 }
 
 function listFilter(r: ListTransactionsRequest): ListFilter {
@@ -117,7 +143,9 @@ export interface CoordinatorServiceDeps {
   refusal?: () => grpc.ServiceError | null;
   /** The wall clock, for the bound on endpoint changes (a test moves it); Date.now by default. */
   nowMs?: () => number;
-  /** Each transaction's trace context (./txn-traces.ts): Begin, Commit and Abort continue the caller's `traceparent`. */
+  /**
+   * Each transaction's trace context (./txn-traces.ts): Begin, Commit and Abort continue the caller's `traceparent`.
+   */
   traces?: TxnTraces;
 }
 
@@ -126,7 +154,13 @@ export interface CoordinatorServiceDeps {
  * (null when tracing is off), continuing the call's `traceparent`; a
  * streamed Commit has the stream's metadata, which the SDK never traces.
  */
-function receivedSpan(traces: TxnTraces | undefined, engine: CoordinatorEngine, rpc: string, txnId: string, call: { metadata?: grpc.Metadata }): TraceSpan | null {
+function receivedSpan(
+  traces: TxnTraces | undefined,
+  engine: CoordinatorEngine,
+  rpc: string,
+  txnId: string,
+  call: { metadata?: grpc.Metadata },
+): TraceSpan | null {
   // A follower only redirects: it has nothing to trace or remember.
   if (traces === undefined || !engine.isLeader()) return null;
   const incoming = call.metadata === undefined ? null : traceFromMetadata(call.metadata);
@@ -140,7 +174,13 @@ function receivedSpan(traces: TxnTraces | undefined, engine: CoordinatorEngine, 
  * refused calls cannot fill the node's memory of contexts (an id already
  * decided keeps its context: its DECISIONs may still be on their way).
  */
-function endSpan(traces: TxnTraces | undefined, txnId: string, span: TraceSpan | null, err: EngineError | null, a?: OutcomeAnswer): void {
+function endSpan(
+  traces: TxnTraces | undefined,
+  txnId: string,
+  span: TraceSpan | null,
+  err: EngineError | null,
+  a?: OutcomeAnswer,
+): void {
   if (err !== null && err.code !== 'outcome-unknown' && err.code !== 'exists') traces?.forget([txnId]);
   if (span === null) return;
   if (a !== undefined) span.set('verdict.outcome', a.outcome);
@@ -148,7 +188,12 @@ function endSpan(traces: TxnTraces | undefined, txnId: string, span: TraceSpan |
 }
 
 /** The commit answer as the metrics label it (docs/operations.md lists the labels). */
-const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = { COMMITTED: 'committed', ABORTED: 'aborted', IN_PROGRESS: 'in_progress', UNKNOWN: 'unknown' };
+const ANSWER: Record<OutcomeAnswer['outcome'], CommitAnswer> = {
+  COMMITTED: 'committed',
+  ABORTED: 'aborted',
+  IN_PROGRESS: 'in_progress',
+  UNKNOWN: 'unknown',
+};
 
 /** Every Coordinator RPC but the lease ones (src/node/lease-service.ts). */
 export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHandlers {
@@ -157,7 +202,8 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
   const nowMs = deps.nowMs ?? Date.now;
   const endpointChanges = new EndpointChanges();
 
-  const fail = (err: EngineError): grpc.ServiceError => (err.code === 'not-leader' ? notLeader(members, driver.leader()) : engineStatus(err));
+  const fail = (err: EngineError): grpc.ServiceError =>
+    err.code === 'not-leader' ? notLeader(members, driver.leader()) : engineStatus(err);
 
   const invalid = (what: string): Partial<grpc.StatusObject> => ({ code: grpc.status.INVALID_ARGUMENT, details: what });
 
@@ -166,7 +212,8 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     cb(null, { txnId: a.txnId, outcome: outcomeToWire(a.outcome), reason: a.reason, decisionIndex: a.decisionIndex });
   };
 
-  const leaderOnly = (): EngineError | null => (engine.isLeader() ? null : new EngineError('not-leader', 'not the leader'));
+  const leaderOnly = (): EngineError | null =>
+    engine.isLeader() ? null : new EngineError('not-leader', 'not the leader');
 
   const participantInfo = (p: ParticipantRecord): ParticipantInfo => ({
     participantId: p.id,
@@ -186,7 +233,13 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     phase: t.phase,
     ageMs: Math.max(0, t.ageMs),
     decisionIndex: t.decisionIndex,
-    participants: t.participants.map((p) => ({ participantId: p.id, vote: p.vote ?? '', acked: p.acked, retries: p.retries, unimplemented: p.unimplemented })),
+    participants: t.participants.map((p) => ({
+      participantId: p.id,
+      vote: p.vote ?? '',
+      acked: p.acked,
+      retries: p.retries,
+      unimplemented: p.unimplemented,
+    })),
     heuristics: t.heuristics.map(heuristicInfo),
     resolutions: t.resolutions.map(resolutionInfo),
     removals: t.removals,
@@ -197,11 +250,32 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       const { clusterId, participantId, endpoint } = call.request;
       // The kind is optional in the protocol (a participant of one's own may leave it out): empty reads as "unknown".
       const kind = call.request.resourceKind || RESOURCE_KIND_UNKNOWN;
-      // Each refusal names its reason in `verdict-reason` metadata: the participant tells a fixable setting from a passing outage by it.
-      if (clusterId !== cfg.clusterId) return cb(refuse(grpc.status.FAILED_PRECONDITION, 'wrong-cluster-id', `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"`));
+      // Each refusal names its reason in `verdict-reason` metadata: the participant tells a fixable setting from a
+      // passing outage by it.
+      if (clusterId !== cfg.clusterId)
+        return cb(
+          refuse(
+            grpc.status.FAILED_PRECONDITION,
+            'wrong-cluster-id',
+            `participant belongs to cluster "${clusterId}", this is cluster "${cfg.clusterId}"`,
+          ),
+        );
       if (!ID.test(participantId))
-        return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-participant-id', `participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
-      if (!ENDPOINT.test(endpoint)) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-endpoint', `endpoint ${JSON.stringify(endpoint)} must be host:port`));
+        return cb(
+          refuse(
+            grpc.status.INVALID_ARGUMENT,
+            'invalid-participant-id',
+            `participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`,
+          ),
+        );
+      if (!ENDPOINT.test(endpoint))
+        return cb(
+          refuse(
+            grpc.status.INVALID_ARGUMENT,
+            'invalid-endpoint',
+            `endpoint ${JSON.stringify(endpoint)} must be host:port`,
+          ),
+        );
       if (!RESOURCE_KIND.test(kind))
         return cb(
           refuse(
@@ -210,18 +284,33 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
             `participant ${participantId}: resource kind ${JSON.stringify(kind.slice(0, 40))} must be 1–32 of a-z, 0-9 and "-", starting with a letter`,
           ),
         );
-      // Absent (a participant written before the field existed): it serves nothing optional, and its transactions commit the classic way.
+      // Absent (a participant written before the field existed): it serves nothing optional, and its transactions
+      // commit the classic way.
       const servesRefusal = servesProblem(call.request.serves);
-      if (servesRefusal !== null) return cb(refuse(grpc.status.INVALID_ARGUMENT, 'invalid-serves', `participant ${participantId}: ${servesRefusal}`));
+      if (servesRefusal !== null)
+        return cb(
+          refuse(grpc.status.INVALID_ARGUMENT, 'invalid-serves', `participant ${participantId}: ${servesRefusal}`),
+        );
       const serves = normalServes(call.request.serves);
       // With TLS, a participant id belongs to the certificate named after it (src/transport/auth.ts); one
       // namespace with node ids, so that a participant's certificate is never taken for a node's.
       const refused = access.participantOnly(call, participantId, `registering participant "${participantId}"`);
       if (refused) return cb(refused);
-      if (members.has(participantId)) return cb(invalid(`participant id "${participantId}" is the id of a node of cluster "${cfg.clusterId}"; node and participant ids must differ`));
+      if (members.has(participantId))
+        return cb(
+          invalid(
+            `participant id "${participantId}" is the id of a node of cluster "${cfg.clusterId}"; node and participant ids must differ`,
+          ),
+        );
       const existing = table.participants.get(participantId);
-      // Re-registration at the same endpoint (and kind, and methods served) is a no-op, so a restarted participant costs no log write.
-      if (existing && existing.endpoint === endpoint && existing.resourceKind === kind && existing.serves.join(',') === serves.join(',')) {
+      // Re-registration at the same endpoint (and kind, and methods served) is a no-op, so a restarted participant
+      // costs no log write.
+      if (
+        existing &&
+        existing.endpoint === endpoint &&
+        existing.resourceKind === kind &&
+        existing.serves.join(',') === serves.join(',')
+      ) {
         engine.heardFrom(participantId);
         return cb(null, { participant: participantInfo(existing) });
       }
@@ -235,7 +324,9 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
           ),
         );
       engine.registerParticipant(participantId, endpoint, kind, serves, (err, p) =>
-        err || !p ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { participant: participantInfo(p) }),
+        err || !p
+          ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer')))
+          : cb(null, { participant: participantInfo(p) }),
       );
     },
     // Linearizable (ReadIndex): a registration acknowledged by the leader is
@@ -281,14 +372,24 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       const span = receivedSpan(traces, engine, 'commit', call.request.txnId, call);
       engine.commit(
         call.request.txnId,
-        call.request.participants.map((e) => ({ participantId: e.participantId, payload: e.payload ?? new Uint8Array() })),
+        call.request.participants.map((e) => ({
+          participantId: e.participantId,
+          payload: e.payload ?? new Uint8Array(),
+        })),
         (err, a) => {
-          metrics?.observeCommit(Number(process.hrtime.bigint() - startedAtNs) / 1e9, err || !a ? 'error' : ANSWER[a.outcome]);
+          metrics?.observeCommit(
+            Number(process.hrtime.bigint() - startedAtNs) / 1e9,
+            err || !a ? 'error' : ANSWER[a.outcome],
+          );
           endSpan(traces, call.request.txnId, span, err, a);
           reply(err, a);
         },
         call.request.begin === true ? { timeoutMs: call.request.timeoutMs ?? 0 } : undefined,
-        call.request.commitMode === 'COMMIT_MODE_PARALLEL' ? true : call.request.commitMode === 'COMMIT_MODE_CLASSIC' ? false : undefined,
+        call.request.commitMode === 'COMMIT_MODE_PARALLEL'
+          ? true
+          : call.request.commitMode === 'COMMIT_MODE_CLASSIC'
+            ? false
+            : undefined,
       );
     },
     Abort: (call, cb) => {
@@ -302,12 +403,16 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
     GetOutcome: (call, cb) => {
       // Asked as a participant, the question may make the leader log ABORT (R3): only that participant may ask so.
       const p = call.request.participantId;
-      const refused = p === '' ? null : access.participantOnly(call, p, `asking about a transaction as participant "${p.slice(0, 64)}"`);
+      const refused =
+        p === ''
+          ? null
+          : access.participantOnly(call, p, `asking about a transaction as participant "${p.slice(0, 64)}"`);
       if (refused) return cb(refused);
       engine.outcome(call.request.txnId, p, outcomeReply(cb));
     },
     GetOutcomes: (call, cb) => {
-      // The batched question of a participant in doubt (src/participant/in-doubt.ts): each id as GetOutcome would answer it (R3).
+      // The batched question of a participant in doubt (src/participant/in-doubt.ts): each id as GetOutcome would
+      // answer it (R3).
       const { txnIds, participantId: p } = call.request;
       const refused = access.participantOnly(call, p, `asking about transactions as participant "${p.slice(0, 64)}"`);
       if (refused) return cb(refused);
@@ -321,7 +426,16 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
             const st = fail(err ?? new EngineError('outcome-unknown', 'no answer'));
             answers[i] = { outcome: null, code: st.code, details: st.details };
           } else {
-            answers[i] = { outcome: { txnId: a.txnId, outcome: outcomeToWire(a.outcome), reason: a.reason, decisionIndex: a.decisionIndex }, code: 0, details: '' };
+            answers[i] = {
+              outcome: {
+                txnId: a.txnId,
+                outcome: outcomeToWire(a.outcome),
+                reason: a.reason,
+                decisionIndex: a.decisionIndex,
+              },
+              code: 0,
+              details: '',
+            };
           }
           if (--left === 0) cb(null, { answers });
         }),
@@ -332,21 +446,46 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       if (notLeaderErr) return cb(fail(notLeaderErr));
       const limit = call.request.limit > 0 ? Math.min(call.request.limit, 10_000) : 1_000;
       const one = call.request.txnId ?? '';
-      const views = one !== '' ? [engine.view(one)].filter((v): v is TxnView => v !== null) : engine.list(listFilter(call.request), limit);
+      const views =
+        one !== ''
+          ? [engine.view(one)].filter((v): v is TxnView => v !== null)
+          : engine.list(listFilter(call.request), limit);
       const out: ListTransactionsResponse = { transactions: views.map(txnInfo) };
       cb(null, out);
     },
     ReportHeuristic: (call, cb) => {
       const r = call.request;
-      if (r.clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `participant belongs to cluster "${r.clusterId}", this is cluster "${cfg.clusterId}"` });
-      const refused = access.participantOnly(call, r.participantId, `reporting a heuristic outcome for participant "${r.participantId.slice(0, 64)}"`);
+      if (r.clusterId !== cfg.clusterId)
+        return cb({
+          code: grpc.status.FAILED_PRECONDITION,
+          details: `participant belongs to cluster "${r.clusterId}", this is cluster "${cfg.clusterId}"`,
+        });
+      const refused = access.participantOnly(
+        call,
+        r.participantId,
+        `reporting a heuristic outcome for participant "${r.participantId.slice(0, 64)}"`,
+      );
       if (refused) return cb(refused);
       const outcome = decisionFromOutcomeWire(r.outcome);
       if (outcome === null) return cb(invalid('a heuristic report needs outcome OUTCOME_COMMITTED or OUTCOME_ABORTED'));
       if (r.operator.length > OPERATOR_CHARS_MAX || r.reason.length > REASON_CHARS_MAX)
-        return cb(invalid(`operator and reason are limited to ${OPERATOR_CHARS_MAX} and ${REASON_CHARS_MAX} characters`));
-      engine.reportHeuristic({ txnId: r.txnId, participantId: r.participantId, outcome, gid: r.gid.slice(0, 200), operator: r.operator, reason: r.reason, atMs: r.atMs }, (err, h) =>
-        err || !h ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer'))) : cb(null, { heuristic: heuristicInfo(h) }),
+        return cb(
+          invalid(`operator and reason are limited to ${OPERATOR_CHARS_MAX} and ${REASON_CHARS_MAX} characters`),
+        );
+      engine.reportHeuristic(
+        {
+          txnId: r.txnId,
+          participantId: r.participantId,
+          outcome,
+          gid: r.gid.slice(0, 200),
+          operator: r.operator,
+          reason: r.reason,
+          atMs: r.atMs,
+        },
+        (err, h) =>
+          err || !h
+            ? cb(fail(err ?? new EngineError('outcome-unknown', 'no answer')))
+            : cb(null, { heuristic: heuristicInfo(h) }),
       );
     },
     ResolveTransaction: (call, cb) => {
@@ -355,15 +494,29 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       if (refused) return cb(refused);
       const r = call.request;
       const outcome = decisionFromOutcomeWire(r.outcome);
-      if (outcome === null) return cb(invalid('txn resolve needs outcome OUTCOME_COMMITTED (--commit) or OUTCOME_ABORTED (--abort)'));
+      if (outcome === null)
+        return cb(invalid('txn resolve needs outcome OUTCOME_COMMITTED (--commit) or OUTCOME_ABORTED (--abort)'));
       const reason = r.reason.trim();
-      if (reason === '') return cb(invalid('txn resolve needs a reason (--reason TEXT): it is recorded in the log with who asked and when'));
-      if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
+      if (reason === '')
+        return cb(
+          invalid('txn resolve needs a reason (--reason TEXT): it is recorded in the log with who asked and when'),
+        );
+      if (reason.length > REASON_CHARS_MAX)
+        return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
       const operator = operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>);
       engine.resolve(r.txnId, outcome, { operator, reason, forceUnknown: r.forceUnknown === true }, (err, res) => {
         if (err || !res) return cb(fail(err ?? new EngineError('outcome-unknown', 'no answer')));
         const a = res.answer;
-        cb(null, { outcome: { txnId: a.txnId, outcome: outcomeToWire(a.outcome), reason: a.reason, decisionIndex: a.decisionIndex }, decided: res.decided, operator });
+        cb(null, {
+          outcome: {
+            txnId: a.txnId,
+            outcome: outcomeToWire(a.outcome),
+            reason: a.reason,
+            decisionIndex: a.decisionIndex,
+          },
+          decided: res.decided,
+          operator,
+        });
       });
     },
     RemoveParticipant: (call, cb) => {
@@ -371,11 +524,24 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
       const refused = access.adminOnly(call, 'participant remove');
       if (refused) return cb(refused);
       const { clusterId, participantId, force } = call.request;
-      if (clusterId !== cfg.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the request is for cluster "${clusterId}", this is cluster "${cfg.clusterId}"` });
-      if (!ID.test(participantId)) return cb(invalid(`participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`));
+      if (clusterId !== cfg.clusterId)
+        return cb({
+          code: grpc.status.FAILED_PRECONDITION,
+          details: `the request is for cluster "${clusterId}", this is cluster "${cfg.clusterId}"`,
+        });
+      if (!ID.test(participantId))
+        return cb(
+          invalid(`participant id ${JSON.stringify(participantId)} must be 1–64 letters, digits, ".", "_" or "-"`),
+        );
       const reason = call.request.reason.trim();
-      if (force && reason === '') return cb(invalid('participant remove --force needs a reason (--reason TEXT): it is recorded in the log with who asked and when'));
-      if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
+      if (force && reason === '')
+        return cb(
+          invalid(
+            'participant remove --force needs a reason (--reason TEXT): it is recorded in the log with who asked and when',
+          ),
+        );
+      if (reason.length > REASON_CHARS_MAX)
+        return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
       const operator = operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>);
       engine.unregisterParticipant(
         participantId,

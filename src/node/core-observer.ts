@@ -28,7 +28,9 @@ export interface WatchOptions {
 }
 
 /** Role changes, proposals and applied decisions, into the timeline and the log. */
-export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted' | 'onResult' | 'onProposing' | 'onProposalFailed'> {
+export function watchCore(
+  o: WatchOptions,
+): Pick<NodeCoreObserver, 'onPersisted' | 'onResult' | 'onProposing' | 'onProposalFailed'> {
   const { log, timeline, traces } = o;
   const debugOn = log.isLevelEnabled('debug');
   return {
@@ -56,7 +58,14 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
         // The level check first: the log line's fields would be built for every decision even with debug off.
         if (result.first && debugOn)
           log.debug(
-            { txnId: dec.txnId, traceId: traces.traceIdOf(dec.txnId), outcome: dec.outcome, index: entry.index, participants: dec.participants, reason: dec.reason || undefined },
+            {
+              txnId: dec.txnId,
+              traceId: traces.traceIdOf(dec.txnId),
+              outcome: dec.outcome,
+              index: entry.index,
+              participants: dec.participants,
+              reason: dec.reason || undefined,
+            },
             'decision applied',
           );
       } else if (result.t === 'stage') {
@@ -64,11 +73,19 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
       } else if (result.t === 'unregister' && result.forced !== null) {
         const f = result.forced;
         log.warn(
-          { participantId: f.id, operator: f.operator, reason: f.reason, index: entry.index, owed: f.owed.length, owedTxnIds: f.owed.slice(0, 20) },
+          {
+            participantId: f.id,
+            operator: f.operator,
+            reason: f.reason,
+            index: entry.index,
+            owed: f.owed.length,
+            owedTxnIds: f.owed.slice(0, 20),
+          },
           'participant removed with --force: the decisions it did not acknowledge stay in the log for it, no longer delivered',
         );
       } else if (result.t === 'forget') {
-        for (const id of result.txnIds) if (timeline.has(id)) timeline.record(id, { atMs: o.nowMs(), kind: 'forget', index: entry.index });
+        for (const id of result.txnIds)
+          if (timeline.has(id)) timeline.record(id, { atMs: o.nowMs(), kind: 'forget', index: entry.index });
         traces.forget(result.txnIds);
       }
     },
@@ -81,10 +98,15 @@ export function watchCore(o: WatchOptions): Pick<NodeCoreObserver, 'onPersisted'
  * written to the timeline and the log. `ageMs`: how long ago the engine
  * began a transaction (for the timeline's first event).
  */
-export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txnId: string) => number): ParticipantLinks {
+export function watchedLinks(
+  link: ParticipantLink,
+  o: WatchOptions,
+  ageMs: (txnId: string) => number,
+): ParticipantLinks {
   const { log, timeline, traces } = o;
   const gap = (err: Error | null, txnId: string): void => {
-    if (err instanceof MethodUnimplementedError) o.gaps?.report(log, o.nowMs(), err.participantId, err.method, txnId, neededFor(err.method));
+    if (err instanceof MethodUnimplementedError)
+      o.gaps?.report(log, o.nowMs(), err.participantId, err.method, txnId, neededFor(err.method));
   };
   return {
     sendPrepare: (to, req, timeoutMs, cb) => {
@@ -92,7 +114,9 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
       if (!timeline.has(req.txnId)) timeline.record(req.txnId, { atMs: now - ageMs(req.txnId), kind: 'begin' });
       timeline.record(req.txnId, { atMs: now, kind: 'prepare', participantId: to.id });
       // With tracing off not even the attributes are built.
-      const span = traces.tracing.on ? traces.child('verdict.prepare', req.txnId, { 'verdict.participant_id': to.id }) : null;
+      const span = traces.tracing.on
+        ? traces.child('verdict.prepare', req.txnId, { 'verdict.participant_id': to.id })
+        : null;
       const traceId = traces.traceIdOf(req.txnId);
       const sentAtNs = o.observePrepare ? process.hrtime.bigint() : 0n;
       link.prepare(to, req, timeoutMs, span?.context ?? traces.contextOf(req.txnId), (err, vote) => {
@@ -106,31 +130,74 @@ export function watchedLinks(link: ParticipantLink, o: WatchOptions, ageMs: (txn
           atMs: o.nowMs(),
           kind: 'vote',
           participantId: to.id,
-          detail: err ? `no vote: ${err.message}` : vote ? `${vote.vote.toUpperCase()}${vote.reason ? `: ${vote.reason}` : ''}` : 'no answer',
+          detail: err
+            ? `no vote: ${err.message}`
+            : vote
+              ? `${vote.vote.toUpperCase()}${vote.reason ? `: ${vote.reason}` : ''}`
+              : 'no answer',
         });
-        if (err) log.info({ txnId: req.txnId, traceId, participantId: to.id, endpoint: to.endpoint, err: err.message }, 'PREPARE got no vote; the transaction aborts');
-        else if (vote?.vote === 'no') log.info({ txnId: req.txnId, traceId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
+        if (err)
+          log.info(
+            { txnId: req.txnId, traceId, participantId: to.id, endpoint: to.endpoint, err: err.message },
+            'PREPARE got no vote; the transaction aborts',
+          );
+        else if (vote?.vote === 'no')
+          log.info({ txnId: req.txnId, traceId, participantId: to.id, reason: vote.reason }, 'participant voted NO');
         // The engine (and the abort reason it logs) hears no connection detail: see noVoteError.
         cb(err ? noVoteError(to, err) : null, vote);
       });
     },
     sendDecision: (to, req, timeoutMs, cb) => {
-      timeline.record(req.txnId, { atMs: o.nowMs(), kind: 'decision-sent', participantId: to.id, detail: req.outcome.toUpperCase() });
-      const span = traces.tracing.on ? traces.child('verdict.decision', req.txnId, { 'verdict.participant_id': to.id, 'verdict.outcome': req.outcome }) : null;
+      timeline.record(req.txnId, {
+        atMs: o.nowMs(),
+        kind: 'decision-sent',
+        participantId: to.id,
+        detail: req.outcome.toUpperCase(),
+      });
+      const span = traces.tracing.on
+        ? traces.child('verdict.decision', req.txnId, {
+            'verdict.participant_id': to.id,
+            'verdict.outcome': req.outcome,
+          })
+        : null;
       link.decide(to, req, timeoutMs, span?.context ?? traces.contextOf(req.txnId), (err) => {
         span?.end(err ? err.message : undefined);
         gap(err, req.txnId);
-        timeline.record(req.txnId, { atMs: o.nowMs(), kind: err ? 'no-ack' : 'ack', participantId: to.id, detail: err ? err.message : '' });
+        timeline.record(req.txnId, {
+          atMs: o.nowMs(),
+          kind: err ? 'no-ack' : 'ack',
+          participantId: to.id,
+          detail: err ? err.message : '',
+        });
         // Redelivered with backoff until ACKed (R5); verdict_decision_delivery_retries_total counts these.
-        if (err) log.debug({ txnId: req.txnId, traceId: traces.traceIdOf(req.txnId), participantId: to.id, outcome: req.outcome, err: err.message }, 'DECISION not acknowledged; retrying later');
+        if (err)
+          log.debug(
+            {
+              txnId: req.txnId,
+              traceId: traces.traceIdOf(req.txnId),
+              participantId: to.id,
+              outcome: req.outcome,
+              err: err.message,
+            },
+            'DECISION not acknowledged; retrying later',
+          );
         cb(err);
       });
     },
     sendStatus: (to, txnId, timeoutMs, cb) => {
       link.status(to, txnId, timeoutMs, (err, status) => {
         gap(err, txnId);
-        timeline.record(txnId, { atMs: o.nowMs(), kind: 'status', participantId: to.id, detail: err ? `no answer: ${err.message}` : (status ?? '') });
-        if (err) log.info({ txnId, traceId: traces.traceIdOf(txnId), participantId: to.id, err: err.message }, 'recovery: the status question got no answer; asking again later');
+        timeline.record(txnId, {
+          atMs: o.nowMs(),
+          kind: 'status',
+          participantId: to.id,
+          detail: err ? `no answer: ${err.message}` : (status ?? ''),
+        });
+        if (err)
+          log.info(
+            { txnId, traceId: traces.traceIdOf(txnId), participantId: to.id, err: err.message },
+            'recovery: the status question got no answer; asking again later',
+          );
         cb(err, status);
       });
     },

@@ -37,7 +37,9 @@ import type { NodeStateMachine } from './machine.ts';
 import { Membership } from './membership.ts';
 import { ProposalBatcher } from './proposal-batcher.ts';
 
-/** PREPARE, DECISION and the status question to a participant: gRPC in the node, the simulated network in the simulator. */
+/**
+ * PREPARE, DECISION and the status question to a participant: gRPC in the node, the simulated network in the simulator.
+ */
 export type ParticipantLinks = Pick<EngineIO, 'sendPrepare' | 'sendDecision' | 'sendStatus'>;
 
 /** What the core needs from the world. */
@@ -105,8 +107,17 @@ export interface NodeCoreOptions {
   /** The config file's peers (the seed membership) and this node's own address. */
   seedPeers: ReadonlyMap<NodeId, string>;
   selfAddress: string;
-  driver: { snapshotEntries: number; snapshotLogRatio?: number; snapshotStagger?: number; snapshotKeepEntries: number; waitersMax: number };
-  /** With a Raft core of commitNoticeLazy: the longest a moved commit index waits for an append to carry it (DriverOptions.commitNotice). */
+  driver: {
+    snapshotEntries: number;
+    snapshotLogRatio?: number;
+    snapshotStagger?: number;
+    snapshotKeepEntries: number;
+    waitersMax: number;
+  };
+  /**
+   * With a Raft core of commitNoticeLazy: the longest a moved commit index waits for an append to carry it
+   * (DriverOptions.commitNotice).
+   */
   commitNoticeMs?: number;
   engine: Partial<EngineConfig>;
   /** A proposal not applied within this long is answered with an error (the entry may still commit later). */
@@ -163,7 +174,11 @@ export class NodeCore {
       onSnapshot: (phase, index, bytes) => obs.onSnapshot?.(phase, index, bytes),
       onApplied: (entry, applied) => this.applied(entry, applied),
     });
-    this.proposals = new ProposalBatcher((datas, cbs) => this.driver.proposeBatch(datas, cbs), o.io.endOfTurn, o.io.after);
+    this.proposals = new ProposalBatcher(
+      (datas, cbs) => this.driver.proposeBatch(datas, cbs),
+      o.io.endOfTurn,
+      o.io.after,
+    );
     const io: EngineIO = {
       nowMs: o.io.nowMs,
       random: o.io.random,
@@ -177,7 +192,11 @@ export class NodeCore {
         return to === NONE ? null : to;
       },
     };
-    this.engine = (o.newEngine ?? ((table, eio, cfg) => new CoordinatorEngine(table, eio, cfg)))(o.machine.table, io, o.engine);
+    this.engine = (o.newEngine ?? ((table, eio, cfg) => new CoordinatorEngine(table, eio, cfg)))(
+      o.machine.table,
+      io,
+      o.engine,
+    );
     // A snapshot restored by the driver may already hold a membership change.
     this.membershipChanged(null);
   }
@@ -238,7 +257,11 @@ export class NodeCore {
   }
 
   /** Runs `start`; `cb` hears its answer, or a timeout after proposeTimeoutMs, once. */
-  private bounded<T>(what: string, start: (done: (err: Error | null, v?: T) => void) => void, cb: (err: Error | null, v?: T) => void): void {
+  private bounded<T>(
+    what: string,
+    start: (done: (err: Error | null, v?: T) => void) => void,
+    cb: (err: Error | null, v?: T) => void,
+  ): void {
     let finished = false;
     const finish = (err: Error | null, v?: T): void => {
       if (finished) return;
@@ -246,7 +269,9 @@ export class NodeCore {
       cancel();
       cb(err, v);
     };
-    const cancel = this.io.after(this.proposeTimeoutMs, () => finish(new Error(`${what} did not complete within ${this.proposeTimeoutMs} ms (no quorum?); retry`)));
+    const cancel = this.io.after(this.proposeTimeoutMs, () =>
+      finish(new Error(`${what} did not complete within ${this.proposeTimeoutMs} ms (no quorum?); retry`)),
+    );
     start(finish);
   }
 
@@ -270,7 +295,10 @@ export class NodeCore {
     this.stopped = true;
   }
 
-  /** A process that dies (the simulator's crash): nothing more reaches anyone, not even the failures of what was pending. */
+  /**
+   * A process that dies (the simulator's crash): nothing more reaches anyone, not even the failures of what was
+   * pending.
+   */
   crash(): void {
     this.stopped = true;
     this.driver.stop();

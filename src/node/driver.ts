@@ -13,7 +13,15 @@ import { assert } from '../util/assert.ts';
 import { ConfChangeRefusedError, decodeConfChange, type ConfChange } from '../raft/confchange.ts';
 import { RawNode, type Ready } from '../raft/raw-node.ts';
 import { ProposalDroppedError } from '../raft/raft.ts';
-import { EntryType, Role, type ConfState, type Entry, type Message, type NodeId, type Snapshot } from '../raft/types.ts';
+import {
+  EntryType,
+  Role,
+  type ConfState,
+  type Entry,
+  type Message,
+  type NodeId,
+  type Snapshot,
+} from '../raft/types.ts';
 import type { LogStore, PersistBatch } from '../storage/types.ts';
 import type { Transport } from '../transport/types.ts';
 
@@ -95,7 +103,10 @@ export interface DriverOptions<R> {
   snapshotKeepEntries: number;
   /** Proposals and reads waiting for an answer, each. */
   waitersMax: number;
-  /** The disk failed (it cannot know what was written), or its log holds an entry it cannot apply (UnappliableEntryError): the node must stop. */
+  /**
+   * The disk failed (it cannot know what was written), or its log holds an entry it cannot apply
+   * (UnappliableEntryError): the node must stop.
+   */
   onFatal: (err: Error) => void;
   /** A peer's message the core refused before stepping it (see RawNode.step), with why. */
   onRefused?: (m: Message, why: string) => void;
@@ -112,7 +123,10 @@ export interface DriverOptions<R> {
   onMembership?: (cs: ConfState) => void;
   /** A node that started recovering (its disk lost acknowledged entries) was caught up by a leader. */
   onCaughtUp?: (lastIndex: number) => void;
-  /** A node that started rejoining (its data directory held no Raft state) was proven whole by `leader` (src/raft/raft.ts, Raft.rejoining). */
+  /**
+   * A node that started rejoining (its data directory held no Raft state) was proven whole by `leader`
+   * (src/raft/raft.ts, Raft.rejoining).
+   */
   onRejoined?: (leader: NodeId, lastIndex: number) => void;
   /**
    * For a core with commitNoticeLazy: how long a moved commit index may wait
@@ -121,7 +135,10 @@ export interface DriverOptions<R> {
    * eager core.
    */
   commitNotice?: { delayMs: number; after: (delayMs: number, fn: () => void) => () => void };
-  /** A local snapshot at `index`: about to be taken (`bytes`: the last snapshot's), taken (`bytes`: this one's), then written and the log compacted behind it. */
+  /**
+   * A local snapshot at `index`: about to be taken (`bytes`: the last snapshot's), taken (`bytes`: this one's), then
+   * written and the log compacted behind it.
+   */
   onSnapshot?: (phase: 'begin' | 'taken' | 'written', index: number, bytes: number) => void;
 }
 
@@ -168,7 +185,10 @@ export class Driver<R = unknown> {
     this.rejoining = this.node.raft.rejoining;
   }
 
-  /** Whether this node started on a data directory without Raft state and no leader has proven it whole yet: it does not vote. */
+  /**
+   * Whether this node started on a data directory without Raft state and no leader has proven it whole yet: it does not
+   * vote.
+   */
   isRejoining(): boolean {
     return this.node.raft.rejoining;
   }
@@ -219,7 +239,8 @@ export class Driver<R = unknown> {
   propose(data: Uint8Array, cb: ProposeCallback<R>): void {
     if (this.stopped) return cb(new Error('node is stopping'));
     if (!this.isLeader()) return cb(new NotLeaderError(this.leader()));
-    if (this.proposals.size >= this.opts.waitersMax) return cb(new OverloadedError(`${this.proposals.size} proposals in flight`));
+    if (this.proposals.size >= this.opts.waitersMax)
+      return cb(new OverloadedError(`${this.proposals.size} proposals in flight`));
     try {
       this.node.propose([data]);
     } catch (err) {
@@ -245,7 +266,8 @@ export class Driver<R = unknown> {
     };
     if (this.stopped) return failAll(new Error('node is stopping'));
     if (!this.isLeader()) return failAll(new NotLeaderError(this.leader()));
-    if (this.proposals.size + datas.length > this.opts.waitersMax) return failAll(new OverloadedError(`${this.proposals.size} proposals in flight`));
+    if (this.proposals.size + datas.length > this.opts.waitersMax)
+      return failAll(new OverloadedError(`${this.proposals.size} proposals in flight`));
     try {
       this.node.propose(datas);
     } catch (err) {
@@ -254,7 +276,8 @@ export class Driver<R = unknown> {
     }
     const raft = this.node.raft;
     const first = raft.log.lastIndex() - datas.length + 1;
-    for (let i = 0; i < cbs.length; i++) this.proposals.set(first + i, { term: raft.term, conf: false, cb: cbs[i] as ProposeCallback<unknown> });
+    for (let i = 0; i < cbs.length; i++)
+      this.proposals.set(first + i, { term: raft.term, conf: false, cb: cbs[i] as ProposeCallback<unknown> });
     this.pump();
   }
 
@@ -264,7 +287,10 @@ export class Driver<R = unknown> {
    * or with NotLeaderError, ProposalDroppedError (another change pending)
    * or ConfChangeRefusedError (nonsense for the current configuration).
    */
-  proposeConfChange(change: Omit<ConfChange, 'base'>, cb: (err: Error | null, r?: { index: number; confState: ConfState }) => void): void {
+  proposeConfChange(
+    change: Omit<ConfChange, 'base'>,
+    cb: (err: Error | null, r?: { index: number; confState: ConfState }) => void,
+  ): void {
     if (this.stopped) return cb(new Error('node is stopping'));
     if (!this.isLeader()) return cb(new NotLeaderError(this.leader()));
     let index: number;
@@ -274,7 +300,8 @@ export class Driver<R = unknown> {
       if (err instanceof ProposalDroppedError || err instanceof ConfChangeRefusedError) return cb(err);
       throw err;
     }
-    const done: ProposeCallback<unknown> = (err, r) => (err ? cb(err) : cb(null, { index: r?.index ?? index, confState: r?.result as ConfState }));
+    const done: ProposeCallback<unknown> = (err, r) =>
+      err ? cb(err) : cb(null, { index: r?.index ?? index, confState: r?.result as ConfState });
     this.proposals.set(index, { term: this.node.raft.term, conf: true, cb: done });
     this.pump();
   }
@@ -286,7 +313,8 @@ export class Driver<R = unknown> {
    */
   read(cb: ReadCallback): void {
     if (this.stopped) return cb(new Error('node is stopping'));
-    if (this.readsByContext.size + this.readsReady.length >= this.opts.waitersMax) return cb(new OverloadedError('too many reads in flight'));
+    if (this.readsByContext.size + this.readsReady.length >= this.opts.waitersMax)
+      return cb(new OverloadedError('too many reads in flight'));
     const ctx = new Uint8Array(8);
     new DataView(ctx.buffer).setFloat64(0, ++this.readSeq);
     try {
@@ -339,7 +367,14 @@ export class Driver<R = unknown> {
         continue;
       }
       this.persisting = true;
-      const batch: PersistBatch = { hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot, localSnapshot: null, compactTo: 0, sync: rd.mustSync };
+      const batch: PersistBatch = {
+        hardState: rd.hardState,
+        entries: rd.entries,
+        snapshot: rd.snapshot,
+        localSnapshot: null,
+        compactTo: 0,
+        sync: rd.mustSync,
+      };
       this.opts.store.persist(batch, (err) => {
         if (this.stopped) return;
         if (err) return this.fatal(err);
@@ -535,13 +570,16 @@ export class Driver<R = unknown> {
     this.appliedBytesSinceSnapshot = 0;
     assert(snap.metadata.index === applied, 'driver: snapshot index');
     this.persisting = true;
-    this.opts.store.persist({ hardState: null, entries: [], snapshot: null, localSnapshot: snap, compactTo: snap.metadata.index, sync: true }, (err) => {
-      if (this.stopped) return;
-      if (err) return this.fatal(err);
-      this.opts.onSnapshot?.('written', applied, data.byteLength);
-      this.persisting = false;
-      this.pump();
-    });
+    this.opts.store.persist(
+      { hardState: null, entries: [], snapshot: null, localSnapshot: snap, compactTo: snap.metadata.index, sync: true },
+      (err) => {
+        if (this.stopped) return;
+        if (err) return this.fatal(err);
+        this.opts.onSnapshot?.('written', applied, data.byteLength);
+        this.persisting = false;
+        this.pump();
+      },
+    );
   }
 }
 

@@ -17,7 +17,10 @@ export class EndpointChanges {
   /** Per id, the instants of its changes within the window, oldest first; Map order is least recently changed first. */
   private readonly recent = new Map<string, number[]>();
 
-  /** Counts a change of `id`'s endpoint at nowMs; false (nothing counted) when it already had ENDPOINT_CHANGES_MAX in the window. */
+  /**
+   * Counts a change of `id`'s endpoint at nowMs; false (nothing counted) when it already had ENDPOINT_CHANGES_MAX in
+   * the window.
+   */
   allow(id: string, nowMs: number): boolean {
     const times = (this.recent.get(id) ?? []).filter((atMs) => nowMs - atMs < ENDPOINT_CHANGE_WINDOW_MS);
     if (times.length >= ENDPOINT_CHANGES_MAX) {

@@ -22,7 +22,9 @@ const ANSWER_FLUSH_MS = 300;
 
 export class FaultPointError extends Error {
   constructor(value: string) {
-    super(`${FAULT_POINT_ENV}=${JSON.stringify(value)} is not a fault point; the only one is crash-before-explicit-commit (for tests; unset it in production)`);
+    super(
+      `${FAULT_POINT_ENV}=${JSON.stringify(value)} is not a fault point; the only one is crash-before-explicit-commit (for tests; unset it in production)`,
+    );
     this.name = 'FaultPointError';
   }
 }
@@ -32,7 +34,10 @@ export function faultPointFromEnv(env: NodeJS.ProcessEnv, log: Logger): EngineIO
   const value = env[FAULT_POINT_ENV];
   if (value === undefined || value === '') return undefined;
   if (value !== 'crash-before-explicit-commit') throw new FaultPointError(value);
-  log.warn({ faultPoint: value }, `test fault point armed by ${FAULT_POINT_ENV}: this node kills itself after its first implied COMMITTED`);
+  log.warn(
+    { faultPoint: value },
+    `test fault point armed by ${FAULT_POINT_ENV}: this node kills itself after its first implied COMMITTED`,
+  );
   let fired = false;
   return (point, txnId) => {
     if (point !== 'before-explicit-commit') return 'go-on';

@@ -57,7 +57,9 @@ export interface LeaderView {
 }
 
 export interface SpreadOptions {
-  /** Ticks in a row that the preferred node must be caught up and heard from before a transfer (and between retries). */
+  /**
+   * Ticks in a row that the preferred node must be caught up and heard from before a transfer (and between retries).
+   */
   holdOffTicks: number;
   /** How far behind the leader's last index the preferred node's match index may be. */
   lagEntriesMax: number;
@@ -68,7 +70,9 @@ export interface SpreadOptions {
 /** Three seconds at the default 100 ms tick; a returning node gets that long to catch up. */
 export const SPREAD_DEFAULTS: Readonly<SpreadOptions> = { holdOffTicks: 30, lagEntriesMax: 64, heardWithinTicks: 10 };
 
-/** The node group `group` prefers as its leader: `group mod N` of the voters sorted by code unit; null without voters. */
+/**
+ * The node group `group` prefers as its leader: `group mod N` of the voters sorted by code unit; null without voters.
+ */
 export function preferredLeader(group: number, voters: readonly NodeId[]): NodeId | null {
   if (voters.length === 0) return null;
   const sorted = [...voters].sort();
@@ -90,7 +94,9 @@ export interface GroupReplica {
   leaderView?(): LeaderView | null;
   /** Hands leadership to `to` (TimeoutNow once `to` is caught up), as `verdict node drain` does. */
   transferLeadership?(to: NodeId): void;
-  /** Whether a leader change now would abort transactions this leader has in flight (begun, preparing or deciding: R2). */
+  /**
+   * Whether a leader change now would abort transactions this leader has in flight (begun, preparing or deciding: R2).
+   */
   busy?(): boolean;
   /** The group's configuration as applied on this node. */
   members?(): GroupMembers;
@@ -135,7 +141,9 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     const replicas: R[] = [];
     for (let g = 0; g < o.groups; g++) {
       const group = g;
-      replicas.push(o.replica(group, { send: (messages) => o.transport.send(messages.map((message) => ({ group, message }))) }));
+      replicas.push(
+        o.replica(group, { send: (messages) => o.transport.send(messages.map((message) => ({ group, message }))) }),
+      );
     }
     this.replicas = replicas;
     this.onRefused = o.onRefused;
@@ -161,7 +169,10 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
 
   /** Group `group`'s replica. */
   replica(group: number): R {
-    assert(Number.isInteger(group) && group >= 0 && group < this.replicas.length, `group ${group} is one of this host's ${this.replicas.length}`);
+    assert(
+      Number.isInteger(group) && group >= 0 && group < this.replicas.length,
+      `group ${group} is one of this host's ${this.replicas.length}`,
+    );
     return this.replicas[group];
   }
 
@@ -176,7 +187,8 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
    */
   receive(messages: readonly GroupMessage[]): void {
     if (this.replicas.length === 1) {
-      // One group: every message is group 0's (the edge refused any other), passed through as one batch, as before groups.
+      // One group: every message is group 0's (the edge refused any other), passed through as one batch, as before
+      // groups.
       const mine: Message[] = [];
       for (const gm of messages) if (this.admit(gm)) mine.push(gm.message);
       if (mine.length > 0) this.replicas[0].receive(mine);
@@ -232,7 +244,14 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
       // A removed node may lead group g without ever learning of its removal from group 0 (the leader
       // stops sending to it). A follower that knows asks it to hand the group over to itself.
       const k = r.known?.();
-      if (k !== undefined && k.leader !== '' && k.leader !== k.self && target.voters.includes(k.self) && !target.voters.includes(k.leader) && !target.learners.includes(k.leader)) {
+      if (
+        k !== undefined &&
+        k.leader !== '' &&
+        k.leader !== k.self &&
+        target.voters.includes(k.self) &&
+        !target.voters.includes(k.leader) &&
+        !target.learners.includes(k.leader)
+      ) {
         r.transferLeadership?.(k.self);
       }
       return;
@@ -243,19 +262,27 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     const missing = want.find((id) => !have.has(id));
     if (missing !== undefined) return r.proposeMemberChange(ConfChangeType.AddLearner, missing, addressOf);
     const lag = this.spread?.lagEntriesMax ?? SPREAD_DEFAULTS.lagEntriesMax;
-    const promote = [...target.voters].sort().find((id) => cur.learners.includes(id) && (view.match.get(id) ?? Number.NEGATIVE_INFINITY) + lag >= view.lastIndex);
+    const promote = [...target.voters]
+      .sort()
+      .find(
+        (id) => cur.learners.includes(id) && (view.match.get(id) ?? Number.NEGATIVE_INFINITY) + lag >= view.lastIndex,
+      );
     if (promote !== undefined) return r.proposeMemberChange(ConfChangeType.AddVoter, promote, addressOf);
     const gone = [...have].sort().find((id) => !want.includes(id));
     if (gone === undefined) return;
     if (gone !== view.self) return r.proposeMemberChange(ConfChangeType.Remove, gone, addressOf);
     const to = preferredLeader(
       g,
-      target.voters.filter((id) => id !== view.self && (view.match.get(id) ?? Number.NEGATIVE_INFINITY) + lag >= view.lastIndex),
+      target.voters.filter(
+        (id) => id !== view.self && (view.match.get(id) ?? Number.NEGATIVE_INFINITY) + lag >= view.lastIndex,
+      ),
     );
     if (to !== null) r.transferLeadership?.(to);
   }
 
-  /** Group g's leader, if here and not on its preferred node, hands over once that node has been ready for the hold-off. */
+  /**
+   * Group g's leader, if here and not on its preferred node, hands over once that node has been ready for the hold-off.
+   */
   private balance(g: number, o: SpreadOptions): void {
     const r = this.replicas[g];
     const view = r.transferLeadership === undefined ? null : (r.leaderView?.() ?? null);
@@ -266,7 +293,11 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     }
     const match = view.match.get(want);
     const heardAt = this.heardAtTick.get(want);
-    const ready = match !== undefined && match + o.lagEntriesMax >= view.lastIndex && heardAt !== undefined && this.ticks - heardAt <= o.heardWithinTicks;
+    const ready =
+      match !== undefined &&
+      match + o.lagEntriesMax >= view.lastIndex &&
+      heardAt !== undefined &&
+      this.ticks - heardAt <= o.heardWithinTicks;
     this.holds[g] = ready ? this.holds[g] + 1 : 0;
     // A new leader aborts the prepares it did not send (R2): the hand-over waits for a moment with none in flight.
     if (this.holds[g] < o.holdOffTicks || r.busy?.() === true) return;
@@ -328,8 +359,16 @@ function leaderViewOf(core: NodeCore): LeaderView | null {
   return { self: st.id, voters: cs.voters, lastIndex: st.lastIndex, match };
 }
 
-/** One single-server change of a core's group, with the addresses of the members it leaves (none is proposed without them all). */
-function proposeMemberChange(core: NodeCore, type: ConfChangeType, id: NodeId, addressOf: (id: NodeId) => string | undefined): void {
+/**
+ * One single-server change of a core's group, with the addresses of the members it leaves (none is proposed without
+ * them all).
+ */
+function proposeMemberChange(
+  core: NodeCore,
+  type: ConfChangeType,
+  id: NodeId,
+  addressOf: (id: NodeId) => string | undefined,
+): void {
   const cs = core.driver.node.raft.confState();
   const members = new Set([...cs.voters, ...cs.learners]);
   if (type === ConfChangeType.Remove) members.delete(id);

@@ -43,15 +43,26 @@ function isRedirect(err: NonNullable<Parameters<Callback>[0]>): boolean {
 }
 
 /** The handler of group groupOf(id) for each call, id read from the request. */
-function byId(perGroup: readonly Record<string, Handler>[], method: string, idOf: (request: unknown) => string): Handler {
+function byId(
+  perGroup: readonly Record<string, Handler>[],
+  method: string,
+  idOf: (request: unknown) => string,
+): Handler {
   return (call, cb) => {
     const g = groupOf(idOf(call.request), perGroup.length);
     perGroup[g][method](call, tagged(g, cb));
   };
 }
 
-/** Calls `method` on every group with the same call; `done` gets every group's answer (error or value), in group order. */
-function everyGroup(perGroup: readonly Record<string, Handler>[], method: string, call: Parameters<Handler>[0], done: (answers: { err: Parameters<Callback>[0]; value: unknown }[]) => void): void {
+/**
+ * Calls `method` on every group with the same call; `done` gets every group's answer (error or value), in group order.
+ */
+function everyGroup(
+  perGroup: readonly Record<string, Handler>[],
+  method: string,
+  call: Parameters<Handler>[0],
+  done: (answers: { err: Parameters<Callback>[0]; value: unknown }[]) => void,
+): void {
   const answers: { err: Parameters<Callback>[0]; value: unknown }[] = new Array(perGroup.length);
   let left = perGroup.length;
   perGroup.forEach((h, g) =>
@@ -72,8 +83,13 @@ function firstError(answers: { err: Parameters<Callback>[0] }[]): Parameters<Cal
 
 const txnIdOf = (r: unknown): string => (r as { txnId: string }).txnId;
 
-/** The Coordinator handlers of every group (coordinatorApi and leaseApi, each with its client limits) behind one door. */
-export function routeCoordinator(perGroupTyped: readonly CoordinatorHandlers[], registered: (group: number, participantId: string) => boolean): CoordinatorHandlers {
+/**
+ * The Coordinator handlers of every group (coordinatorApi and leaseApi, each with its client limits) behind one door.
+ */
+export function routeCoordinator(
+  perGroupTyped: readonly CoordinatorHandlers[],
+  registered: (group: number, participantId: string) => boolean,
+): CoordinatorHandlers {
   const perGroup = perGroupTyped as unknown as readonly Record<string, Handler>[];
   const groups = perGroup.length;
   const g0 = perGroup[0];
@@ -89,7 +105,8 @@ export function routeCoordinator(perGroupTyped: readonly CoordinatorHandlers[], 
     ReleaseLease: byId(perGroup, 'ReleaseLease', (r) => (r as { name: string }).name),
     // Every group keeps the registry (read here from group 0, whose ReadIndex makes the answer current).
     ListParticipants: (call, cb) => g0.ListParticipants(call, tagged(0, cb)),
-    // Made in every group; answered when every group applied it (idempotent: a retry after a partial failure completes it).
+    // Made in every group; answered when every group applied it (idempotent: a retry after a partial failure completes
+    // it).
     RegisterParticipant: (call, cb) =>
       everyGroup(perGroup, 'RegisterParticipant', call, (answers) => {
         const err = firstError(answers);
@@ -97,14 +114,20 @@ export function routeCoordinator(perGroupTyped: readonly CoordinatorHandlers[], 
       }),
     RemoveParticipant: (call, cb) =>
       everyGroup(perGroup, 'RemoveParticipant', call, (answers) => {
-        // A group led elsewhere whose applied registry no longer holds the participant was done by its leader (an earlier redirect).
+        // A group led elsewhere whose applied registry no longer holds the participant was done by its leader (an
+        // earlier redirect).
         const id = (call.request as { participantId: string }).participantId;
-        const settled = answers.map((a, g) => (a.err && isRedirect(a.err) && !registered(g, id) ? { err: null, value: { removed: true, owed: [] } } : a));
+        const settled = answers.map((a, g) =>
+          a.err && isRedirect(a.err) && !registered(g, id) ? { err: null, value: { removed: true, owed: [] } } : a,
+        );
         const err = firstError(settled);
         if (err !== null) return cb(err);
         const each = settled.map((a) => a.value as RemoveParticipantResponse);
         // Removed only where nothing is owed; what is owed lives in each transaction's group.
-        const out: RemoveParticipantResponse = { removed: each.every((r) => r.removed), owed: each.flatMap((r) => r.owed) };
+        const out: RemoveParticipantResponse = {
+          removed: each.every((r) => r.removed),
+          owed: each.flatMap((r) => r.owed),
+        };
         cb(null, out);
       }),
     GetOutcomes: (call, cb) => getOutcomes(perGroup, call, cb),
@@ -124,7 +147,8 @@ export function routeCoordinator(perGroupTyped: readonly CoordinatorHandlers[], 
         cb(null, out);
       }),
   };
-  for (const method of Object.keys(g0)) if (!(method in out)) throw new Error(`routeCoordinator: no route for Coordinator.${method}`);
+  for (const method of Object.keys(g0))
+    if (!(method in out)) throw new Error(`routeCoordinator: no route for Coordinator.${method}`);
   return out as unknown as CoordinatorHandlers;
 }
 
@@ -147,12 +171,20 @@ function getOutcomes(perGroup: readonly Record<string, Handler>[], call: Paramet
   const answers: OutcomesResponse['answers'] = new Array(req.txnIds.length);
   let left = byGroup.size;
   for (const [g, indexes] of byGroup) {
-    const sub = Object.assign(Object.create(call) as object, { request: { ...req, txnIds: indexes.map((i) => req.txnIds[i]) } }) as Parameters<Handler>[0];
+    const sub = Object.assign(Object.create(call) as object, {
+      request: { ...req, txnIds: indexes.map((i) => req.txnIds[i]) },
+    }) as Parameters<Handler>[0];
     perGroup[g].GetOutcomes(
       sub,
       tagged(g, (err, value) => {
         // A group this node does not lead answers every one of its ids with its redirect, as a per-id refusal.
-        const mine = err ? indexes.map(() => ({ outcome: null, code: err.code ?? grpc.status.UNAVAILABLE, details: err.details ?? '' })) : (value as OutcomesResponse).answers;
+        const mine = err
+          ? indexes.map(() => ({
+              outcome: null,
+              code: err.code ?? grpc.status.UNAVAILABLE,
+              details: err.details ?? '',
+            }))
+          : (value as OutcomesResponse).answers;
         indexes.forEach((i, k) => (answers[i] = mine[k]));
         if (--left === 0) cb(null, { answers });
       }),
@@ -160,8 +192,15 @@ function getOutcomes(perGroup: readonly Record<string, Handler>[], call: Paramet
   }
 }
 
-/** One transaction: its group's. A listing: the transactions of every group this node leads (group 0's redirect when it leads none). */
-function listTransactions(perGroup: readonly Record<string, Handler>[], call: Parameters<Handler>[0], cb: Callback): void {
+/**
+ * One transaction: its group's. A listing: the transactions of every group this node leads (group 0's redirect when it
+ * leads none).
+ */
+function listTransactions(
+  perGroup: readonly Record<string, Handler>[],
+  call: Parameters<Handler>[0],
+  cb: Callback,
+): void {
   const req = call.request as { txnId?: string; limit: number };
   const one = req.txnId ?? '';
   if (one !== '') {
@@ -172,7 +211,9 @@ function listTransactions(perGroup: readonly Record<string, Handler>[], call: Pa
     const led = answers.filter((a) => a.err === null || a.err === undefined);
     if (led.length === 0) return cb(answers[0].err);
     const limit = req.limit > 0 ? Math.min(req.limit, 10_000) : 1_000;
-    const out: ListTransactionsResponse = { transactions: led.flatMap((a) => (a.value as ListTransactionsResponse).transactions).slice(0, limit) };
+    const out: ListTransactionsResponse = {
+      transactions: led.flatMap((a) => (a.value as ListTransactionsResponse).transactions).slice(0, limit),
+    };
     cb(null, out);
   });
 }

@@ -19,7 +19,10 @@ export class Handover {
   private draining = false;
   /** The follower leadership is being handed to; '' before the transfer. */
   private handOffTo = '';
-  /** Set by `verdict cluster up` when it stops every node: a leader that cannot hand over is then expected, not a problem. */
+  /**
+   * Set by `verdict cluster up` when it stops every node: a leader that cannot hand over is then expected, not a
+   * problem.
+   */
   private clusterStopping = false;
 
   constructor(
@@ -39,7 +42,10 @@ export class Handover {
     this.clusterStopping = true;
   }
 
-  /** Refuses new work from now on; a leader of more than one node then settles its commits and hands over. Never rejects. */
+  /**
+   * Refuses new work from now on; a leader of more than one node then settles its commits and hands over. Never
+   * rejects.
+   */
   async drain(): Promise<void> {
     this.draining = true;
     if (this.core.driver.isLeader() && this.core.membership.size > 1) await this.handOff();
@@ -53,27 +59,43 @@ export class Handover {
     // Commits already in PREPARE or proposed get their answer from this leader
     // rather than an abort from the next one (R2); bounded by one election timeout.
     const settleBy = Date.now() + waitMs / 2;
-    for (let p = eng.phases(); p.preparing + p.deciding > 0 && d.isLeader() && Date.now() < settleBy; p = eng.phases()) await sleep(cfg.tickMs);
+    for (let p = eng.phases(); p.preparing + p.deciding > 0 && d.isLeader() && Date.now() < settleBy; p = eng.phases())
+      await sleep(cfg.tickMs);
     if (!d.isLeader()) return;
     const to = this.bestFollower();
     if (to === NONE) {
-      if (this.clusterStopping) log.info('the whole cluster is stopping; stopping as leader without a handover (expected)');
-      else log.warn('no follower to transfer leadership to; stopping as leader (the others elect one after an election timeout)');
+      if (this.clusterStopping)
+        log.info('the whole cluster is stopping; stopping as leader without a handover (expected)');
+      else
+        log.warn(
+          'no follower to transfer leadership to; stopping as leader (the others elect one after an election timeout)',
+        );
       return;
     }
     this.handOffTo = to;
     log.info({ to, term: d.node.raft.term }, 'transferring leadership before shutdown');
     const leader = await transferLeadership(cfg, d as Driver<unknown>, to, waitMs);
-    if (leader !== '' && leader !== cfg.nodeId) log.info({ to: leader, term: d.node.raft.term }, `transferred leadership to ${leader}`);
+    if (leader !== '' && leader !== cfg.nodeId)
+      log.info({ to: leader, term: d.node.raft.term }, `transferred leadership to ${leader}`);
     // When the launcher stops every node at once, the follower is stopping too: no handover is expected.
-    else if (this.clusterStopping) log.info({ to, waitedMs: waitMs }, 'leadership transfer did not complete: the whole cluster is stopping (expected)');
-    else log.warn({ to, waitedMs: waitMs }, 'leadership transfer did not complete in time; stopping as leader (the others elect one after an election timeout)');
+    else if (this.clusterStopping)
+      log.info(
+        { to, waitedMs: waitMs },
+        'leadership transfer did not complete: the whole cluster is stopping (expected)',
+      );
+    else
+      log.warn(
+        { to, waitedMs: waitMs },
+        'leadership transfer did not complete in time; stopping as leader (the others elect one after an election timeout)',
+      );
   }
 
   /** The follower to hand leadership to: caught up (replicating), with the highest match index. */
   private bestFollower(): string {
     const members = this.core.membership;
-    const others = this.core.driver.node.status().progress.filter((p) => p.id !== this.cfg.nodeId && !p.learner && !p.rejoining && members.has(p.id));
+    const others = this.core.driver.node
+      .status()
+      .progress.filter((p) => p.id !== this.cfg.nodeId && !p.learner && !p.rejoining && members.has(p.id));
     others.sort((a, b) => Number(b.state === 'replicate') - Number(a.state === 'replicate') || b.match - a.match);
     return others[0]?.id ?? NONE;
   }

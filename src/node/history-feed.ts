@@ -34,14 +34,22 @@ export function historyShiftMs(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env[HISTORY_SHIFT_ENV];
   if (raw === undefined || raw === '') return 0;
   const n = Number(raw);
-  if (!Number.isSafeInteger(n)) throw new StartupError(`${HISTORY_SHIFT_ENV}=${JSON.stringify(raw)} is not a whole number of milliseconds (for tests; unset it in production)`);
+  if (!Number.isSafeInteger(n))
+    throw new StartupError(
+      `${HISTORY_SHIFT_ENV}=${JSON.stringify(raw)} is not a whole number of milliseconds (for tests; unset it in production)`,
+    );
   return n;
 }
 
 /** Opens the history in `<dataDir>/history`, or null when the config turns it off. */
-export async function openHistory(cfg: NodeConfig, machine: NodeStateMachine, log: Logger): Promise<HistoryStore | null> {
+export async function openHistory(
+  cfg: NodeConfig,
+  machine: NodeStateMachine,
+  log: Logger,
+): Promise<HistoryStore | null> {
   if (!cfg.history) return null;
-  // One level down: the data directory's start-up check (src/storage/data-dir.ts) looks at the LevelDBs of raft state, one level deep.
+  // One level down: the data directory's start-up check (src/storage/data-dir.ts) looks at the LevelDBs of raft state,
+  // one level deep.
   const dir = join(cfg.dataDir, 'history', 'leveldb');
   try {
     return await HistoryStore.open(dir, {
@@ -49,7 +57,11 @@ export async function openHistory(cfg: NodeConfig, machine: NodeStateMachine, lo
       bytesMax: cfg.historyBytesMax,
       nowMs: () => Date.now(),
       decided: (txnId) => machine.table.lookup(txnId) !== null,
-      onError: (err, what) => log.error({ err: err.message, what }, 'transaction history: a store operation failed; the node goes on, the history may miss records'),
+      onError: (err, what) =>
+        log.error(
+          { err: err.message, what },
+          'transaction history: a store operation failed; the node goes on, the history may miss records',
+        ),
     });
   } catch (err) {
     // The history is not the node's state: a node whose history cannot be opened still serves, and says so.
@@ -84,16 +96,22 @@ export class HistoriedMachine extends NodeStateMachine {
     if (this.history === null || index === 0) return;
     const changes: HistoryChange[] = [];
     for (const d of this.table.decisions.values()) changes.push(decideChange(d, true, this.shiftMs));
-    for (const [txnId, rs] of this.table.resolutions) for (const r of rs) changes.push({ t: 'act', txnId, act: resolveAct(r, this.shiftMs) });
-    for (const [txnId, hs] of this.table.heuristics) for (const h of hs) changes.push({ t: 'act', txnId, act: heuristicAct(h, this.shiftMs) });
-    for (const r of this.table.removed.values()) for (const txnId of r.owed) changes.push({ t: 'act', txnId, act: removedAct(r, this.shiftMs) });
+    for (const [txnId, rs] of this.table.resolutions)
+      for (const r of rs) changes.push({ t: 'act', txnId, act: resolveAct(r, this.shiftMs) });
+    for (const [txnId, hs] of this.table.heuristics)
+      for (const h of hs) changes.push({ t: 'act', txnId, act: heuristicAct(h, this.shiftMs) });
+    for (const r of this.table.removed.values())
+      for (const txnId of r.owed) changes.push({ t: 'act', txnId, act: removedAct(r, this.shiftMs) });
     if (this.sagas !== null) changes.push(...restoredSagas(this.sagas, index, this.shiftMs));
     this.history.restored(index, changes);
   }
 }
 
 /** The core's applied entries and results, into the history. */
-export function historyObserver(history: HistoryStore, shiftMs: number): Pick<NodeCoreObserver, 'onEntryApplied' | 'onResult'> {
+export function historyObserver(
+  history: HistoryStore,
+  shiftMs: number,
+): Pick<NodeCoreObserver, 'onEntryApplied' | 'onResult'> {
   // The latest time any applied command carried: a Forget's time, about.
   let logAtMs = 0;
   const seen = (atMs: number): void => {
@@ -113,11 +131,13 @@ export function historyObserver(history: HistoryStore, shiftMs: number): Pick<No
           }
           break;
         case 'forget':
-          for (const txnId of result.txnIds) changes.push({ t: 'forget', txnId, index: entry.index, atMs: logAtMs > 0 ? logAtMs + shiftMs : 0 });
+          for (const txnId of result.txnIds)
+            changes.push({ t: 'forget', txnId, index: entry.index, atMs: logAtMs > 0 ? logAtMs + shiftMs : 0 });
           break;
         case 'heuristic':
           seen(result.record.atMs);
-          if (result.first) changes.push({ t: 'act', txnId: result.record.txnId, act: heuristicAct(result.record, shiftMs) });
+          if (result.first)
+            changes.push({ t: 'act', txnId: result.record.txnId, act: heuristicAct(result.record, shiftMs) });
           break;
         case 'stage':
           if (result.staging) seen(result.staging.atMs);
@@ -129,7 +149,8 @@ export function historyObserver(history: HistoryStore, shiftMs: number): Pick<No
           // participant remove --force: each decision it never acknowledged records who removed it, when and why.
           if (result.forced !== null) {
             seen(result.forced.atMs);
-            for (const txnId of result.forced.owed) changes.push({ t: 'act', txnId, act: removedAct(result.forced, shiftMs) });
+            for (const txnId of result.forced.owed)
+              changes.push({ t: 'act', txnId, act: removedAct(result.forced, shiftMs) });
           }
           break;
         default: {
@@ -144,7 +165,10 @@ export function historyObserver(history: HistoryStore, shiftMs: number): Pick<No
 }
 
 /** A row of what this node saw (the console's timeline event), into the history. */
-export function historyRow(history: HistoryStore, shiftMs: number): (txnId: string, e: { atMs: number; kind: string; participantId?: string; detail?: string }) => void {
+export function historyRow(
+  history: HistoryStore,
+  shiftMs: number,
+): (txnId: string, e: { atMs: number; kind: string; participantId?: string; detail?: string }) => void {
   return (txnId, e) => {
     if (!SEEN_KINDS.has(e.kind)) return;
     history.sighting(txnId, e.atMs + shiftMs, e.kind, e.participantId ?? '', e.detail ?? '');
@@ -152,7 +176,16 @@ export function historyRow(history: HistoryStore, shiftMs: number): (txnId: stri
 }
 
 function decideChange(d: Decision, first: boolean, shiftMs: number): HistoryChange {
-  return { t: 'decide', txnId: d.txnId, outcome: d.outcome, reason: d.reason, participants: d.participants, index: d.index, atMs: d.decidedAtMs ? d.decidedAtMs + shiftMs : 0, first };
+  return {
+    t: 'decide',
+    txnId: d.txnId,
+    outcome: d.outcome,
+    reason: d.reason,
+    participants: d.participants,
+    index: d.index,
+    atMs: d.decidedAtMs ? d.decidedAtMs + shiftMs : 0,
+    first,
+  };
 }
 
 function resolveAct(r: Resolution, shiftMs: number): HistoryAct {
@@ -170,9 +203,29 @@ function resolveAct(r: Resolution, shiftMs: number): HistoryAct {
 }
 
 function removedAct(r: RemovedParticipant, shiftMs: number): HistoryAct {
-  return { kind: 'removed', operator: r.operator, reason: r.reason, atMs: r.atMs + shiftMs, outcome: '', effect: 'undelivered', participantId: r.id, gid: '', index: r.index };
+  return {
+    kind: 'removed',
+    operator: r.operator,
+    reason: r.reason,
+    atMs: r.atMs + shiftMs,
+    outcome: '',
+    effect: 'undelivered',
+    participantId: r.id,
+    gid: '',
+    index: r.index,
+  };
 }
 
 function heuristicAct(h: HeuristicRecord, shiftMs: number): HistoryAct {
-  return { kind: 'heuristic', operator: h.operator, reason: h.reason, atMs: h.atMs + shiftMs, outcome: h.outcome, effect: h.kind, participantId: h.participantId, gid: h.gid, index: h.index };
+  return {
+    kind: 'heuristic',
+    operator: h.operator,
+    reason: h.reason,
+    atMs: h.atMs + shiftMs,
+    outcome: h.outcome,
+    effect: h.kind,
+    participantId: h.participantId,
+    gid: h.gid,
+    index: h.index,
+  };
 }

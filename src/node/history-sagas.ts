@@ -22,22 +22,35 @@ export function sagaTableFromEnv(env: NodeJS.ProcessEnv = process.env): SagaTabl
   const raw = env[SAGAS_KEPT_ENV];
   if (raw === undefined || raw === '') return new SagaTable();
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new StartupError(`${SAGAS_KEPT_ENV}=${JSON.stringify(raw)} is not a whole number from 1 (for tests; unset it in production)`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new StartupError(
+      `${SAGAS_KEPT_ENV}=${JSON.stringify(raw)} is not a whole number from 1 (for tests; unset it in production)`,
+    );
   return new SagaTable(n);
 }
 
 /** The history's change for an applied result, or null when it is no saga's or changed nothing. */
-export function sagaChange(result: { t: string; product?: string }, index: number, shiftMs: number): HistoryChange | null {
+export function sagaChange(
+  result: { t: string; product?: string },
+  index: number,
+  shiftMs: number,
+): HistoryChange | null {
   if (!isSagaResult(result) || !result.changed || result.saga === null) return null;
   return { t: 'saga', txnId: sagaKey(result.saga.id), saga: historySaga(result.saga, index, shiftMs), index };
 }
 
 /** The sagas a snapshot holds, as changes at the snapshot's index (their entries never pass through apply). */
 export function restoredSagas(table: SagaTable, index: number, shiftMs: number): HistoryChange[] {
-  return [...table.sagas.values()].map((s) => ({ t: 'saga', txnId: sagaKey(s.id), saga: historySaga(s, index, shiftMs), index }));
+  return [...table.sagas.values()].map((s) => ({
+    t: 'saga',
+    txnId: sagaKey(s.id),
+    saga: historySaga(s, index, shiftMs),
+    index,
+  }));
 }
 
-const cut = (text: string): string => (text.length > SAGA_TEXT_CHARS_MAX ? `${text.slice(0, SAGA_TEXT_CHARS_MAX)}… (${text.length} characters)` : text);
+const cut = (text: string): string =>
+  text.length > SAGA_TEXT_CHARS_MAX ? `${text.slice(0, SAGA_TEXT_CHARS_MAX)}… (${text.length} characters)` : text;
 const shifted = (atMs: number, shiftMs: number): number => (atMs > 0 ? atMs + shiftMs : 0);
 
 /** A copy of the saga in the history's words (the table's record changes in place after this). */
@@ -51,7 +64,14 @@ export function historySaga(s: SagaRecord, index: number, shiftMs: number): Hist
     startedAtMs: shifted(s.startedAtMs, shiftMs),
     endedAtMs: shifted(s.endedAtMs ?? 0, shiftMs),
     pivot: s.pivot ?? -1,
-    steps: s.steps.map((d, k) => ({ step: k, service: d.service, name: d.name, input: cut(d.input), status: s.status[k] ?? 'pending', output: cut(s.outputs[k] ?? '') })),
+    steps: s.steps.map((d, k) => ({
+      step: k,
+      service: d.service,
+      name: d.name,
+      input: cut(d.input),
+      status: s.status[k] ?? 'pending',
+      output: cut(s.outputs[k] ?? ''),
+    })),
     calls: (s.tries ?? []).map((t) => ({
       step: t.step,
       kind: t.kind,

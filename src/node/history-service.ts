@@ -20,10 +20,24 @@ export function historyApi(
   nodeId: string,
   history: HistoryStore | null,
   access: Access,
-): { History: (call: grpc.ServerUnaryCall<HistoryQueryWire, HistoryPageWire>, cb: grpc.sendUnaryData<HistoryPageWire>) => void } {
+): {
+  History: (
+    call: grpc.ServerUnaryCall<HistoryQueryWire, HistoryPageWire>,
+    cb: grpc.sendUnaryData<HistoryPageWire>,
+  ) => void;
+} {
   return {
     History: (call, cb) => {
-      const empty = { nodeId, records: [], truncated: false, lacks: [], appliedIndex: 0, oldestAtMs: 0, bytes: 0, enabled: false };
+      const empty = {
+        nodeId,
+        records: [],
+        truncated: false,
+        lacks: [],
+        appliedIndex: 0,
+        oldestAtMs: 0,
+        bytes: 0,
+        enabled: false,
+      };
       if (history === null) return cb(null, empty);
       const r = call.request;
       history
@@ -48,9 +62,15 @@ export function historyApi(
             const me = access.seesAll(caller) ? null : clientOf(caller);
             const records = a.records.filter((rec) => me === null || rec.saga === undefined || rec.saga.owner === me);
             // A transaction's record has no saga: the wire says so with an unset message.
-            cb(null, { ...a, records: records.map((rec) => ({ ...rec, saga: rec.saga ?? null })), nodeId, enabled: true });
+            cb(null, {
+              ...a,
+              records: records.map((rec) => ({ ...rec, saga: rec.saga ?? null })),
+              nodeId,
+              enabled: true,
+            });
           },
-          (err: Error) => cb({ code: grpc.status.UNAVAILABLE, details: `the history could not be read: ${err.message}` }),
+          (err: Error) =>
+            cb({ code: grpc.status.UNAVAILABLE, details: `the history could not be read: ${err.message}` }),
         );
     },
   };

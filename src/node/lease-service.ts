@@ -13,7 +13,16 @@
 // owner: the holder name stands for itself.
 
 import type * as grpc from '@grpc/grpc-js';
-import { encodeLeaseCommand, LEASE_HOLDER, LEASE_NAME, isLeaseOwner, LEASE_TTL_MAX_MS, LEASE_TTL_MIN_MS, type LeaseCommand, type LeaseTable } from '../lease/state.ts';
+import {
+  encodeLeaseCommand,
+  LEASE_HOLDER,
+  LEASE_NAME,
+  isLeaseOwner,
+  LEASE_TTL_MAX_MS,
+  LEASE_TTL_MIN_MS,
+  type LeaseCommand,
+  type LeaseTable,
+} from '../lease/state.ts';
 import type { CoordinatorHandlers, LeaseMethod, LeaseRequest, LeaseResponse } from '../transport/coordinator-rpc.ts';
 import { peerCertificate, subjectField, type AuthenticatedCall } from '../transport/tls.ts';
 import { invalidArgument } from '../transport/validate.ts';
@@ -39,15 +48,25 @@ export function leaseOwnerOf(call: AuthenticatedCall): { owner: string | undefin
   const cn = subjectField(peerCertificate(call)?.subject, 'CN');
   if (cn === undefined) return { owner: undefined, problem: null };
   const owner = `CN=${cn}`;
-  return isLeaseOwner(owner) ? { owner, problem: null } : { owner: undefined, problem: "the client certificate's CN cannot hold a lease: it must be 1–253 characters without control characters" };
+  return isLeaseOwner(owner)
+    ? { owner, problem: null }
+    : {
+        owner: undefined,
+        problem:
+          "the client certificate's CN cannot hold a lease: it must be 1–253 characters without control characters",
+      };
 }
 
 /** Why a lease request is malformed, or null. */
 export function leaseRequestProblem(r: LeaseRequest, kind: LeaseCommand['t']): string | null {
-  if (!LEASE_NAME.test(r.name)) return `lease name ${JSON.stringify(r.name.slice(0, 64))} must be 1–128 letters, digits, "_", ".", ":", "/" or "-"`;
-  if (!LEASE_HOLDER.test(r.holder)) return `lease holder ${JSON.stringify(r.holder.slice(0, 64))} must be 1–128 letters, digits, "_", ".", ":", "@" or "-"`;
-  if (kind !== 'lease.acquire' && !(Number.isSafeInteger(r.epoch) && r.epoch >= 1)) return 'renewing or releasing a lease needs the epoch it was granted (1 or more)';
-  if (kind !== 'lease.release' && !(r.ttlMs >= LEASE_TTL_MIN_MS && r.ttlMs <= LEASE_TTL_MAX_MS)) return `ttl_ms must be ${LEASE_TTL_MIN_MS}–${LEASE_TTL_MAX_MS}`;
+  if (!LEASE_NAME.test(r.name))
+    return `lease name ${JSON.stringify(r.name.slice(0, 64))} must be 1–128 letters, digits, "_", ".", ":", "/" or "-"`;
+  if (!LEASE_HOLDER.test(r.holder))
+    return `lease holder ${JSON.stringify(r.holder.slice(0, 64))} must be 1–128 letters, digits, "_", ".", ":", "@" or "-"`;
+  if (kind !== 'lease.acquire' && !(Number.isSafeInteger(r.epoch) && r.epoch >= 1))
+    return 'renewing or releasing a lease needs the epoch it was granted (1 or more)';
+  if (kind !== 'lease.release' && !(r.ttlMs >= LEASE_TTL_MIN_MS && r.ttlMs <= LEASE_TTL_MAX_MS))
+    return `ttl_ms must be ${LEASE_TTL_MIN_MS}–${LEASE_TTL_MAX_MS}`;
   return null;
 }
 
@@ -73,9 +92,14 @@ export function leaseApi(deps: LeaseServiceDeps): Pick<CoordinatorHandlers, Leas
         if (err) return cb(toServiceError(members, err));
         // The proposer's callback fires right after its entry applied, so `last` is that entry's result.
         const res = leases.last;
-        if (res === null || res.index !== index) return cb(toServiceError(members, new Error(`${kind}: the result of index ${index} is gone; retry`)));
+        if (res === null || res.index !== index)
+          return cb(toServiceError(members, new Error(`${kind}: the result of index ${index} is gone; retry`)));
         cb(null, { granted: res.granted, reason: res.reason, lease: res.lease, clockAtMs: res.clockAtMs });
       });
     };
-  return { AcquireLease: handle('lease.acquire'), RenewLease: handle('lease.renew'), ReleaseLease: handle('lease.release') };
+  return {
+    AcquireLease: handle('lease.acquire'),
+    RenewLease: handle('lease.renew'),
+    ReleaseLease: handle('lease.release'),
+  };
 }

@@ -20,7 +20,14 @@ import * as grpc from '@grpc/grpc-js';
 import type { CoordinatorHandlers, CoordinatorMethod } from '../transport/coordinator-rpc.ts';
 import { peerCertificate, subjectField, type AuthenticatedCall } from '../transport/tls.ts';
 import { TXN_ID_CHARS_MAX, TXN_ID_PATTERN } from '../domain/txn-id.ts';
-import { checkString, endpointProblem, invalidArgument, quote, Refusals, type RefusalClass } from '../transport/validate.ts';
+import {
+  checkString,
+  endpointProblem,
+  invalidArgument,
+  quote,
+  Refusals,
+  type RefusalClass,
+} from '../transport/validate.ts';
 import { ID, ID_CHARS_MAX, ID_FORM } from '../domain/id.ts';
 import { REASON_CHARS_MAX } from '../domain/text-bounds.ts';
 import { HISTORY_LIMIT_MAX } from '../history/record.ts';
@@ -39,14 +46,20 @@ export interface UndecidedSource {
 
 const TXN_ID_FORM = 'letters, digits, ".", "_", ":" or "-"';
 
-/** Transaction ids one GetOutcomes call may ask about (the participant's in-doubt resolver asks at most this many per question). */
+/**
+ * Transaction ids one GetOutcomes call may ask about (the participant's in-doubt resolver asks at most this many per
+ * question).
+ */
 export const OUTCOMES_ASKED_MAX = 1_024;
 
 type Check = (field: string, v: unknown) => string | null;
-const txnId: Check = (f, v) => checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: TXN_ID_FORM });
+const txnId: Check = (f, v) =>
+  checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: TXN_ID_FORM });
 const id: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: ID, form: ID_FORM });
-const optionalId: Check = (f, v) => checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: ID, form: ID_FORM, optional: true });
-const optionalTxnId: Check = (f, v) => checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: TXN_ID_FORM, optional: true });
+const optionalId: Check = (f, v) =>
+  checkString(f, v, { maxChars: ID_CHARS_MAX, pattern: ID, form: ID_FORM, optional: true });
+const optionalTxnId: Check = (f, v) =>
+  checkString(f, v, { maxChars: TXN_ID_CHARS_MAX, pattern: TXN_ID_PATTERN, form: TXN_ID_FORM, optional: true });
 const text: Check = (f, v) => checkString(f, v, { maxChars: REASON_CHARS_MAX, optional: true });
 
 /** The first problem among the fields of a request, or null. */
@@ -59,7 +72,8 @@ function firstProblem(checks: [Check, string, unknown][]): string | null {
 }
 
 /** Problems of each Coordinator request's fields, by method (the others carry no strings). */
-type RequestOf<M extends CoordinatorMethod> = CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer Req, unknown> ? Req : never;
+type RequestOf<M extends CoordinatorMethod> =
+  CoordinatorHandlers[M] extends grpc.handleUnaryCall<infer Req, unknown> ? Req : never;
 /** The first problem of a Coordinator request's fields, or null: what the edge refuses before any handler. */
 export function coordinatorRequestProblem(method: CoordinatorMethod, request: unknown): string | null {
   return (REQUEST_CHECKS as Record<string, ((r: unknown) => string | null) | undefined>)[method]?.(request) ?? null;
@@ -95,7 +109,8 @@ const REQUEST_CHECKS: { [M in CoordinatorMethod]?: (r: RequestOf<M>) => string |
     const p = id('participant_id', r.participantId);
     if (p !== null) return p;
     const n = r.txnIds?.length ?? 0;
-    if (n === 0 || n > OUTCOMES_ASKED_MAX) return `txn_ids holds ${n} ids; ask about 1 to ${OUTCOMES_ASKED_MAX} per call`;
+    if (n === 0 || n > OUTCOMES_ASKED_MAX)
+      return `txn_ids holds ${n} ids; ask about 1 to ${OUTCOMES_ASKED_MAX} per call`;
     for (const [i, t] of (r.txnIds ?? []).entries()) {
       const q = txnId(`txn_ids[${i}]`, t);
       if (q !== null) return q;
@@ -128,19 +143,40 @@ export const RAFT_NODE_CHECKS: Record<string, (r: never) => string | null> = {
   Put: (r: { key?: unknown }) => key('key', r.key),
   Get: (r: { key?: unknown }) => key('key', r.key),
   TransferLeader: (r: { to?: unknown }) => optionalId('to', r.to ?? ''),
-  AddMember: (r: { nodeId?: unknown; address?: unknown }) => id('node_id', r.nodeId) ?? endpointProblem(typeof r.address === 'string' ? r.address : ''),
+  AddMember: (r: { nodeId?: unknown; address?: unknown }) =>
+    id('node_id', r.nodeId) ?? endpointProblem(typeof r.address === 'string' ? r.address : ''),
   RemoveMember: (r: { nodeId?: unknown }) => id('node_id', r.nodeId),
-  History: (r: { txnId?: unknown; sagaId?: unknown; participantId?: unknown; outcome?: unknown; kind?: unknown; limit?: unknown }) =>
+  History: (r: {
+    txnId?: unknown;
+    sagaId?: unknown;
+    participantId?: unknown;
+    outcome?: unknown;
+    kind?: unknown;
+    limit?: unknown;
+  }) =>
     optionalTxnId('txn_id', r.txnId ?? '') ??
     optionalTxnId('saga_id', r.sagaId ?? '') ??
-    (r.kind === '' || r.kind === 'txn' || r.kind === 'saga' || r.kind === undefined ? null : `kind ${quote(String(r.kind))} is not "", "txn" or "saga"`) ??
+    (r.kind === '' || r.kind === 'txn' || r.kind === 'saga' || r.kind === undefined
+      ? null
+      : `kind ${quote(String(r.kind))} is not "", "txn" or "saga"`) ??
     optionalId('participant_id', r.participantId ?? '') ??
-    (r.outcome === '' || r.outcome === 'commit' || r.outcome === 'abort' || r.outcome === undefined ? null : `outcome ${quote(String(r.outcome))} is not "", "commit" or "abort"`) ??
-    (typeof r.limit === 'number' && r.limit > HISTORY_LIMIT_MAX ? `limit ${r.limit} is above ${HISTORY_LIMIT_MAX}` : null),
+    (r.outcome === '' || r.outcome === 'commit' || r.outcome === 'abort' || r.outcome === undefined
+      ? null
+      : `outcome ${quote(String(r.outcome))} is not "", "commit" or "abort"`) ??
+    (typeof r.limit === 'number' && r.limit > HISTORY_LIMIT_MAX
+      ? `limit ${r.limit} is above ${HISTORY_LIMIT_MAX}`
+      : null),
 };
 
-/** The handlers with `checks` in front: a request with a bad field is answered INVALID_ARGUMENT with the reason, logged and counted. */
-export function withFieldChecks<H extends grpc.UntypedServiceImplementation>(h: H, checks: Record<string, ((r: never) => string | null) | undefined>, refusals: Refusals): H {
+/**
+ * The handlers with `checks` in front: a request with a bad field is answered INVALID_ARGUMENT with the reason, logged
+ * and counted.
+ */
+export function withFieldChecks<H extends grpc.UntypedServiceImplementation>(
+  h: H,
+  checks: Record<string, ((r: never) => string | null) | undefined>,
+  refusals: Refusals,
+): H {
   const out: Record<string, unknown> = {};
   for (const [method, handler] of Object.entries(h)) {
     const check = checks[method] as ((r: unknown) => string | null) | undefined;
@@ -158,7 +194,10 @@ export function withFieldChecks<H extends grpc.UntypedServiceImplementation>(h: 
   return out as H;
 }
 
-/** Who a call comes from, for per-client limits: the client certificate's CN with TLS, else the connection's peer address. */
+/**
+ * Who a call comes from, for per-client limits: the client certificate's CN with TLS, else the connection's peer
+ * address.
+ */
 export function clientOf(call: AuthenticatedCall & { getPeer(): string }): string {
   const cn = subjectField(peerCertificate(call)?.subject, 'CN');
   return cn !== undefined ? `CN=${cn}` : call.getPeer();
@@ -229,10 +268,22 @@ type Handler = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnary
  * over the client's bound RESOURCE_EXHAUSTED, each with its reason.
  */
 export function withClientLimits(h: CoordinatorHandlers, d: EdgeDeps): CoordinatorHandlers {
-  const refuse = (method: string, call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>, cls: RefusalClass, details: string): void => {
+  const refuse = (
+    method: string,
+    call: grpc.ServerUnaryCall<unknown, unknown>,
+    cb: grpc.sendUnaryData<unknown>,
+    cls: RefusalClass,
+    details: string,
+  ): void => {
     d.refusals.refuse(cls, { method, peer: call.getPeer() }, details);
     cb(
-      cls === 'client_limit' ? Object.assign(new Error(`RESOURCE_EXHAUSTED: ${details}`), { code: grpc.status.RESOURCE_EXHAUSTED, details, metadata: new grpc.Metadata() }) : invalidArgument(details),
+      cls === 'client_limit'
+        ? Object.assign(new Error(`RESOURCE_EXHAUSTED: ${details}`), {
+            code: grpc.status.RESOURCE_EXHAUSTED,
+            details,
+            metadata: new grpc.Metadata(),
+          })
+        : invalidArgument(details),
     );
   };
   const out: Record<string, Handler> = {};

@@ -13,8 +13,15 @@ export function logFormat(env: NodeJS.ProcessEnv = process.env, isTTY = process.
   return isTTY ? 'pretty' : 'json';
 }
 
-/** Structured logs on stderr, so stdout stays free for command output; `json` into `destination` when given (a test). */
-export function createLogger(level: string, bindings: Record<string, string> = {}, format: LogFormat = logFormat(), destination?: DestinationStream): Logger {
+/**
+ * Structured logs on stderr, so stdout stays free for command output; `json` into `destination` when given (a test).
+ */
+export function createLogger(
+  level: string,
+  bindings: Record<string, string> = {},
+  format: LogFormat = logFormat(),
+  destination?: DestinationStream,
+): Logger {
   const opts = { level, base: { pid: process.pid, ...bindings } };
   if (format === 'json') return pino(opts, destination ?? pino.destination(2));
   return pino(
@@ -72,6 +79,7 @@ export function prettyLine(o: Record<string, unknown>, color = false): string {
 
 function formatValue(v: unknown): string {
   if (typeof v === 'string') return /^[^\s="]+$/.test(v) ? v : JSON.stringify(v);
-  if (v !== null && typeof v === 'object' && 'message' in v && 'stack' in v) return JSON.stringify((v as { message: unknown }).message);
+  if (v !== null && typeof v === 'object' && 'message' in v && 'stack' in v)
+    return JSON.stringify((v as { message: unknown }).message);
   return JSON.stringify(v);
 }

@@ -7,7 +7,12 @@
 // applies it.
 
 import { checkedCommand, commandProblem } from '../commit/command-check.ts';
-import { decodeDecisionBatch, isDecisionBatch, type BatchDecoded, TAG_DECISION_BATCH } from '../commit/decision-batch.ts';
+import {
+  decodeDecisionBatch,
+  isDecisionBatch,
+  type BatchDecoded,
+  TAG_DECISION_BATCH,
+} from '../commit/decision-batch.ts';
 import type { AnyProductTable, ProductCommand, ProductTable, TaggedProductTable } from '../commit/product-table.ts';
 import { DecisionTable, isCommand, TAG_COMMAND, type ApplyResult, type DecisionCommand } from '../commit/state.ts';
 import { decodeConfChange, type ConfChange } from '../raft/confchange.ts';
@@ -16,11 +21,15 @@ import { assert } from '../util/assert.ts';
 import { UnappliableEntryError, type StateMachine } from './driver.ts';
 
 const TAG_PUT = 0x01;
-/** The entry tags the kernel reads itself: a put, a JSON command (src/commit/state.ts), a decision batch (src/commit/decision-batch.ts). */
+/**
+ * The entry tags the kernel reads itself: a put, a JSON command (src/commit/state.ts), a decision batch
+ * (src/commit/decision-batch.ts).
+ */
 const KERNEL_TAGS: readonly number[] = [TAG_PUT, TAG_COMMAND, TAG_DECISION_BATCH];
 
 const isTagged = (p: AnyProductTable): p is TaggedProductTable => 'tag' in p;
-const commandTables = (products: readonly AnyProductTable[]): ProductTable[] => products.filter((p): p is ProductTable => !isTagged(p));
+const commandTables = (products: readonly AnyProductTable[]): ProductTable[] =>
+  products.filter((p): p is ProductTable => !isTagged(p));
 
 /** A key/value write: [0x01][u16 key length][key][value]. */
 export function encodePut(key: string, value: Uint8Array): Uint8Array {
@@ -48,7 +57,11 @@ function putProblem(data: Uint8Array): string | null {
  * that stops this node on every restart. `products`: the product tables
  * the node's state machine holds, whose commands it checks too.
  */
-export function entryProblem(type: EntryType, data: Uint8Array, products: readonly AnyProductTable[] = []): string | null {
+export function entryProblem(
+  type: EntryType,
+  data: Uint8Array,
+  products: readonly AnyProductTable[] = [],
+): string | null {
   if (type === EntryType.ConfChange) {
     try {
       return addressesProblem(decodeMemberContext(decodeConfChange(data).context));
@@ -70,7 +83,8 @@ export function entryProblem(type: EntryType, data: Uint8Array, products: readon
 /** Why a member address map (a membership change's context, a snapshot's members) is unusable, or null. */
 function addressesProblem(addresses: ReadonlyMap<unknown, unknown>): string | null {
   for (const [id, a] of addresses) {
-    if (typeof id !== 'string' || id === '' || typeof a !== 'string' || a === '') return 'a member without an id or an address';
+    if (typeof id !== 'string' || id === '' || typeof a !== 'string' || a === '')
+      return 'a member without an id or an address';
   }
   return null;
 }
@@ -116,7 +130,10 @@ export function decodeMemberContext(data: Uint8Array): Map<string, string> {
 export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   readonly kv = new Map<string, Uint8Array>();
   readonly table = new DecisionTable();
-  /** Members' addresses as of the last applied membership change; empty until the first one (the config file's peers hold until then). */
+  /**
+   * Members' addresses as of the last applied membership change; empty until the first one (the config file's peers
+   * hold until then).
+   */
   readonly members = new Map<string, string>();
 
   /** The product tables whose commands ride the decision log's JSON command entries (sagas). */
@@ -139,14 +156,20 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
     this.commandTables = commandTables(products);
     for (const p of this.commandTables) {
       for (const kind of p.kinds) {
-        assert(kind.startsWith(`${p.product}.`), `product ${p.product}'s command kind ${kind} is named <product>.<verb>`);
+        assert(
+          kind.startsWith(`${p.product}.`),
+          `product ${p.product}'s command kind ${kind} is named <product>.<verb>`,
+        );
         assert(!this.productOf.has(kind), `command kind ${kind} has one product table`);
         this.productOf.set(kind, p);
       }
     }
     for (const p of products) {
       if (!isTagged(p)) continue;
-      assert(!KERNEL_TAGS.includes(p.tag) && !this.taggedOf.has(p.tag), `entry tag ${p.tag} of product ${p.product} is no other table's`);
+      assert(
+        !KERNEL_TAGS.includes(p.tag) && !this.taggedOf.has(p.tag),
+        `entry tag ${p.tag} of product ${p.product} is no other table's`,
+      );
       this.taggedOf.set(p.tag, p);
     }
   }
@@ -223,8 +246,13 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   }
 
   restore(data: Uint8Array): void {
-    const o = JSON.parse(Buffer.from(data).toString()) as { kv: [string, string][]; table: unknown; members: [string, string][] } & Record<string, unknown>;
-    if (o === null || typeof o !== 'object' || !Array.isArray(o.kv) || !Array.isArray(o.members)) throw new Error('not a snapshot of this state machine');
+    const o = JSON.parse(Buffer.from(data).toString()) as {
+      kv: [string, string][];
+      table: unknown;
+      members: [string, string][];
+    } & Record<string, unknown>;
+    if (o === null || typeof o !== 'object' || !Array.isArray(o.kv) || !Array.isArray(o.members))
+      throw new Error('not a snapshot of this state machine');
     this.members.clear();
     for (const [id, a] of o.members) this.members.set(id, a);
     this.kv.clear();

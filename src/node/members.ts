@@ -30,7 +30,8 @@ export function raftMembers(node: RawNode, whenNone: () => ReadonlySet<NodeId>):
     const r = node.raft;
     const applied = r.log.applied;
     const last = r.log.lastIndex();
-    // The last entry's term too: a new leader may overwrite the tail with as many entries (Log Matching: index and term name the whole log).
+    // The last entry's term too: a new leader may overwrite the tail with as many entries (Log Matching: index and term
+    // name the whole log).
     const lastTerm = r.log.lastTerm();
     if (r.confIndex === atConf && applied === atApplied && last === atLast && lastTerm === atLastTerm) return ids;
     if (r.confIndex !== baseConfIndex || base.size === 0) {
@@ -47,7 +48,12 @@ export function raftMembers(node: RawNode, whenNone: () => ReadonlySet<NodeId>):
       if (e.type !== EntryType.ConfChange) continue;
       try {
         const cc = decodeConfChange(e.data);
-        if (cc.type !== ConfChangeType.Remove && typeof cc.nodeId === 'string' && cc.nodeId !== '' && !base.has(cc.nodeId)) {
+        if (
+          cc.type !== ConfChangeType.Remove &&
+          typeof cc.nodeId === 'string' &&
+          cc.nodeId !== '' &&
+          !base.has(cc.nodeId)
+        ) {
           out ??= new Set(base);
           out.add(cc.nodeId);
         }

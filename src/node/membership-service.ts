@@ -57,14 +57,21 @@ export function membersOf(members: Membership, d: Driver<unknown>): Members {
   };
 }
 
-/** `isParticipant`: whether an id is a registered participant's (node and participant ids are one namespace, docs/security.md). */
+/**
+ * `isParticipant`: whether an id is a registered participant's (node and participant ids are one namespace,
+ * docs/security.md).
+ */
 export function membershipApi(
   cfg: NodeConfig,
   members: Membership,
   d: Driver<unknown>,
   access: Access,
   isParticipant: (id: string) => boolean = () => false,
-): { AddMember: Handler<AddMemberRequest>; RemoveMember: Handler<RemoveMemberRequest>; ListMembers: Handler<ListMembersRequest> } {
+): {
+  AddMember: Handler<AddMemberRequest>;
+  RemoveMember: Handler<RemoveMemberRequest>;
+  ListMembers: Handler<ListMembersRequest>;
+} {
   /** Every member's address after `id` joins at `address` (or leaves, when address is null). */
   const contextFor = (cs: ConfState, id: string, address: string | null): Uint8Array => {
     const addrs = new Map<string, string>();
@@ -77,11 +84,18 @@ export function membershipApi(
   };
 
   /** Proposes one change and waits until it is applied; retries while another change is pending. */
-  const change = async (type: ConfChangeType, id: string, address: string | null, deadlineAtMs: number): Promise<ConfState> => {
+  const change = async (
+    type: ConfChangeType,
+    id: string,
+    address: string | null,
+    deadlineAtMs: number,
+  ): Promise<ConfState> => {
     for (;;) {
       try {
         return await new Promise<ConfState>((resolve, reject) =>
-          d.proposeConfChange({ type, nodeId: id, context: contextFor(d.node.confState(), id, address) }, (err, r) => (err ? reject(err) : resolve(r!.confState))),
+          d.proposeConfChange({ type, nodeId: id, context: contextFor(d.node.confState(), id, address) }, (err, r) =>
+            err ? reject(err) : resolve(r!.confState),
+          ),
         );
       } catch (err) {
         const pending = err instanceof ProposalDroppedError && /membership change is in progress/.test(err.message);
@@ -109,24 +123,52 @@ export function membershipApi(
       const refused = access.adminOnly(call, 'adding a member');
       if (refused) return cb(refused);
       const { nodeId: id, address } = call.request;
-      if (typeof id !== 'string' || !ID.test(id)) return cb(fail(grpc.status.INVALID_ARGUMENT, `node id ${JSON.stringify(id)} is invalid: expected letters, digits, ".", "_" or "-" (at most 64)`));
-      if (typeof address !== 'string' || !parseAddress(address)) return cb(fail(grpc.status.INVALID_ARGUMENT, `address ${JSON.stringify(address)} is invalid: expected host:port of the new node`));
+      if (typeof id !== 'string' || !ID.test(id))
+        return cb(
+          fail(
+            grpc.status.INVALID_ARGUMENT,
+            `node id ${JSON.stringify(id)} is invalid: expected letters, digits, ".", "_" or "-" (at most 64)`,
+          ),
+        );
+      if (typeof address !== 'string' || !parseAddress(address))
+        return cb(
+          fail(
+            grpc.status.INVALID_ARGUMENT,
+            `address ${JSON.stringify(address)} is invalid: expected host:port of the new node`,
+          ),
+        );
       if (!d.isLeader()) return cb(notLeader(members, d.leader()));
       if (isParticipant(id))
-        return cb(fail(grpc.status.FAILED_PRECONDITION, `"${id}" is a registered participant's id; a node needs an id of its own, or that participant's certificate would pass for this node's`));
+        return cb(
+          fail(
+            grpc.status.FAILED_PRECONDITION,
+            `"${id}" is a registered participant's id; a node needs an id of its own, or that participant's certificate would pass for this node's`,
+          ),
+        );
       const cs = d.node.confState();
       const current = members.get(id);
       const member = cs.voters.includes(id) || cs.learners.includes(id);
       if (member && current !== undefined && current !== address) {
-        return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} is already a member at ${current}, not ${address}; remove it first (verdict member remove ${id}) to move it`));
+        return cb(
+          fail(
+            grpc.status.FAILED_PRECONDITION,
+            `${id} is already a member at ${current}, not ${address}; remove it first (verdict member remove ${id}) to move it`,
+          ),
+        );
       }
       for (const [other, a] of members.peers()) {
         if (a === address && other !== id && (cs.voters.includes(other) || cs.learners.includes(other))) {
-          return cb(fail(grpc.status.FAILED_PRECONDITION, `address ${address} belongs to member ${other}; give ${id} an address of its own`));
+          return cb(
+            fail(
+              grpc.status.FAILED_PRECONDITION,
+              `address ${address} belongs to member ${other}; give ${id} an address of its own`,
+            ),
+          );
         }
       }
       if (cs.voters.includes(id)) return cb(null, membersOf(members, d));
-      const waitMs = call.request.timeoutMs > 0 ? Math.min(call.request.timeoutMs, CATCH_UP_MAX_MS) : CATCH_UP_DEFAULT_MS;
+      const waitMs =
+        call.request.timeoutMs > 0 ? Math.min(call.request.timeoutMs, CATCH_UP_MAX_MS) : CATCH_UP_DEFAULT_MS;
       const deadlineAtMs = Date.now() + waitMs;
       void (async () => {
         if (!cs.learners.includes(id)) await change(ConfChangeType.AddLearner, id, address, deadlineAtMs);
@@ -158,23 +200,35 @@ export function membershipApi(
       const refused = access.adminOnly(call, 'removing a member');
       if (refused) return cb(refused);
       const { nodeId: id } = call.request;
-      if (typeof id !== 'string' || !ID.test(id)) return cb(fail(grpc.status.INVALID_ARGUMENT, `node id ${JSON.stringify(id)} is invalid`));
+      if (typeof id !== 'string' || !ID.test(id))
+        return cb(fail(grpc.status.INVALID_ARGUMENT, `node id ${JSON.stringify(id)} is invalid`));
       if (!d.isLeader()) return cb(notLeader(members, d.leader()));
       const cs = d.node.confState();
       if (!cs.voters.includes(id) && !cs.learners.includes(id)) return cb(null, membersOf(members, d));
       if (cs.voters.length === 1 && cs.voters[0] === id) {
-        return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} is the last voter; a cluster cannot remove its last voter (add another member first)`));
+        return cb(
+          fail(
+            grpc.status.FAILED_PRECONDITION,
+            `${id} is the last voter; a cluster cannot remove its last voter (add another member first)`,
+          ),
+        );
       }
       if (id === cfg.nodeId) {
         // The leader removes itself: hand leadership over first, then the new leader does it.
         const others = d.node.status().progress.filter((p) => p.id !== id && !p.learner && !p.rejoining);
         others.sort((a, b) => Number(b.state === 'replicate') - Number(a.state === 'replicate') || b.match - a.match);
         const to = others[0]?.id;
-        if (to === undefined) return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} leads and no other voter can take over`));
+        if (to === undefined)
+          return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} leads and no other voter can take over`));
         const waitMs = transferWaitMs(cfg);
         void transferLeadership(cfg, d, to, waitMs).then((leader) => {
           if (leader && leader !== cfg.nodeId) return cb(notLeader(members, leader));
-          cb(fail(grpc.status.UNAVAILABLE, `${id} leads and could not hand leadership to ${to} within ${waitMs} ms; retry`));
+          cb(
+            fail(
+              grpc.status.UNAVAILABLE,
+              `${id} leads and could not hand leadership to ${to} within ${waitMs} ms; retry`,
+            ),
+          );
         });
         return;
       }

@@ -48,7 +48,9 @@ export class NodeMetrics {
     unimplemented?: () => readonly { participantId: string; method: string; count: number }[];
     /** The data directory, whose file system's free and total bytes are read at scrape time. */
     dataDir?: string;
-    /** When this node's TLS certificate (read at start) stops being valid, in ms since the epoch; absent without TLS. */
+    /**
+     * When this node's TLS certificate (read at start) stops being valid, in ms since the epoch; absent without TLS.
+     */
     certificateNotAfterAtMs?: number;
   }) {
     const r = this.registry;
@@ -58,7 +60,12 @@ export class NodeMetrics {
     // prom-client's three gauges named *_total (a count now, not a counter) are dropped: the
     // same counts are in nodejs_active_handles, _requests and _resources, by type.
     collectDefaultMetrics({ register: r });
-    for (const gaugeNamedTotal of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) r.removeSingleMetric(gaugeNamedTotal);
+    for (const gaugeNamedTotal of [
+      'nodejs_active_handles_total',
+      'nodejs_active_requests_total',
+      'nodejs_active_resources_total',
+    ])
+      r.removeSingleMetric(gaugeNamedTotal);
     new Gauge({
       name: 'verdict_build_info',
       help: 'Always 1; its labels name the Verdict version and the Node.js version this node runs.',
@@ -243,7 +250,8 @@ export class NodeMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [r],
     });
-    // The participant label is bounded by the registry (participantsMax); a removed participant's series stay until restart.
+    // The participant label is bounded by the registry (participantsMax); a removed participant's series stay until
+    // restart.
     this.prepareSeconds = new Histogram({
       name: 'verdict_prepare_duration_seconds',
       help: 'PREPARE round trips this leader made, from sending to the vote (or to giving up), by participant and vote (yes, no, none).',
@@ -321,7 +329,8 @@ export class NodeMetrics {
       registers: [r],
       collect() {
         this.reset();
-        for (const g of src.unimplemented?.() ?? []) this.inc({ participant: g.participantId, method: g.method }, g.count);
+        for (const g of src.unimplemented?.() ?? [])
+          this.inc({ participant: g.participantId, method: g.method }, g.count);
       },
     });
     new Counter({

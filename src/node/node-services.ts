@@ -36,9 +36,13 @@ export interface NodeServiceGates {
   sagas: ServiceGate<grpc.UntypedServiceImplementation>;
 }
 
-/** Adds RaftNode, Coordinator and Sagas to the bound server, closed: a caller is told to retry until the node has recovered. */
+/**
+ * Adds RaftNode, Coordinator and Sagas to the bound server, closed: a caller is told to retry until the node has
+ * recovered.
+ */
 export function addStartingGates(server: grpc.Server, requestBytesMax: number): NodeServiceGates {
-  const gate = (d: grpc.ServiceDefinition): ServiceGate<grpc.UntypedServiceImplementation> => gatedService(server, d as grpc.ServiceDefinition<grpc.UntypedServiceImplementation>, requestBytesMax);
+  const gate = (d: grpc.ServiceDefinition): ServiceGate<grpc.UntypedServiceImplementation> =>
+    gatedService(server, d as grpc.ServiceDefinition<grpc.UntypedServiceImplementation>, requestBytesMax);
   return { raftNode: gate(raftNodeService), coordinator: gate(coordinatorService), sagas: gate(sagasService) };
 }
 
@@ -89,7 +93,12 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
   const members = o.core.membership;
   const edge: EdgeOptions = {
     requestBytesMax: cfg.requestBytesMax,
-    onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
+    onRefused: (method, details, peer) =>
+      refusals.refuse(
+        /exceeds the limit/.test(details) ? 'too_large' : 'undecodable',
+        { method, peer },
+        `request refused: ${details}`,
+      ),
   };
   const raftNodeChecked = withFieldChecks(
     {
@@ -137,16 +146,30 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
       },
     );
   };
-  const groups: GroupServices[] = [{ core: o.core, sagas: o.sagas, leases: o.leases, traces: o.traces, refusal: o.refusal }, ...(o.otherGroups ?? [])];
-  const coordinator = groups.length === 1 ? groupCoordinator(groups[0]) : routeCoordinator(groups.map(groupCoordinator), (g, id) => groups[g].core.machine.table.participants.has(id));
+  const groups: GroupServices[] = [
+    { core: o.core, sagas: o.sagas, leases: o.leases, traces: o.traces, refusal: o.refusal },
+    ...(o.otherGroups ?? []),
+  ];
+  const coordinator =
+    groups.length === 1
+      ? groupCoordinator(groups[0])
+      : routeCoordinator(groups.map(groupCoordinator), (g, id) => groups[g].core.machine.table.participants.has(id));
   // CommitStream runs every streamed Commit through the unary Commit handler.
   const commitStreams = commitStreamHandler(coordinator.Commit, {
     unreadMax: cfg.streamUnreadMax,
     onCutOff: (peer, details) => refusals.refuse('stream_backlog', { peer }, `commit stream cut off: ${details}`),
   });
-  const coordinatorEdge = guardService(coordinatorService, { ...coordinator, CommitStream: commitStreams.handler }, edge);
+  const coordinatorEdge = guardService(
+    coordinatorService,
+    { ...coordinator, CommitStream: commitStreams.handler },
+    edge,
+  );
   o.gates.coordinator.open(coordinatorEdge.implementation);
-  const sagasEdge = guardService(sagasService, groups.length === 1 ? o.sagas.handlers : routeSagas(groups.map((g) => g.sagas.handlers)), edge);
+  const sagasEdge = guardService(
+    sagasService,
+    groups.length === 1 ? o.sagas.handlers : routeSagas(groups.map((g) => g.sagas.handlers)),
+    edge,
+  );
   o.gates.sagas.open(sagasEdge.implementation);
   return {
     endAll: () => {

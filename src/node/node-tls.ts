@@ -4,8 +4,21 @@
 // naming rules: O=verdict-node, OU=<cluster id>, CN=<node id>).
 import type * as grpc from '@grpc/grpc-js';
 import type { AuthPolicy } from '../transport/auth.ts';
-import { certificateNamesHost, loadTls, nodeCertificateProblem, nodeSubject, peerCertificate, TlsSetupError, type AuthenticatedCall, type TlsMaterial } from '../transport/tls.ts';
-import { nodeChannelCredentials, participantChannelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
+import {
+  certificateNamesHost,
+  loadTls,
+  nodeCertificateProblem,
+  nodeSubject,
+  peerCertificate,
+  TlsSetupError,
+  type AuthenticatedCall,
+  type TlsMaterial,
+} from '../transport/tls.ts';
+import {
+  nodeChannelCredentials,
+  participantChannelCredentials,
+  serverCredentials,
+} from '../transport/tls-credentials.ts';
 import { ConfigError, parseAddress, type NodeConfig } from './config.ts';
 
 export interface NodeTls {
@@ -13,9 +26,15 @@ export interface NodeTls {
   server: grpc.ServerCredentials;
   /** Dialling peer `id`: its certificate must be node `id`'s of this cluster (CN, OU, the node mark). */
   peer(id: string): grpc.ChannelCredentials;
-  /** Dialling participant or step service `id`: its certificate must be `id`'s (CN) of this cluster (OU), and name the host dialled. */
+  /**
+   * Dialling participant or step service `id`: its certificate must be `id`'s (CN) of this cluster (OU), and name the
+   * host dialled.
+   */
   participant(id: string): grpc.ChannelCredentials;
-  /** An inbound Raft stream whose batches name `from` as sender: why it is refused (its client certificate is not node `from`'s), or null. */
+  /**
+   * An inbound Raft stream whose batches name `from` as sender: why it is refused (its client certificate is not node
+   * `from`'s), or null.
+   */
   authorizePeer(call: AuthenticatedCall, from: string): string | null;
   /** Who may do what (src/transport/auth.ts): admins by tls.adminNames, participants by CN and OU. */
   auth: AuthPolicy;
@@ -35,7 +54,11 @@ export function loadNodeTls(cfg: NodeConfig): NodeTls | null {
   const leaf = m.leaf;
   if (leaf === null) throw new ConfigError(cfg.file, '"tls.cert" and "tls.key" are required');
   const problem = nodeCertificateProblem(leaf.subject, cfg.clusterId, cfg.nodeId);
-  if (problem !== null) throw new ConfigError(cfg.file, `"tls.cert" (${t.cert}): this node's ${problem}; issue it with -subj "${nodeSubject(cfg.clusterId, cfg.nodeId)}" (verdict certs makes it so)`);
+  if (problem !== null)
+    throw new ConfigError(
+      cfg.file,
+      `"tls.cert" (${t.cert}): this node's ${problem}; issue it with -subj "${nodeSubject(cfg.clusterId, cfg.nodeId)}" (verdict certs makes it so)`,
+    );
   // Peers and clients dial the address in `peers` and check it against the certificate.
   const host = parseAddress(cfg.peers.get(cfg.nodeId) ?? cfg.listen)?.host;
   if (host !== undefined && !certificateNamesHost(leaf, host)) {

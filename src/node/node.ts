@@ -78,8 +78,17 @@ import type { EngineIO } from '../commit/engine.ts';
 
 export { StartupError } from './startup-error.ts';
 
-/** One decision group's replica in this process: its node core, with the saga engine, lease table, traces and handover beside it. */
-type Replica = GroupReplica & { core: NodeCore; sagas: SagaService; leases: LeaseTable; traces: TxnTraces; handover: Handover };
+/**
+ * One decision group's replica in this process: its node core, with the saga engine, lease table, traces and handover
+ * beside it.
+ */
+type Replica = GroupReplica & {
+  core: NodeCore;
+  sagas: SagaService;
+  leases: LeaseTable;
+  traces: TxnTraces;
+  handover: Handover;
+};
 
 const WAITERS_MAX = 16_384;
 /** Calls still open after this long at shutdown (a health Watch, say) are cut. */
@@ -98,7 +107,10 @@ export interface RunningNode {
   shutdown(): Promise<void>;
   /** Immediate: close everything (what a fatal storage error does). */
   stop(): Promise<void>;
-  /** The whole cluster is stopping (`verdict cluster up` said so): a leader's failed handover is expected, logged at info. */
+  /**
+   * The whole cluster is stopping (`verdict cluster up` said so): a leader's failed handover is expected, logged at
+   * info.
+   */
   expectClusterStop(): void;
   /**
    * Resolves once the node stopped by itself on a fatal error of its own
@@ -164,7 +176,8 @@ async function compose(
 
   const pages = await OperatorPages.serve(cfg, tls, access, log);
   open.add(() => pages.close());
-  // Decision groups (docs/architecture.md, "Decision groups"): one replica of each, group 0 in today's place and layout.
+  // Decision groups (docs/architecture.md, "Decision groups"): one replica of each, group 0 in today's place and
+  // layout.
   const groupCount = clusterGroups(cfg);
   const storage = await openLogs(cfg, groupCount, address, log);
   open.add(() => storage.close());
@@ -178,7 +191,8 @@ async function compose(
     return { products, machine };
   });
   const { products, machine } = states[0];
-  // The transaction history (src/history/), in its own LevelDB beside the log: open before the core restores its snapshot.
+  // The transaction history (src/history/), in its own LevelDB beside the log: open before the core restores its
+  // snapshot.
   machine.shiftMs = historyShiftMs();
   const history = await openHistory(cfg, machine, log);
   if (history !== null) open.add(() => history.close());
@@ -202,7 +216,11 @@ async function compose(
   open.add(() => link.close());
   // Spans over OTLP when an endpoint is configured (docs/operations.md, "Tracing"); off, nothing is loaded or made.
   const otlpEndpoint = otlpEndpointFrom(cfg.otlpEndpoint ?? undefined);
-  const tracing = await openTracing({ serviceName: 'verdict-node', instanceId: cfg.nodeId, ...(otlpEndpoint !== undefined ? { otlpEndpoint } : {}) });
+  const tracing = await openTracing({
+    serviceName: 'verdict-node',
+    instanceId: cfg.nodeId,
+    ...(otlpEndpoint !== undefined ? { otlpEndpoint } : {}),
+  });
   open.add(() => tracing.shutdown());
   if (otlpEndpoint !== undefined) log.info({ otlpEndpoint }, 'tracing: spans are exported over OTLP');
   const traces = new TxnTraces(tracing, cfg.inFlightMax * TXNS_PER_IN_FLIGHT);
@@ -213,7 +231,8 @@ async function compose(
   const historyWatch = history === null ? null : historyObserver(history, machine.shiftMs);
 
   // The products' engines (./products.ts) ride each group's core, on the same clock: the saga core hears its
-  // leadership, applied results and ticks, and calls step services over gRPC (./saga-service.ts), one set of links for every group.
+  // leadership, applied results and ticks, and calls step services over gRPC (./saga-service.ts), one set of links for
+  // every group.
   const stepLinks = new SagaStepLinks({
     clusterId: cfg.clusterId,
     log,
@@ -263,7 +282,12 @@ async function compose(
         snapshotKeepEntries: Math.min(1000, cfg.snapshotEntries),
         waitersMax: WAITERS_MAX,
       },
-      engine: { inFlightMax: cfg.inFlightMax, payloadBytesMax: cfg.requestBytesMax, parallelCommit: cfg.parallelCommit, explicitCommitLingerMs: cfg.explicitCommitLingerMs },
+      engine: {
+        inFlightMax: cfg.inFlightMax,
+        payloadBytesMax: cfg.requestBytesMax,
+        parallelCommit: cfg.parallelCommit,
+        explicitCommitLingerMs: cfg.explicitCommitLingerMs,
+      },
       commitNoticeMs: cfg.commitNoticeMs,
       proposeTimeoutMs: REQUEST_TIMEOUT_MS,
       traceOf: (txnId) => gTraces.traceparentOf(txnId),
@@ -275,10 +299,22 @@ async function compose(
           gHistory?.onResult?.(entry, result);
         },
         onFatal: stopFatal,
-        onRefused: (m, why) => transport.refusals.refuse(m.from, { reason: 'state', field: MessageType[m.type] ?? String(m.type), detail: why }),
+        onRefused: (m, why) =>
+          transport.refusals.refuse(m.from, {
+            reason: 'state',
+            field: MessageType[m.type] ?? String(m.type),
+            detail: why,
+          }),
         onCaughtUp: (lastIndex) =>
-          glog.warn({ lastIndex, highWater: logs[g].recovered.recoverIndex }, 'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again'),
-        onRejoined: (leader, lastIndex) => glog.warn({ leader, lastIndex }, 'rejoined: the leader caught this node up and proved it whole; it votes and may campaign again'),
+          glog.warn(
+            { lastIndex, highWater: logs[g].recovered.recoverIndex },
+            'recovering: the leader caught this node up past its high-water mark; it votes and may campaign again',
+          ),
+        onRejoined: (leader, lastIndex) =>
+          glog.warn(
+            { leader, lastIndex },
+            'rejoined: the leader caught this node up and proved it whole; it votes and may campaign again',
+          ),
         // The transport follows group 0's members: every group has the same nodes.
         ...(g === 0 ? { onMembership: followMembership(cfg, log, transport) } : {}),
         onSnapshot: logSnapshots(glog),
@@ -309,7 +345,15 @@ async function compose(
       },
     );
     open.add(() => attached.sagas.close());
-    const sagas = sagaService({ nodeId: cfg.nodeId, core: attached.sagas, links: stepLinks, members: c.membership, leader: () => c.driver.leader(), access, tracing });
+    const sagas = sagaService({
+      nodeId: cfg.nodeId,
+      core: attached.sagas,
+      links: stepLinks,
+      members: c.membership,
+      leader: () => c.driver.leader(),
+      access,
+      tracing,
+    });
     const handover = new Handover(cfg, c, glog);
     return { ...coreReplica(c), sagas, leases: gProducts.leases, traces: gTraces, handover };
   };
@@ -347,7 +391,13 @@ async function compose(
     connection: (endpoint) => link.connection(endpoint),
     traces,
     observeCommit: (seconds, answer) => pages.observeCommit(seconds, answer),
-    otherGroups: h.replicas.slice(1).map((r) => ({ core: r.core, sagas: r.sagas, leases: r.leases, traces: r.traces, refusal: () => r.handover.refusal() })),
+    otherGroups: h.replicas.slice(1).map((r) => ({
+      core: r.core,
+      sagas: r.sagas,
+      leases: r.leases,
+      traces: r.traces,
+      refusal: () => r.handover.refusal(),
+    })),
   });
   // Clients' commit streams would otherwise hold the server for its whole grace period.
   open.add(() => streams.endAll());
@@ -360,9 +410,17 @@ async function compose(
     await nextTurn();
     if (stopping) return;
     addReflection(server, [raftPackageDefinition, coordinatorPackageDefinition, sagaPackageDefinition]);
-    await pages.loadMetrics({ core: c, sagas, raftRefusals: () => transport.refusals.totals(), requestRefusals: refusals, access });
+    await pages.loadMetrics({
+      core: c,
+      sagas,
+      raftRefusals: () => transport.refusals.totals(),
+      requestRefusals: refusals,
+      access,
+    });
   })();
-  opsReady.catch((err: unknown) => log.error({ err }, 'reflection or metrics failed to start; the node runs without them'));
+  opsReady.catch((err: unknown) =>
+    log.error({ err }, 'reflection or metrics failed to start; the node runs without them'),
+  );
 
   let shuttingDown: Promise<void> | null = null;
   const shutdown = (): Promise<void> => {
@@ -391,7 +449,11 @@ async function compose(
 }
 
 /** The console's timeline, with what this node sees also written to the history (./history-feed.ts). */
-function historied(timeline: WatchOptions['timeline'], history: HistoryStore | null, shiftMs: number): WatchOptions['timeline'] {
+function historied(
+  timeline: WatchOptions['timeline'],
+  history: HistoryStore | null,
+  shiftMs: number,
+): WatchOptions['timeline'] {
   if (history === null) return timeline;
   const row = historyRow(history, shiftMs);
   return {
@@ -403,7 +465,10 @@ function historied(timeline: WatchOptions['timeline'], history: HistoryStore | n
   };
 }
 
-/** A test's fault point from the environment (src/node/fault-point.ts); unset in production, refused before anything is bound when unknown. */
+/**
+ * A test's fault point from the environment (src/node/fault-point.ts); unset in production, refused before anything is
+ * bound when unknown.
+ */
 function testFaultPoint(log: Logger): EngineIO['faultPoint'] {
   try {
     return faultPointFromEnv(process.env, log);
@@ -412,12 +477,18 @@ function testFaultPoint(log: Logger): EngineIO['faultPoint'] {
   }
 }
 
-/** grpc-js prints its errors on stderr by itself; they also reach us as call or bind failures, which say more. Keep them in the node's log. */
+/**
+ * grpc-js prints its errors on stderr by itself; they also reach us as call or bind failures, which say more. Keep them
+ * in the node's log.
+ */
 function keepGrpcLogs(log: Logger): void {
   grpc.setLogger({ error: (...args: unknown[]) => log.debug({ component: 'grpc' }, format(...args)) });
 }
 
-/** The node's TLS, its files checked before anything is bound (a ConfigError naming the key); null serves plaintext, only with "insecure". */
+/**
+ * The node's TLS, its files checked before anything is bound (a ConfigError naming the key); null serves plaintext,
+ * only with "insecure".
+ */
 function transportSecurity(cfg: NodeConfig, log: Logger): NodeTls | null {
   const tls = loadNodeTls(cfg);
   if (tls === null) {
@@ -432,7 +503,9 @@ function transportSecurity(cfg: NodeConfig, log: Logger): NodeTls | null {
     log.info({ insecure: true }, '"insecure" has no effect: this node serves mutual TLS');
   }
   if (tls !== null && tls.auth.tls?.adminNames.length === 0)
-    log.warn('tls.adminNames is not set: admin operations (leader transfer, membership, txn resolve, put/get) are refused to every certificate');
+    log.warn(
+      'tls.adminNames is not set: admin operations (leader transfer, membership, txn resolve, put/get) are refused to every certificate',
+    );
   return tls;
 }
 
@@ -459,11 +532,15 @@ function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCrede
   });
 }
 
-/** Opens the data directory (its identity checked first) and recovers every group's log, logging what the disk looked like. */
+/**
+ * Opens the data directory (its identity checked first) and recovers every group's log, logging what the disk looked
+ * like.
+ */
 async function openLogs(cfg: NodeConfig, groups: number, address: string, log: Logger): Promise<GroupStorage> {
   let storage: GroupStorage;
   try {
-    // One line naming the path and the cause (src/storage/data-dir.ts), before LevelDB can say only "Database failed to open".
+    // One line naming the path and the cause (src/storage/data-dir.ts), before LevelDB can say only "Database failed to
+    // open".
     await checkDataDir(cfg.dataDir);
     // One writer for every group: one batch and one fdatasync per turn, whatever G is (src/storage/group-store.ts).
     storage = await openGroupStorage(cfg.dataDir, { clusterId: cfg.clusterId, nodeId: cfg.nodeId }, groups);
@@ -476,7 +553,15 @@ async function openLogs(cfg: NodeConfig, groups: number, address: string, log: L
     logStorageReport(glog, report, recovered.recoverIndex);
     const { hardState, snapshot, entries } = recovered;
     glog.info(
-      { cluster: cfg.clusterId, address, dataDir: cfg.dataDir, term: hardState.term, commit: hardState.commit, snapshot: snapshot.metadata.index, entries: entries.length },
+      {
+        cluster: cfg.clusterId,
+        address,
+        dataDir: cfg.dataDir,
+        term: hardState.term,
+        commit: hardState.commit,
+        snapshot: snapshot.metadata.index,
+        entries: entries.length,
+      },
       'node recovered its log',
     );
   }
@@ -489,12 +574,25 @@ async function openLogs(cfg: NodeConfig, groups: number, address: string, log: L
  */
 function logStorageReport(log: Logger, report: OpenReport, recoverIndex: number): void {
   for (const t of report.truncated) {
-    const fields = { file: t.file, offset: t.offset, index: t.index, detail: t.detail, savedAs: t.savedAs ?? undefined };
-    if (t.belowHighWater) log.error(fields, 'raft log cut short below the high-water mark: records this node synced and acknowledged are gone');
+    const fields = {
+      file: t.file,
+      offset: t.offset,
+      index: t.index,
+      detail: t.detail,
+      savedAs: t.savedAs ?? undefined,
+    };
+    if (t.belowHighWater)
+      log.error(
+        fields,
+        'raft log cut short below the high-water mark: records this node synced and acknowledged are gone',
+      );
     else log.info(fields, 'torn tail of the raft log cut off (a write that was never synced)');
   }
   for (const problem of report.markProblems) {
-    log.warn({ problem }, 'a slot of the high-water mark file holds no valid record (a write a crash cut short, or damage); the other slot holds the mark (docs/storage.md)');
+    log.warn(
+      { problem },
+      'a slot of the high-water mark file holds no valid record (a write a crash cut short, or damage); the other slot holds the mark (docs/storage.md)',
+    );
   }
   if (recoverIndex > 0) {
     log.error(
@@ -524,7 +622,13 @@ function timed(store: LogStore, observe: (seconds: number, batch: PersistBatch) 
 function restartRaft(cfg: NodeConfig, recovered: RecoveredState): RawNode {
   const rng = new Rng(randomInt(0x7fffffff));
   return RawNode.restart(
-    { id: cfg.nodeId, random: rng.asRandom(), electionTicks: cfg.electionTicks, heartbeatTicks: cfg.heartbeatTicks, commitNoticeLazy: cfg.commitNoticeMs > 0 },
+    {
+      id: cfg.nodeId,
+      random: rng.asRandom(),
+      electionTicks: cfg.electionTicks,
+      heartbeatTicks: cfg.heartbeatTicks,
+      commitNoticeLazy: cfg.commitNoticeMs > 0,
+    },
     recovered,
     // A joining node starts with no membership: it never campaigns and learns the cluster from the leader.
     cfg.join ? emptyConfState() : { voters: [...cfg.peers.keys()], learners: [], votersOutgoing: [] },
@@ -537,7 +641,14 @@ function dialed(cfg: NodeConfig, peers: ReadonlyMap<string, string>): Map<string
 }
 
 /** The gRPC transport to the other nodes, delivering to the host of the group cores once there is one. */
-function raftTransport(cfg: NodeConfig, rawNodes: readonly RawNode[], machine: NodeStateMachine, tls: NodeTls | null, log: Logger, host: () => GroupHost<Replica> | null): GrpcTransport {
+function raftTransport(
+  cfg: NodeConfig,
+  rawNodes: readonly RawNode[],
+  machine: NodeStateMachine,
+  tls: NodeTls | null,
+  log: Logger,
+  host: () => GroupHost<Replica> | null,
+): GrpcTransport {
   const groups = rawNodes.length;
   return new GrpcTransport({
     clusterId: cfg.clusterId,
@@ -561,8 +672,16 @@ function raftTransport(cfg: NodeConfig, rawNodes: readonly RawNode[], machine: N
   });
 }
 
-/** The real world for the core: the wall clock, Math.random, setImmediate and setTimeout, the disk, the network and the links. */
-function processIO(store: LogStore, transport: Transport, links: ParticipantLinks, faultPoint: EngineIO['faultPoint']): NodeCoreIO {
+/**
+ * The real world for the core: the wall clock, Math.random, setImmediate and setTimeout, the disk, the network and the
+ * links.
+ */
+function processIO(
+  store: LogStore,
+  transport: Transport,
+  links: ParticipantLinks,
+  faultPoint: EngineIO['faultPoint'],
+): NodeCoreIO {
   return {
     nowMs: () => Date.now(),
     random: () => Math.random(),
@@ -578,8 +697,15 @@ function processIO(store: LogStore, transport: Transport, links: ParticipantLink
   };
 }
 
-/** A failed write or a damaged log of this node's own: one line, then stop, and `failed` says why (with a distinct exit code). */
-function stopOnFatal(log: Logger, stop: () => Promise<void>, failWith: (f: NodeFailure) => void): NodeCoreObserver['onFatal'] {
+/**
+ * A failed write or a damaged log of this node's own: one line, then stop, and `failed` says why (with a distinct exit
+ * code).
+ */
+function stopOnFatal(
+  log: Logger,
+  stop: () => Promise<void>,
+  failWith: (f: NodeFailure) => void,
+): NodeCoreObserver['onFatal'] {
   return (err) => {
     if (err instanceof UnappliableEntryError) {
       // Damage to this node's own log (peers' entries are checked on arrival): no stack.
@@ -602,7 +728,8 @@ function followMembership(cfg: NodeConfig, log: Logger, transport: GrpcTransport
     if (cs === null) return;
     log.info({ voters: cs.voters, learners: cs.learners }, 'membership changed');
     const member = cs.voters.includes(cfg.nodeId) || cs.learners.includes(cfg.nodeId);
-    if (!member && (cs.voters.length > 0 || cs.learners.length > 0)) log.warn('this node was removed from the cluster; it takes no part any more and can be stopped');
+    if (!member && (cs.voters.length > 0 || cs.learners.length > 0))
+      log.warn('this node was removed from the cluster; it takes no part any more and can be stopped');
   };
 }
 
@@ -614,6 +741,10 @@ function logSnapshots(log: Logger): NodeCoreObserver['onSnapshot'] {
     const now = performance.now();
     if (phase === 'begin') began = now;
     else if (phase === 'taken') taken = now;
-    else log.info({ index, bytes, takeMs: Math.round(taken - began), writeMs: Math.round(now - taken) }, 'snapshot written; the log behind it is compacted');
+    else
+      log.info(
+        { index, bytes, takeMs: Math.round(taken - began), writeMs: Math.round(now - taken) },
+        'snapshot written; the log behind it is compacted',
+      );
   };
 }

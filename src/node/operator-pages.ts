@@ -58,7 +58,9 @@ export class OperatorPages {
   readonly leaders = new LeaderHistory();
   /** Participants answering UNIMPLEMENTED to a method the cluster needs (./protocol-gaps.ts). */
   readonly gaps = new ProtocolGaps();
-  /** The last 15 minutes of commits, latencies, aborts, in doubt and unacked, sampled every 5 s (src/console/charts.ts). */
+  /**
+   * The last 15 minutes of commits, latencies, aborts, in doubt and unacked, sampled every 5 s (src/console/charts.ts).
+   */
   readonly charts = new CommitCharts();
   private chartTimer: NodeJS.Timeout | null = null;
   /** Null until loadMetrics(). */
@@ -107,9 +109,16 @@ export class OperatorPages {
       charts: pages.charts,
     });
     try {
-      // With TLS the console's data goes only over its HTTPS listener: the plain-HTTP metrics listener serves /metrics alone.
-      if (cfg.metricsListen !== null) pages.metricsServer = await serveMetrics(cfg.metricsListen, () => pages.metrics?.registry ?? null, cfg.tls === null ? page : consoleElsewhere(cfg.consoleListen));
-      // Without TLS the node got here only with "insecure" (node.ts): every listener is plaintext by the operator's choice.
+      // With TLS the console's data goes only over its HTTPS listener: the plain-HTTP metrics listener serves /metrics
+      // alone.
+      if (cfg.metricsListen !== null)
+        pages.metricsServer = await serveMetrics(
+          cfg.metricsListen,
+          () => pages.metrics?.registry ?? null,
+          cfg.tls === null ? page : consoleElsewhere(cfg.consoleListen),
+        );
+      // Without TLS the node got here only with "insecure" (node.ts): every listener is plaintext by the operator's
+      // choice.
       if (cfg.consoleListen !== null) pages.consoleServer = await serveConsole(cfg.consoleListen, page, cfg.tls);
     } catch (err) {
       await pages.close();
@@ -125,7 +134,12 @@ export class OperatorPages {
   }
 
   /** From now on the console shows this core, and the leader's connections through `link`. */
-  show(core: NodeCore, link: ParticipantLink, history: HistoryStore | null = null, groupCores: readonly NodeCore[] = [core]): void {
+  show(
+    core: NodeCore,
+    link: ParticipantLink,
+    history: HistoryStore | null = null,
+    groupCores: readonly NodeCore[] = [core],
+  ): void {
     this.groupCores = groupCores;
     this.history = history;
     this.core = core;
@@ -181,12 +195,24 @@ export class OperatorPages {
       ...(this.cfg.tls === null ? {} : { certificateNotAfterAtMs: certificateNotAfterAtMs(this.cfg.tls.cert) }),
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
-    this.sagaMetrics = new SagaMetrics(this.metrics.registry, { engine: () => src.sagas.engine, table: () => src.sagas.table });
+    this.sagaMetrics = new SagaMetrics(this.metrics.registry, {
+      engine: () => src.sagas.engine,
+      table: () => src.sagas.table,
+    });
     const m = this.metricsServer;
-    if (m && this.cfg.tls === null) this.log.info({ metrics: `http://${m.address}/metrics`, console: `http://${m.address}/` }, 'serving Prometheus metrics and the web console');
-    else if (m) this.log.info({ metrics: `http://${m.address}/metrics` }, 'serving Prometheus metrics (with TLS, the console only on consoleListen)');
+    if (m && this.cfg.tls === null)
+      this.log.info(
+        { metrics: `http://${m.address}/metrics`, console: `http://${m.address}/` },
+        'serving Prometheus metrics and the web console',
+      );
+    else if (m)
+      this.log.info(
+        { metrics: `http://${m.address}/metrics` },
+        'serving Prometheus metrics (with TLS, the console only on consoleListen)',
+      );
     const c = this.consoleServer;
-    if (c) this.log.info({ console: `${this.tls !== null ? 'https' : 'http'}://${c.address}/` }, 'serving the web console');
+    if (c)
+      this.log.info({ console: `${this.tls !== null ? 'https' : 'http'}://${c.address}/` }, 'serving the web console');
   }
 
   async close(): Promise<void> {
@@ -234,7 +260,9 @@ function consoleSaga(s: SagaRecord): ConsoleSaga {
     stuck: s.stuck === null ? null : { ...s.stuck },
     steps: s.steps.map((d, k) => {
       // A step's failed calls: its compensation's once it is being compensated, else its action's.
-      const tries = (s.tries ?? []).filter((t) => t.step === k).sort((a, b) => b.lastFailureAtMs - a.lastFailureAtMs)[0];
+      const tries = (s.tries ?? [])
+        .filter((t) => t.step === k)
+        .sort((a, b) => b.lastFailureAtMs - a.lastFailureAtMs)[0];
       return {
         service: d.service,
         name: d.name,
@@ -244,7 +272,15 @@ function consoleSaga(s: SagaRecord): ConsoleSaga {
         lastFailureAtMs: tries?.lastFailureAtMs ?? 0,
       };
     }),
-    timeline: s.timeline.map((e) => ({ atMs: e.atMs, index: e.index, what: e.what, step: e.step ?? -1, kind: e.kind ?? '', detail: e.detail ?? '', operator: e.operator ?? '' })),
+    timeline: s.timeline.map((e) => ({
+      atMs: e.atMs,
+      index: e.index,
+      what: e.what,
+      step: e.step ?? -1,
+      kind: e.kind ?? '',
+      detail: e.detail ?? '',
+      operator: e.operator ?? '',
+    })),
   };
 }
 
@@ -279,7 +315,9 @@ function consoleElsewhere(consoleListen: string | null): (req: IncomingMessage, 
       ? 'this node serves no console: set "consoleListen" for its HTTPS console'
       : `the console is served over HTTPS with client certificates on ${consoleListen} (https://${consoleListen}/)`;
   return (_req, res) => {
-    res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Frame-Options': 'DENY' }).end(`not found: on a node with TLS this plain-HTTP listener serves /metrics only; ${where}\n`);
+    res
+      .writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Frame-Options': 'DENY' })
+      .end(`not found: on a node with TLS this plain-HTTP listener serves /metrics only; ${where}\n`);
     return true;
   };
 }
@@ -292,5 +330,11 @@ function certificateNotAfterAtMs(file: string): number {
 /** Group `group`'s row on the console's cluster page, from its core's Raft status. */
 function groupRow(group: number, core: NodeCore): ConsoleGroup {
   const s = core.driver.node.status();
-  return { group, leaderId: s.softState.leader, term: s.hardState.term, commitIndex: s.hardState.commit, appliedIndex: s.applied };
+  return {
+    group,
+    leaderId: s.softState.leader,
+    term: s.hardState.term,
+    commitIndex: s.hardState.commit,
+    appliedIndex: s.applied,
+  };
 }

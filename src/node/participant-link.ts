@@ -9,7 +9,12 @@ import type { ParticipantRecord } from '../commit/state.ts';
 import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
 import { decisionToWire, prepareToWire, statusFromWire, voteFromWire } from '../transport/protocol-wire.ts';
-import { MethodUnimplementedError, NotDeliveredError, type ParticipantMethod, type TxnStatus } from '../domain/protocol.ts';
+import {
+  MethodUnimplementedError,
+  NotDeliveredError,
+  type ParticipantMethod,
+  type TxnStatus,
+} from '../domain/protocol.ts';
 import { ParticipantExchange } from '../transport/participant-exchange.ts';
 import { traceToMetadata, type TraceContext } from '../transport/trace-context.ts';
 
@@ -18,7 +23,10 @@ import { traceToMetadata, type TraceContext } from '../transport/trace-context.t
  * makes them up for a connection that failed): their details are the
  * participant's words, kept in the transaction's abort reason.
  */
-const PARTICIPANT_REFUSALS: ReadonlySet<number> = new Set([grpc.status.FAILED_PRECONDITION, grpc.status.INVALID_ARGUMENT]);
+const PARTICIPANT_REFUSALS: ReadonlySet<number> = new Set([
+  grpc.status.FAILED_PRECONDITION,
+  grpc.status.INVALID_ARGUMENT,
+]);
 
 /**
  * What the engine (and so the logged abort reason, which clients and the
@@ -61,12 +69,19 @@ const CHANNELS_MAX = 256;
 interface Channel {
   client: ParticipantClient;
   exchange: ParticipantExchange;
-  /** When the first request still without any answer was sent; 0 when the participant answered everything sent before its last answer. */
+  /**
+   * When the first request still without any answer was sent; 0 when the participant answered everything sent before
+   * its last answer.
+   */
   unansweredSinceAtMs: number;
 }
 
 /** Failures that are no answer from the participant (the call never reached it, or it said nothing in time). */
-const NO_ANSWER: ReadonlySet<number> = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED]);
+const NO_ANSWER: ReadonlySet<number> = new Set([
+  grpc.status.UNAVAILABLE,
+  grpc.status.DEADLINE_EXCEEDED,
+  grpc.status.CANCELLED,
+]);
 
 /** A channel per participant id and endpoint: the id is what its server certificate must name. */
 function channelKey(id: string, endpoint: string): string {
@@ -84,7 +99,9 @@ export class ParticipantLink {
   constructor(
     private readonly clusterId: string,
     private readonly credentials?: (participantId: string) => grpc.ChannelCredentials,
-    /** How long a DECISION may wait for the next PREPARE to its participant (NodeConfig.decisionLingerMs); 0: at once. */
+    /**
+     * How long a DECISION may wait for the next PREPARE to its participant (NodeConfig.decisionLingerMs); 0: at once.
+     */
     private readonly decisionLingerMs = 0,
   ) {}
 
@@ -120,11 +137,15 @@ export class ParticipantLink {
    * clears the silence; a failure that never reached it (or reached it and
    * got nothing back in time) does not.
    */
-  private asked<A extends unknown[]>(c: Channel, cb: (err: Error | null, ...rest: A) => void): (err: Error | null, ...rest: A) => void {
+  private asked<A extends unknown[]>(
+    c: Channel,
+    cb: (err: Error | null, ...rest: A) => void,
+  ): (err: Error | null, ...rest: A) => void {
     if (c.unansweredSinceAtMs === 0) c.unansweredSinceAtMs = Date.now();
     return (err, ...rest) => {
       const e = err as (Partial<grpc.ServiceError> & { answered?: boolean }) | null;
-      if (e === null || e.answered === true || (e.code !== undefined && !NO_ANSWER.has(e.code))) c.unansweredSinceAtMs = 0;
+      if (e === null || e.answered === true || (e.code !== undefined && !NO_ANSWER.has(e.code)))
+        c.unansweredSinceAtMs = 0;
       cb(err, ...rest);
     };
   }
@@ -140,36 +161,73 @@ export class ParticipantLink {
     return sinceAtMs;
   }
 
-  /** `trace`: the context the participant continues, sent as metadata (the request then goes as a unary call, which carries it). */
-  prepare(to: ParticipantRecord, req: PrepareRequest, timeoutMs: number, trace: TraceContext | undefined, cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void): void {
+  /**
+   * `trace`: the context the participant continues, sent as metadata (the request then goes as a unary call, which
+   * carries it).
+   */
+  prepare(
+    to: ParticipantRecord,
+    req: PrepareRequest,
+    timeoutMs: number,
+    trace: TraceContext | undefined,
+    cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void,
+  ): void {
     const c = this.channel(to);
     const md = trace === undefined ? undefined : traceToMetadata(trace);
     // The silence is judged on the raw error (its gRPC code); the engine hears it named.
-    const answered = this.asked(c, (err: Error | null, w?: Parameters<Parameters<ParticipantExchange['prepare']>[2]>[1]) => {
-      if (err !== null) return cb(neverSent(err) ? new NotDeliveredError(to.id, `PREPARE never reached participant ${to.id}: ${err.message}`) : named(to, 'Prepare', err));
-      if (w === undefined) return cb(new Error(`participant ${to.id} answered PREPARE without a vote`));
-      const v = voteFromWire(w);
-      if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
-      cb(null, { vote: v.vote, reason: v.reason });
-    });
+    const answered = this.asked(
+      c,
+      (err: Error | null, w?: Parameters<Parameters<ParticipantExchange['prepare']>[2]>[1]) => {
+        if (err !== null)
+          return cb(
+            neverSent(err)
+              ? new NotDeliveredError(to.id, `PREPARE never reached participant ${to.id}: ${err.message}`)
+              : named(to, 'Prepare', err),
+          );
+        if (w === undefined) return cb(new Error(`participant ${to.id} answered PREPARE without a vote`));
+        const v = voteFromWire(w);
+        if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
+        cb(null, { vote: v.vote, reason: v.reason });
+      },
+    );
     c.exchange.prepare(prepareToWire({ clusterId: this.clusterId, ...req }), timeoutMs, answered, md);
   }
 
-  decide(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, trace: TraceContext | undefined, cb: (err: Error | null) => void): void {
+  decide(
+    to: ParticipantRecord,
+    req: DecisionRequest,
+    timeoutMs: number,
+    trace: TraceContext | undefined,
+    cb: (err: Error | null) => void,
+  ): void {
     const c = this.channel(to);
     const md = trace === undefined ? undefined : traceToMetadata(trace);
     const answered = this.asked(c, (err: Error | null) => cb(err === null ? null : named(to, 'Decide', err)));
-    c.exchange.decide(decisionToWire({ clusterId: this.clusterId, ...req }), timeoutMs, answered, this.decisionLingerMs, md);
+    c.exchange.decide(
+      decisionToWire({ clusterId: this.clusterId, ...req }),
+      timeoutMs,
+      answered,
+      this.decisionLingerMs,
+      md,
+    );
   }
 
   /** The status question of parallel commit's recovery: a unary call, rare (only after a leader change). */
-  status(to: ParticipantRecord, txnId: string, timeoutMs: number, cb: (err: Error | null, status?: TxnStatus) => void): void {
+  status(
+    to: ParticipantRecord,
+    txnId: string,
+    timeoutMs: number,
+    cb: (err: Error | null, status?: TxnStatus) => void,
+  ): void {
     const c = this.channel(to);
-    const answered = this.asked(c, (err: Error | null, s?: ReturnType<typeof statusFromWire>) => (err !== null ? cb(named(to, 'Status', err)) : cb(null, s ?? undefined)));
+    const answered = this.asked(c, (err: Error | null, s?: ReturnType<typeof statusFromWire>) =>
+      err !== null ? cb(named(to, 'Status', err)) : cb(null, s ?? undefined),
+    );
     c.client.status({ clusterId: this.clusterId, txnId, participantId: to.id }, timeoutMs).then(
       (w) => {
         const s = statusFromWire(w);
-        if (s === null) return cb(new Error(`participant ${to.id} answered an invalid status ${JSON.stringify(w.status)}`));
+        if (s === null)
+          return cb(new Error(`participant ${to.id} answered an invalid status ${JSON.stringify(w.status)}`));
         answered(null, s);
       },
       (err: Error) => answered(err),

@@ -26,13 +26,19 @@ export interface NodeProducts {
   readonly tables: readonly AnyProductTable[];
 }
 
-/** Fresh product tables for one node's state machine; `sagas`: the saga table to use (a test's may be broken on purpose). */
+/**
+ * Fresh product tables for one node's state machine; `sagas`: the saga table to use (a test's may be broken on
+ * purpose).
+ */
 export function nodeProducts(sagas: SagaTable = new SagaTable()): NodeProducts {
   const leases = new LeaseTable();
   return { sagas, leases, tables: [sagas, leases] };
 }
 
-/** What the products' engines take from the world, beside the node core: the same clock and timers as the core's, and the step services' link. */
+/**
+ * What the products' engines take from the world, beside the node core: the same clock and timers as the core's, and
+ * the step services' link.
+ */
 export interface ProductsIO {
   nowMs(): number;
   /** A uniform float in [0, 1). */
@@ -65,7 +71,12 @@ export interface AttachedProducts {
  * (group commit with the decisions), reads the core's registry of step
  * services, and hears the core's leadership, saga results and ticks.
  */
-export function attachProducts(core: NodeCore, products: NodeProducts, io: ProductsIO, o: ProductsOptions = {}): AttachedProducts {
+export function attachProducts(
+  core: NodeCore,
+  products: NodeProducts,
+  io: ProductsIO,
+  o: ProductsOptions = {},
+): AttachedProducts {
   const sagas = new SagaCore({
     table: products.sagas,
     services: core.machine.table.participants,
@@ -73,7 +84,12 @@ export function attachProducts(core: NodeCore, products: NodeProducts, io: Produ
       nowMs: io.nowMs,
       random: io.random,
       after: io.after,
-      propose: (cmd, cb) => core.propose(cmd, (err, r) => (err || !r || !isSagaResult(r) ? cb(err ?? new Error(`proposal ${cmd.t} applied without a saga result`)) : cb(null, r))),
+      propose: (cmd, cb) =>
+        core.propose(cmd, (err, r) =>
+          err || !r || !isSagaResult(r)
+            ? cb(err ?? new Error(`proposal ${cmd.t} applied without a saga result`))
+            : cb(null, r),
+        ),
       callStep: io.steps.callStep,
       endSaga: io.steps.endSaga,
     },

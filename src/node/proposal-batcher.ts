@@ -17,7 +17,14 @@
 // clock in the simulator) and `after` sets the linger's timer (setTimeout,
 // the virtual clock), so the simulator runs this very code.
 
-import { BATCH_BYTES_MAX, BATCH_RECORDS_MAX, batchable, encodeDecisionBatch, recordBytesBound, type BatchCommand } from '../commit/decision-batch.ts';
+import {
+  BATCH_BYTES_MAX,
+  BATCH_RECORDS_MAX,
+  batchable,
+  encodeDecisionBatch,
+  recordBytesBound,
+  type BatchCommand,
+} from '../commit/decision-batch.ts';
 import { encodeCommand, type ApplyResult, type Command } from '../commit/state.ts';
 import type { ProposeCallback } from './driver.ts';
 
@@ -112,7 +119,8 @@ function fanOut(cbs: BatchProposeCallback[]): BatchProposeCallback {
     for (let i = 0; i < cbs.length; i++) {
       const result = results[i];
       // Only a broken decoder (the simulator's batch-drops-last mutant) applies fewer records than were proposed.
-      if (result === undefined || r === undefined) cbs[i](new Error(`entry ${r?.index ?? '?'} applied without a result for record ${i}; retry idempotently`));
+      if (result === undefined || r === undefined)
+        cbs[i](new Error(`entry ${r?.index ?? '?'} applied without a result for record ${i}; retry idempotently`));
       else cbs[i](null, { index: r.index, result });
     }
   };

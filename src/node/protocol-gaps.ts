@@ -32,7 +32,14 @@ export class ProtocolGaps {
   constructor(private readonly warnEveryMs = GAP_WARN_EVERY_MS) {}
 
   /** A call of `method` to `participantId` was answered UNIMPLEMENTED (for `txnId`, when there is one). */
-  report(log: Logger, nowMs: number, participantId: string, method: ParticipantMethod, txnId: string, needed: string): void {
+  report(
+    log: Logger,
+    nowMs: number,
+    participantId: string,
+    method: ParticipantMethod,
+    txnId: string,
+    needed: string,
+  ): void {
     const key = `${participantId}\u0000${method}`;
     let g = this.gaps.get(key);
     if (g === undefined) {

@@ -13,7 +13,13 @@
 // sent is looked at.
 import * as grpc from '@grpc/grpc-js';
 import { Access } from '../transport/auth.ts';
-import type { PutRequest, PutResponse, StreamedPutAnswer, StreamedPutAnswers, StreamedPuts } from '../transport/proto.ts';
+import type {
+  PutRequest,
+  PutResponse,
+  StreamedPutAnswer,
+  StreamedPutAnswers,
+  StreamedPuts,
+} from '../transport/proto.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 import { failedCall, type CommitStreamOptions } from './commit-stream.ts';
 
@@ -34,7 +40,10 @@ export interface PutStreamOptions extends CommitStreamOptions {
   access?: Access;
 }
 
-export function putStreamHandler(put: grpc.handleUnaryCall<PutRequest, PutResponse>, o: PutStreamOptions = {}): PutStreams {
+export function putStreamHandler(
+  put: grpc.handleUnaryCall<PutRequest, PutResponse>,
+  o: PutStreamOptions = {},
+): PutStreams {
   const open = new Set<() => void>();
   const pendingMax = o.pendingMax ?? PUT_STREAM_PENDING_MAX;
   const access = o.access ?? new Access();
@@ -50,14 +59,25 @@ export function putStreamHandler(put: grpc.handleUnaryCall<PutRequest, PutRespon
       requests: (batch) => batch.puts,
       batch: (answers: StreamedPutAnswer[]) => ({ answers }),
       handle: ({ id, put: request }, waiting, answer) => {
-        if (request === null) return answer(failure(id, { code: grpc.status.INVALID_ARGUMENT, details: `streamed put ${id} carries no PutRequest` }));
+        if (request === null)
+          return answer(
+            failure(id, { code: grpc.status.INVALID_ARGUMENT, details: `streamed put ${id} carries no PutRequest` }),
+          );
         if (waiting > pendingMax)
-          return answer(failure(id, { code: grpc.status.RESOURCE_EXHAUSTED, details: `${waiting - 1} puts on this stream wait for their entry to commit (limit ${pendingMax}); retry later` }));
+          return answer(
+            failure(id, {
+              code: grpc.status.RESOURCE_EXHAUSTED,
+              details: `${waiting - 1} puts on this stream wait for their entry to commit (limit ${pendingMax}); retry later`,
+            }),
+          );
         // What the unary handler sees: this request, and the stream's metadata, peer and credentials.
-        const unaryCall = Object.assign(Object.create(call) as grpc.ServerUnaryCall<PutRequest, PutResponse>, { request });
+        const unaryCall = Object.assign(Object.create(call) as grpc.ServerUnaryCall<PutRequest, PutResponse>, {
+          request,
+        });
         put(unaryCall, (err, response) => {
           if (err) answer(failure(id, err));
-          else if (response) answer({ id, response, code: 0, details: '', leaderAddress: '', leaderId: '', statusReason: '' });
+          else if (response)
+            answer({ id, response, code: 0, details: '', leaderAddress: '', leaderId: '', statusReason: '' });
           else answer(failure(id, { code: grpc.status.INTERNAL, details: 'Put produced no response' }));
         });
       },

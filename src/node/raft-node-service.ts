@@ -4,14 +4,28 @@
 // participant does needs them, and a write to the log is the cluster's.
 
 import * as grpc from '@grpc/grpc-js';
-import type { GetRequest, GetResponse, NodeStatus, PutRequest, PutResponse, RaftNodeHandlers, TransferLeaderRequest, TransferLeaderResponse } from '../transport/proto.ts';
+import type {
+  GetRequest,
+  GetResponse,
+  NodeStatus,
+  PutRequest,
+  PutResponse,
+  RaftNodeHandlers,
+  TransferLeaderRequest,
+  TransferLeaderResponse,
+} from '../transport/proto.ts';
 import type { NodeConfig } from './config.ts';
 import { NotLeaderError, OverloadedError, type Driver } from './driver.ts';
 import { encodePut, type NodeStateMachine } from './machine.ts';
 import type { Membership } from './membership.ts';
 import type { Access } from '../transport/auth.ts';
 import type { BoundedLog } from './core.ts';
-import { LEADER_ADDRESS_KEY, LEADER_ID_KEY, STATUS_REASON_KEY, type StatusReason } from '../transport/coordinator-rpc.ts';
+import {
+  LEADER_ADDRESS_KEY,
+  LEADER_ID_KEY,
+  STATUS_REASON_KEY,
+  type StatusReason,
+} from '../transport/coordinator-rpc.ts';
 import { packageVersion } from '../util/version.ts';
 
 /** How long a client request (or the engine's proposal) may wait for its entry to apply; NodeCore keeps the time. */
@@ -26,7 +40,9 @@ export const REQUEST_TIMEOUT_MS = 10_000;
  */
 export function notLeader(members: Membership, leader: string): grpc.ServiceError {
   const other = leader !== '' && leader !== members.selfId;
-  const where = other ? `the leader is ${leader} at ${members.get(leader) ?? '?'}` : 'no leader is known yet; retry shortly';
+  const where = other
+    ? `the leader is ${leader} at ${members.get(leader) ?? '?'}`
+    : 'no leader is known yet; retry shortly';
   return redirect(`not the leader: ${where}`, other ? leader : '', members);
 }
 
@@ -37,7 +53,9 @@ export function notLeader(members: Membership, leader: string): grpc.ServiceErro
  */
 export function shuttingDown(members: Membership, leader: string): grpc.ServiceError {
   const other = leader !== '' && leader !== members.selfId;
-  const where = other ? `the leader is ${leader} at ${members.get(leader) ?? '?'}` : 'leadership is moving to another node; retry shortly';
+  const where = other
+    ? `the leader is ${leader} at ${members.get(leader) ?? '?'}`
+    : 'leadership is moving to another node; retry shortly';
   return redirect(`node ${members.selfId} is shutting down: ${where}`, other ? leader : '', members);
 }
 
@@ -62,7 +80,12 @@ export function transferWaitMs(cfg: NodeConfig): number {
  * every tick until another node leads or `timeoutMs` passes. Resolves with
  * the node that leads then ('' if none is known), never rejects.
  */
-export function transferLeadership(cfg: NodeConfig, d: Driver<unknown>, to: string, timeoutMs: number): Promise<string> {
+export function transferLeadership(
+  cfg: NodeConfig,
+  d: Driver<unknown>,
+  to: string,
+  timeoutMs: number,
+): Promise<string> {
   return new Promise((resolve) => {
     const deadlineAtMs = Date.now() + timeoutMs;
     let sentAtMs = 0;
@@ -103,7 +126,15 @@ export function consoleUrlOf(cfg: Pick<NodeConfig, 'consoleListen' | 'metricsLis
   return cfg.tls === null && cfg.metricsListen !== null ? `http://${cfg.metricsListen}/` : '';
 }
 
-export function raftNodeApi(cfg: NodeConfig, core: BoundedLog, members: Membership, d: Driver<unknown>, sm: NodeStateMachine, address: string, access: Access): RaftNodeHandlers {
+export function raftNodeApi(
+  cfg: NodeConfig,
+  core: BoundedLog,
+  members: Membership,
+  d: Driver<unknown>,
+  sm: NodeStateMachine,
+  address: string,
+  access: Access,
+): RaftNodeHandlers {
   return {
     Status: (_call: grpc.ServerUnaryCall<unknown, NodeStatus>, cb: grpc.sendUnaryData<NodeStatus>) => {
       const s = d.node.status();
@@ -126,15 +157,28 @@ export function raftNodeApi(cfg: NodeConfig, core: BoundedLog, members: Membersh
         // the whole cluster from any one address.
         peers:
           s.progress.length > 0
-            ? s.progress.map((p) => ({ nodeId: p.id, address: members.get(p.id) ?? '', matchIndex: p.match, nextIndex: p.next, state: p.state }))
-            : [...members.peers()].map(([id, addr]) => ({ nodeId: id, address: addr, matchIndex: 0, nextIndex: 0, state: 'unknown' })),
+            ? s.progress.map((p) => ({
+                nodeId: p.id,
+                address: members.get(p.id) ?? '',
+                matchIndex: p.match,
+                nextIndex: p.next,
+                state: p.state,
+              }))
+            : [...members.peers()].map(([id, addr]) => ({
+                nodeId: id,
+                address: addr,
+                matchIndex: 0,
+                nextIndex: 0,
+                state: 'unknown',
+              })),
       });
     },
     Put: (call: grpc.ServerUnaryCall<PutRequest, PutResponse>, cb: grpc.sendUnaryData<PutResponse>) => {
       const refused = access.adminOnly(call, 'put');
       if (refused) return cb(refused);
       const { key, value } = call.request;
-      if (typeof key !== 'string' || key === '') return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'key must be a non-empty string' });
+      if (typeof key !== 'string' || key === '')
+        return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'key must be a non-empty string' });
       core.proposeEntry(`put ${key}`, encodePut(key, value ?? new Uint8Array()), (err, index) => {
         if (err) return cb(toServiceError(members, err));
         cb(null, { index: index ?? 0, leaderId: cfg.nodeId, leaderAddress: address });
@@ -146,16 +190,29 @@ export function raftNodeApi(cfg: NodeConfig, core: BoundedLog, members: Membersh
       const { key, linearizable } = call.request;
       const answer = (): void => {
         const v = sm.kv.get(key);
-        cb(null, { found: v !== undefined, value: v ?? new Uint8Array(), appliedIndex: d.applied, leaderId: d.leader(), leaderAddress: members.get(d.leader()) ?? '' });
+        cb(null, {
+          found: v !== undefined,
+          value: v ?? new Uint8Array(),
+          appliedIndex: d.applied,
+          leaderId: d.leader(),
+          leaderAddress: members.get(d.leader()) ?? '',
+        });
       };
       if (!linearizable) return answer();
       core.read(`read ${key}`, (err) => (err ? cb(toServiceError(members, err)) : answer()));
     },
-    TransferLeader: (call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderResponse>, cb: grpc.sendUnaryData<TransferLeaderResponse>) => {
+    TransferLeader: (
+      call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderResponse>,
+      cb: grpc.sendUnaryData<TransferLeaderResponse>,
+    ) => {
       const refused = access.adminOnly(call, 'leader transfer');
       if (refused) return cb(refused);
       const { to, timeoutMs } = call.request;
-      if (!members.has(to)) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `"${to}" is not a voter of cluster ${cfg.clusterId}; voters: ${members.ids().join(', ')}` });
+      if (!members.has(to))
+        return cb({
+          code: grpc.status.INVALID_ARGUMENT,
+          details: `"${to}" is not a voter of cluster ${cfg.clusterId}; voters: ${members.ids().join(', ')}`,
+        });
       if (!d.isLeader()) {
         // Already done (a retried request), or not ours to do: point at the leader.
         if (d.leader() === to) return cb(null, { leaderId: to, term: d.node.raft.term });
@@ -166,7 +223,10 @@ export function raftNodeApi(cfg: NodeConfig, core: BoundedLog, members: Membersh
       void transferLeadership(cfg, d, to, waitMs).then((leader) => {
         if (leader === to) return cb(null, { leaderId: to, term: d.node.raft.term });
         const now = leader ? `${leader} leads` : 'no leader is known';
-        cb({ code: grpc.status.DEADLINE_EXCEEDED, details: `leadership did not move to ${to} within ${waitMs} ms (${now}); is ${to} running, reachable and caught up? See verdict status` });
+        cb({
+          code: grpc.status.DEADLINE_EXCEEDED,
+          details: `leadership did not move to ${to} within ${waitMs} ms (${now}); is ${to} running, reachable and caught up? See verdict status`,
+        });
       });
     },
   } as RaftNodeHandlers;

@@ -62,7 +62,8 @@ export class SagaMetrics {
         const t = src.table();
         if (!t) return;
         const n = new Map<string, number>([[NO_TYPE_LABEL, 0]]);
-        for (const s of t.sagas.values()) if (s.stuck !== null) n.set(types.of(s.type), (n.get(types.of(s.type)) ?? 0) + 1);
+        for (const s of t.sagas.values())
+          if (s.stuck !== null) n.set(types.of(s.type), (n.get(types.of(s.type)) ?? 0) + 1);
         this.reset();
         for (const [type, count] of n) this.set({ type }, count);
       },
@@ -87,8 +88,16 @@ export class SagaMetrics {
         },
       });
     };
-    fromCounters('verdict_saga_step_attempts_total', 'Step calls (actions and compensations) this node made while it led, retries included.', (c) => c.stepAttempts);
-    fromCounters('verdict_saga_step_errors_total', 'Step calls that failed transiently (an error, no answer, garbage) and were retried.', (c) => c.stepErrors);
+    fromCounters(
+      'verdict_saga_step_attempts_total',
+      'Step calls (actions and compensations) this node made while it led, retries included.',
+      (c) => c.stepAttempts,
+    );
+    fromCounters(
+      'verdict_saga_step_errors_total',
+      'Step calls that failed transiently (an error, no answer, garbage) and were retried.',
+      (c) => c.stepErrors,
+    );
     fromCounters('verdict_sagas_started_total', 'Sagas this node started while it led.', (c) => c.started);
     this.stepSeconds = new Histogram({
       name: 'verdict_saga_step_duration_seconds',

@@ -38,7 +38,9 @@ import { engineStatusOf } from '../commit/engine-types.ts';
 /** Step service channels kept open; beyond this the least recently used is closed. */
 const CHANNELS_MAX = 256;
 const LIST_MAX = 1_000;
-/** One ListSagas page holds about this many bytes at most (one saga at the most is about 0.8 MiB, so one always fits). */
+/**
+ * One ListSagas page holds about this many bytes at most (one saga at the most is about 0.8 MiB, so one always fits).
+ */
 export const LIST_PAGE_BYTES_MAX = 1024 * 1024;
 const PAGE_TOKEN = /^[0-9]{1,16}$/;
 /** Sagas whose trace context this node remembers (StartSaga's `traceparent`); past it the oldest goes. */
@@ -51,7 +53,9 @@ export interface SagaStepLinksOptions {
   credentials?: (serviceId: string) => grpc.ChannelCredentials;
   /** Each step call's latency, as it ends (src/node/saga-metrics.ts). */
   observeStep?: (seconds: number, kind: 'action' | 'compensate', answered: boolean) => void;
-  /** Spans for each step call, continuing the starter's `traceparent` (docs/operations.md, "Tracing"); off by default. */
+  /**
+   * Spans for each step call, continuing the starter's `traceparent` (docs/operations.md, "Tracing"); off by default.
+   */
   tracing?: Tracing;
 }
 
@@ -82,7 +86,16 @@ export class SagaStepLinks implements Pick<SagaEngineIO, 'callStep' | 'endSaga'>
     const o = this.o;
     const sentAt = process.hrtime.bigint();
     const took = (): number => Number(process.hrtime.bigint() - sentAt) / 1e9;
-    const call = { clusterId: o.clusterId, sagaId: req.sagaId, step: req.step, key: req.key, name: req.name, input: req.input, outputs: req.outputs.map((x) => x ?? ''), attempt: req.attempt };
+    const call = {
+      clusterId: o.clusterId,
+      sagaId: req.sagaId,
+      step: req.step,
+      key: req.key,
+      name: req.name,
+      input: req.input,
+      outputs: req.outputs.map((x) => x ?? ''),
+      attempt: req.attempt,
+    };
     const span = this.span(to, req);
     const ctx = span?.context ?? this.traces.get(req.sagaId);
     this.channel(to)
@@ -93,13 +106,28 @@ export class SagaStepLinks implements Pick<SagaEngineIO, 'callStep' | 'endSaga'>
           span?.end();
           o.observeStep?.(took(), req.kind, true);
           // Wire enums are translated here; anything else is garbage, which the engine retries.
-          const status = r.status === 'STEP_DONE' ? 'done' : r.status === 'STEP_FAILED' ? 'failed' : (String(r.status) as StepAnswer['status']);
+          const status =
+            r.status === 'STEP_DONE'
+              ? 'done'
+              : r.status === 'STEP_FAILED'
+                ? 'failed'
+                : (String(r.status) as StepAnswer['status']);
           cb(null, { status, output: r.output, reason: r.reason });
         },
         (err: grpc.ServiceError) => {
           span?.end(err.details ?? err.message);
           o.observeStep?.(took(), req.kind, false);
-          o.log.debug({ sagaId: req.sagaId, step: req.step, kind: req.kind, service: to.id, attempt: req.attempt, err: err.details ?? err.message }, 'saga step call failed; retrying later');
+          o.log.debug(
+            {
+              sagaId: req.sagaId,
+              step: req.step,
+              kind: req.kind,
+              service: to.id,
+              attempt: req.attempt,
+              err: err.details ?? err.message,
+            },
+            'saga step call failed; retrying later',
+          );
           cb(new Error(`step service ${to.id}: ${err.details ?? err.message}`));
         },
       );
@@ -188,13 +216,15 @@ export function sagaService(o: SagaServiceOptions): SagaService {
     if (status.reason !== undefined) metadata.set(STATUS_REASON_KEY, status.reason);
     return Object.assign(new Error(err.message), { code: grpc.status[status.code], details: err.message, metadata });
   };
-  const invalid = (details: string): grpc.ServiceError => Object.assign(new Error(details), { code: grpc.status.INVALID_ARGUMENT, details, metadata: new grpc.Metadata() });
+  const invalid = (details: string): grpc.ServiceError =>
+    Object.assign(new Error(details), { code: grpc.status.INVALID_ARGUMENT, details, metadata: new grpc.Metadata() });
   const answer = (cb: grpc.sendUnaryData<SagaInfo>) => (err: SagaError | null, s?: SagaRecord) =>
     err ? cb(fail(err)) : s ? cb(null, sagaInfo(s)) : cb(fail(new SagaError('outcome-unknown', 'no answer')));
 
   const who = (call: unknown): string => clientOf(call as AuthenticatedCall & { getPeer(): string });
   /** PERMISSION_DENIED unless the caller started `s` or is an admin (anyone without TLS). */
-  const mayRead = (call: unknown, s: SagaRecord, what: string): grpc.ServiceError | null => o.access.starterOrAdmin(call as AuthenticatedCall, s.owner, `${what} of saga ${s.id}`);
+  const mayRead = (call: unknown, s: SagaRecord, what: string): grpc.ServiceError | null =>
+    o.access.starterOrAdmin(call as AuthenticatedCall, s.owner, `${what} of saga ${s.id}`);
 
   const handlers: SagasHandlers = {
     StartSaga: (call, cb) => {
@@ -202,13 +232,21 @@ export function sagaService(o: SagaServiceOptions): SagaService {
       const steps: SagaStepDef[] = r.steps.map((s) => ({ service: s.service, name: s.name, input: s.input }));
       const pivot = r.pivotPlusOne === 0 ? null : r.pivotPlusOne - 1;
       const labels = r.labels ?? {};
-      const tags = { type: r.type === '' ? undefined : r.type, labels: Object.keys(labels).length > 0 ? { ...labels } : undefined };
+      const tags = {
+        type: r.type === '' ? undefined : r.type,
+        labels: Object.keys(labels).length > 0 ? { ...labels } : undefined,
+      };
       // A repeated start answers with the saga as it is: only to whoever may read it.
       const existing = core.table.sagas.get(r.sagaId);
       const refused = existing ? mayRead(call, existing, 'a repeated start') : null;
       if (refused) return cb(refused);
       const incoming = traceFromMetadata(call.metadata);
-      const span = tracing.on ? tracing.start('verdict.node.saga.start', 'server', incoming ?? undefined, { 'verdict.saga_id': r.sagaId, 'verdict.steps': steps.length }) : null;
+      const span = tracing.on
+        ? tracing.start('verdict.node.saga.start', 'server', incoming ?? undefined, {
+            'verdict.saga_id': r.sagaId,
+            'verdict.steps': steps.length,
+          })
+        : null;
       const ctx = span?.context ?? incoming;
       if (ctx !== null) o.links.rememberTrace(r.sagaId, ctx);
       const reply = answer(cb);
@@ -228,7 +266,15 @@ export function sagaService(o: SagaServiceOptions): SagaService {
       const { sagaId, waitMs } = call.request;
       const now = (): void => {
         const s = core.table.sagas.get(sagaId);
-        if (!s) return cb(fail(new SagaError('not-found', `no saga ${sagaId} on node ${o.nodeId} (it may not be applied here yet, or the id is wrong)`)));
+        if (!s)
+          return cb(
+            fail(
+              new SagaError(
+                'not-found',
+                `no saga ${sagaId} on node ${o.nodeId} (it may not be applied here yet, or the id is wrong)`,
+              ),
+            ),
+          );
         cb(null, sagaInfo(s));
       };
       const s = core.table.sagas.get(sagaId);
@@ -247,7 +293,11 @@ export function sagaService(o: SagaServiceOptions): SagaService {
     ListSagas: (call, cb) => {
       const { pageToken, stuckOnly } = call.request;
       if (pageToken !== '' && !PAGE_TOKEN.test(pageToken))
-        return cb(invalid(`page_token ${JSON.stringify(pageToken.slice(0, 40))} is not one this node gave: pass next_page_token of the page before, or nothing for the first page`));
+        return cb(
+          invalid(
+            `page_token ${JSON.stringify(pageToken.slice(0, 40))} is not one this node gave: pass next_page_token of the page before, or nothing for the first page`,
+          ),
+        );
       const page = sagaPage(core.table.sagas.values(), {
         afterIndex: pageToken === '' ? -1 : Number(pageToken),
         limit: Math.min(call.request.limit || LIST_MAX, LIST_MAX),
@@ -261,7 +311,8 @@ export function sagaService(o: SagaServiceOptions): SagaService {
       const refused = o.access.adminOnly(call, 'saga retry');
       if (refused) return cb(refused);
       const reason = call.request.reason.trim();
-      if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
+      if (reason.length > REASON_CHARS_MAX)
+        return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
       core.retry(call.request.sagaId, operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>), reason, answer(cb));
     },
     ResolveSaga: (call, cb) => {
@@ -269,9 +320,22 @@ export function sagaService(o: SagaServiceOptions): SagaService {
       if (refused) return cb(refused);
       const r = call.request;
       const reason = r.reason.trim();
-      if (reason === '') return cb(invalid(`saga resolve ${r.sagaId} needs a reason (--reason TEXT): it is recorded in the log with who asked and when`));
-      if (reason.length > REASON_CHARS_MAX) return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
-      core.resolve(r.sagaId, r.step, r.done ? 'done' : 'compensated', operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>), reason, answer(cb));
+      if (reason === '')
+        return cb(
+          invalid(
+            `saga resolve ${r.sagaId} needs a reason (--reason TEXT): it is recorded in the log with who asked and when`,
+          ),
+        );
+      if (reason.length > REASON_CHARS_MAX)
+        return cb(invalid(`the reason is limited to ${REASON_CHARS_MAX} characters`));
+      core.resolve(
+        r.sagaId,
+        r.step,
+        r.done ? 'done' : 'compensated',
+        operatorOf(call as grpc.ServerUnaryCall<unknown, unknown>),
+        reason,
+        answer(cb),
+      );
     },
   };
 
@@ -303,7 +367,8 @@ export function sagaPage(sagas: Iterable<SagaRecord>, p: PageOptions): { sagas: 
     if ((p.stuckOnly && s.stuck === null) || (p.owner !== null && s.owner !== p.owner)) continue;
     const info = sagaInfo(s);
     const size = sagaInfoBytes(info);
-    if (out.length >= p.limit || (out.length > 0 && bytes + size > p.bytesMax)) return { sagas: out, nextPageToken: String(last) };
+    if (out.length >= p.limit || (out.length > 0 && bytes + size > p.bytesMax))
+      return { sagas: out, nextPageToken: String(last) };
     out.push(info);
     bytes += size;
     last = s.index;
@@ -318,8 +383,15 @@ export function sagaInfoBytes(i: SagaInfo): number {
   for (const a of i.attempts) n += 40 + Buffer.byteLength(a.lastError);
   for (const x of i.stepStatus) n += 4 + x.length;
   for (const x of i.outputs) n += 4 + Buffer.byteLength(x);
-  for (const d of i.steps) n += 12 + Buffer.byteLength(d.service) + Buffer.byteLength(d.name) + Buffer.byteLength(d.input);
-  for (const e of i.timeline) n += 40 + Buffer.byteLength(e.what) + Buffer.byteLength(e.kind) + Buffer.byteLength(e.detail) + Buffer.byteLength(e.operator);
+  for (const d of i.steps)
+    n += 12 + Buffer.byteLength(d.service) + Buffer.byteLength(d.name) + Buffer.byteLength(d.input);
+  for (const e of i.timeline)
+    n +=
+      40 +
+      Buffer.byteLength(e.what) +
+      Buffer.byteLength(e.kind) +
+      Buffer.byteLength(e.detail) +
+      Buffer.byteLength(e.operator);
   return n;
 }
 
@@ -336,7 +408,15 @@ export function sagaInfo(s: SagaRecord): SagaInfo {
     stuckKind: s.stuck?.kind ?? '',
     stuckAttempts: s.stuck?.attempts ?? 0,
     stuckError: s.stuck?.lastError ?? '',
-    timeline: s.timeline.map((e) => ({ atMs: e.atMs, index: e.index, what: e.what, step: e.step ?? -1, kind: e.kind ?? '', detail: e.detail ?? '', operator: e.operator ?? '' })),
+    timeline: s.timeline.map((e) => ({
+      atMs: e.atMs,
+      index: e.index,
+      what: e.what,
+      step: e.step ?? -1,
+      kind: e.kind ?? '',
+      detail: e.detail ?? '',
+      operator: e.operator ?? '',
+    })),
     startedAtMs: s.startedAtMs,
     steps: s.steps.map((d) => ({ ...d })),
     type: s.type ?? '',

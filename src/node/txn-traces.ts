@@ -38,7 +38,9 @@ export class TxnTraces {
    */
   received(rpc: string, txnId: string, incoming: TraceContext | null): TraceSpan | null {
     const parent = incoming ?? this.contexts.get(txnId);
-    const span = this.tracing.on ? this.tracing.start(`verdict.node.${rpc}`, 'server', parent, { 'verdict.txn_id': txnId }) : null;
+    const span = this.tracing.on
+      ? this.tracing.start(`verdict.node.${rpc}`, 'server', parent, { 'verdict.txn_id': txnId })
+      : null;
     const ctx = span?.context ?? incoming;
     if (ctx !== null && ctx !== undefined) this.remember(txnId, ctx);
     return span;
@@ -49,7 +51,9 @@ export class TxnTraces {
     return this.contexts.get(txnId)?.traceparent;
   }
 
-  /** An applied Decide or Stage record carried `traceparent`: kept unless this node already has a context for `txnId`. */
+  /**
+   * An applied Decide or Stage record carried `traceparent`: kept unless this node already has a context for `txnId`.
+   */
   learned(txnId: string, traceparent: string): void {
     if (this.contexts.has(txnId)) return;
     const ctx = traceContext(traceparent);
@@ -66,7 +70,9 @@ export class TxnTraces {
     return ctx === undefined ? undefined : traceIdOf(ctx);
   }
 
-  /** A client span for one message about `txnId` (a PREPARE, a DECISION); null when off or the transaction is untraced. */
+  /**
+   * A client span for one message about `txnId` (a PREPARE, a DECISION); null when off or the transaction is untraced.
+   */
   child(name: string, txnId: string, attributes: Record<string, SpanValue>): TraceSpan | null {
     if (!this.tracing.on) return null;
     const parent = this.contexts.get(txnId);

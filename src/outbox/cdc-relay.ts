@@ -26,7 +26,14 @@
 // (the server; the slot's plugin and state, creating it when missing, which
 // two relays starting at once may both try), then waits for the lease.
 import { explainMissingTable, type Queryable } from './schema.ts';
-import { markPublished, PUBACKS_MAX, publishInOrder, type Fence, type PendingEvent, type RoundReport } from './polling-relay.ts';
+import {
+  markPublished,
+  PUBACKS_MAX,
+  publishInOrder,
+  type Fence,
+  type PendingEvent,
+  type RoundReport,
+} from './polling-relay.ts';
 import type { Sink } from './sink.ts';
 
 export class CdcRefusal extends Error {
@@ -57,17 +64,35 @@ export interface SlotInfo {
 }
 
 export async function slots(db: Queryable): Promise<SlotInfo[]> {
-  const r = await db.query<{ slot_name: string; plugin: string | null; active: boolean; active_pid: number | null; wal_status: string | null; retained: string | null }>(
+  const r = await db.query<{
+    slot_name: string;
+    plugin: string | null;
+    active: boolean;
+    active_pid: number | null;
+    wal_status: string | null;
+    retained: string | null;
+  }>(
     `SELECT slot_name, plugin, active, active_pid, wal_status, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::text AS retained FROM pg_replication_slots ORDER BY slot_name`,
   );
-  return r.rows.map((s) => ({ slot: s.slot_name, plugin: s.plugin, active: s.active, activePid: s.active_pid, walStatus: s.wal_status, retainedBytes: Number(s.retained ?? 0) }));
+  return r.rows.map((s) => ({
+    slot: s.slot_name,
+    plugin: s.plugin,
+    active: s.active,
+    activePid: s.active_pid,
+    walStatus: s.wal_status,
+    retainedBytes: Number(s.retained ?? 0),
+  }));
 }
 
 /** Refuses a server the CDC relay cannot use safely, saying why and what to set. */
 export async function checkCdcServer(db: Queryable, allowUnboundedSlot: boolean): Promise<void> {
   const level = (await db.query<{ wal_level: string }>('SHOW wal_level')).rows[0].wal_level;
-  if (level !== 'logical') throw new CdcRefusal(`PostgreSQL has wal_level = ${level}; the CDC relay needs wal_level = logical (a server restart), or use the polling relay`);
-  const keep = (await db.query<{ max_slot_wal_keep_size: string }>('SHOW max_slot_wal_keep_size')).rows[0].max_slot_wal_keep_size;
+  if (level !== 'logical')
+    throw new CdcRefusal(
+      `PostgreSQL has wal_level = ${level}; the CDC relay needs wal_level = logical (a server restart), or use the polling relay`,
+    );
+  const keep = (await db.query<{ max_slot_wal_keep_size: string }>('SHOW max_slot_wal_keep_size')).rows[0]
+    .max_slot_wal_keep_size;
   if (keep === '-1' && !allowUnboundedSlot)
     throw new CdcRefusal(
       'PostgreSQL has max_slot_wal_keep_size = -1: a replication slot whose reader stops keeps WAL without bound until the disk is full and PostgreSQL stops ' +
@@ -83,7 +108,10 @@ export async function checkCdcServer(db: Queryable, allowUnboundedSlot: boolean)
 export async function checkSlot(db: Queryable, slot: string): Promise<void> {
   const s = (await slots(db)).find((x) => x.slot === slot);
   if (s === undefined) return;
-  if (s.plugin !== 'test_decoding') throw new CdcRefusal(`replication slot ${slot} uses plugin ${s.plugin ?? '(physical)'}, not test_decoding: it belongs to another program; choose another --slot`);
+  if (s.plugin !== 'test_decoding')
+    throw new CdcRefusal(
+      `replication slot ${slot} uses plugin ${s.plugin ?? '(physical)'}, not test_decoding: it belongs to another program; choose another --slot`,
+    );
   if (s.walStatus === 'lost') throw new CdcSlotLost(lostSlotMessage(slot));
 }
 
@@ -121,7 +149,8 @@ const OUTBOX_INSERT_HEAD = 'table public.verdict_outbox: INSERT: ';
  * them anyway (parseOutboxInsert). changesMax still counts them.
  */
 const PEEK_SQL =
-  'SELECT lsn::text AS lsn, data FROM pg_logical_slot_peek_changes($1, NULL, $2) ' + `WHERE starts_with(data, 'BEGIN') OR starts_with(data, 'COMMIT') OR starts_with(data, '${OUTBOX_INSERT_HEAD}')`;
+  'SELECT lsn::text AS lsn, data FROM pg_logical_slot_peek_changes($1, NULL, $2) ' +
+  `WHERE starts_with(data, 'BEGIN') OR starts_with(data, 'COMMIT') OR starts_with(data, '${OUTBOX_INSERT_HEAD}')`;
 
 /** The columns of a test_decoding INSERT line into verdict_outbox, or null for any other line. */
 export function parseOutboxInsert(line: string): Record<string, string | null> | null {
@@ -173,7 +202,9 @@ export class CdcRelay {
     }
     let changes: { lsn: string; data: string }[];
     try {
-      changes = (await this.o.db.query<{ lsn: string; data: string }>(PEEK_SQL, [this.o.slot, this.o.changesMax ?? 3_000])).rows;
+      changes = (
+        await this.o.db.query<{ lsn: string; data: string }>(PEEK_SQL, [this.o.slot, this.o.changesMax ?? 3_000])
+      ).rows;
     } catch (err) {
       const e = err as { message?: string };
       // A lost slot cannot be read again: say so once, instead of retrying for ever.
@@ -182,7 +213,8 @@ export class CdcRelay {
         .catch(() => undefined);
       if (s?.walStatus === 'lost') throw new CdcSlotLost(lostSlotMessage(this.o.slot));
       if (s === undefined) this.slotReady = false;
-      if (/is active for PID/.test(e.message ?? '')) throw new CdcRefusal(`replication slot ${this.o.slot}: ${e.message}; another program reads it`);
+      if (/is active for PID/.test(e.message ?? ''))
+        throw new CdcRefusal(`replication slot ${this.o.slot}: ${e.message}; another program reads it`);
       throw explainMissingTable(err, 'outbox');
     }
     // Only whole transactions: events are taken up to the last COMMIT seen.
@@ -215,19 +247,32 @@ export class CdcRelay {
         const e: PendingEvent = {
           key: String(events.length + pending.length),
           partition: 0,
-          message: { id: row.event_id ?? '', aggregate: row.aggregate ?? '', seq: Number(row.seq), type: row.type ?? '', epoch: 0, payload },
+          message: {
+            id: row.event_id ?? '',
+            aggregate: row.aggregate ?? '',
+            seq: Number(row.seq),
+            type: row.type ?? '',
+            epoch: 0,
+            payload,
+          },
         };
-        if (!/^\d{1,19}$/.test(row.id ?? '')) throw new CdcRefusal(`an outbox insert at ${c.lsn} has no readable row id: ${JSON.stringify(row.id)}`);
+        if (!/^\d{1,19}$/.test(row.id ?? ''))
+          throw new CdcRefusal(`an outbox insert at ${c.lsn} has no readable row id: ${JSON.stringify(row.id)}`);
         rowIdOf.set(e, row.id ?? '');
         pending.push(e);
       }
     }
-    const { done, failed } = await publishInOrder(events, { ...this.o, concurrency: this.o.concurrency ?? PUBACKS_MAX, publishTimeoutMs: this.o.publishTimeoutMs ?? 5_000 }, owned);
+    const { done, failed } = await publishInOrder(
+      events,
+      { ...this.o, concurrency: this.o.concurrency ?? PUBACKS_MAX, publishTimeoutMs: this.o.publishTimeoutMs ?? 5_000 },
+      owned,
+    );
     // Advance only past a prefix of transactions whose every event was confirmed.
     const confirmed = new Set(done);
     let upTo = failed === 0 ? lastCommit : null;
     if (failed > 0) {
-      for (let i = 0; i < events.length && confirmed.has(events[i].key); i++) if (i + 1 === events.length || commitOf[i + 1] !== commitOf[i]) upTo = commitOf[i];
+      for (let i = 0; i < events.length && confirmed.has(events[i].key); i++)
+        if (i + 1 === events.length || commitOf[i + 1] !== commitOf[i]) upTo = commitOf[i];
     }
     // Mark the confirmed rows published, before the slot moves: a crash between the two republishes them
     // (same message ids) and marks them again; the other order could leave confirmed rows unmarked for ever,
@@ -237,10 +282,24 @@ export class CdcRelay {
     const marked = done.map((k) => rowIds[Number(k)]);
     if (marked.length > 0 && !(await markPublished(this.o.db, this.o.fence, 0, epoch, marked))) {
       this.slotReady = false;
-      return { read: events.length, published: done.length, byPartition: onePartition(done.length), failed, fenced: 1, advancedTo: null };
+      return {
+        read: events.length,
+        published: done.length,
+        byPartition: onePartition(done.length),
+        failed,
+        fenced: 1,
+        advancedTo: null,
+      };
     }
     if (upTo !== null) await this.o.db.query('SELECT pg_replication_slot_advance($1, $2::pg_lsn)', [this.o.slot, upTo]);
-    return { read: events.length, published: done.length, byPartition: onePartition(done.length), failed, fenced: 0, advancedTo: upTo };
+    return {
+      read: events.length,
+      published: done.length,
+      byPartition: onePartition(done.length),
+      failed,
+      fenced: 0,
+      advancedTo: upTo,
+    };
   }
 }
 

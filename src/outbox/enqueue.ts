@@ -29,7 +29,10 @@ export interface OutboxEvent {
 export interface EnqueueOptions {
   /** Unpublished events at which enqueue stops writing (default OUTBOX_BACKLOG_MAX). */
   backlogMax?: number;
-  /** How long enqueue waits for the backlog to fall below backlogMax before it throws OutboxBacklogFull (default OUTBOX_BACKLOG_WAIT_MS; 0 throws at once). */
+  /**
+   * How long enqueue waits for the backlog to fall below backlogMax before it throws OutboxBacklogFull (default
+   * OUTBOX_BACKLOG_WAIT_MS; 0 throws at once).
+   */
   backlogWaitMs?: number;
 }
 
@@ -60,17 +63,24 @@ const BACKLOG = `SELECT count(*)::int AS n FROM (SELECT 1 FROM verdict_outbox WH
  * and COMMIT). Throws OutboxBacklogFull, having written nothing, when the
  * unpublished backlog stays at `backlogMax` for `backlogWaitMs`.
  */
-export async function enqueue(client: Queryable, e: OutboxEvent, o: EnqueueOptions = {}): Promise<{ id: string; seq: number }> {
+export async function enqueue(
+  client: Queryable,
+  e: OutboxEvent,
+  o: EnqueueOptions = {},
+): Promise<{ id: string; seq: number }> {
   const backlogMax = o.backlogMax ?? OUTBOX_BACKLOG_MAX;
   const backlogWaitMs = o.backlogWaitMs ?? OUTBOX_BACKLOG_WAIT_MS;
-  if (!(Number.isSafeInteger(backlogMax) && backlogMax >= 1)) throw new RangeError(`outbox backlogMax must be a positive integer, not ${backlogMax}`);
-  if (!(Number.isFinite(backlogWaitMs) && backlogWaitMs >= 0)) throw new RangeError(`outbox backlogWaitMs must be 0 or more, not ${backlogWaitMs}`);
+  if (!(Number.isSafeInteger(backlogMax) && backlogMax >= 1))
+    throw new RangeError(`outbox backlogMax must be a positive integer, not ${backlogMax}`);
+  if (!(Number.isFinite(backlogWaitMs) && backlogWaitMs >= 0))
+    throw new RangeError(`outbox backlogWaitMs must be 0 or more, not ${backlogWaitMs}`);
   for (const [field, v] of [
     ['aggregate', e.aggregate],
     ['type', e.type],
     ['id', e.id ?? 'x'],
   ] as const) {
-    if (typeof v !== 'string' || v.length === 0 || v.length > TEXT_CHARS_MAX) throw new MessageError(`outbox event ${field} must be a string of 1–${TEXT_CHARS_MAX} characters`);
+    if (typeof v !== 'string' || v.length === 0 || v.length > TEXT_CHARS_MAX)
+      throw new MessageError(`outbox event ${field} must be a string of 1–${TEXT_CHARS_MAX} characters`);
   }
   const json = payloadJson(e.payload);
   const id = e.id ?? randomUUID();
@@ -79,10 +89,17 @@ export async function enqueue(client: Queryable, e: OutboxEvent, o: EnqueueOptio
     for (;;) {
       const r = await client.query<{ id: string; seq: string }>(ENQUEUE, [e.aggregate, id, e.type, json, backlogMax]);
       if (r.rows.length > 0) return { id, seq: Number(r.rows[0].seq) };
-      // The bound says full; the exact count decides (published rows and rolled-back ids between the two ends count in the bound).
+      // The bound says full; the exact count decides (published rows and rolled-back ids between the two ends count in
+      // the bound).
       const n = (await client.query<{ n: number }>(BACKLOG, [backlogMax])).rows[0].n;
       if (n < backlogMax) {
-        const w = await client.query<{ id: string; seq: string }>(ENQUEUE, [e.aggregate, id, e.type, json, Number.MAX_SAFE_INTEGER]);
+        const w = await client.query<{ id: string; seq: string }>(ENQUEUE, [
+          e.aggregate,
+          id,
+          e.type,
+          json,
+          Number.MAX_SAFE_INTEGER,
+        ]);
         return { id, seq: Number(w.rows[0].seq) };
       }
       const leftMs = deadlineAtMs - Date.now();
@@ -93,7 +110,8 @@ export async function enqueue(client: Queryable, e: OutboxEvent, o: EnqueueOptio
       await new Promise((r) => setTimeout(r, Math.min(BACKLOG_POLL_MS, leftMs)));
     }
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw new MessageError(`outbox event id ${JSON.stringify(id)} was enqueued before; ids must be unique`);
+    if ((err as { code?: string }).code === '23505')
+      throw new MessageError(`outbox event id ${JSON.stringify(id)} was enqueued before; ids must be unique`);
     throw explainMissingTable(err, 'outbox');
   }
 }

@@ -75,7 +75,10 @@ export class Inbox {
       throw explainMissingTable(err, 'inbox');
     }
     try {
-      const seen = await client.query('INSERT INTO verdict_inbox (message_id, aggregate, seq, epoch) VALUES ($1, $2, $3, $4) ON CONFLICT (message_id) DO NOTHING', [m.id, m.aggregate, m.seq, m.epoch]);
+      const seen = await client.query(
+        'INSERT INTO verdict_inbox (message_id, aggregate, seq, epoch) VALUES ($1, $2, $3, $4) ON CONFLICT (message_id) DO NOTHING',
+        [m.id, m.aggregate, m.seq, m.epoch],
+      );
       if (seen.rowCount === 0) {
         await client.query('ROLLBACK');
         return 'duplicate';
@@ -90,7 +93,10 @@ export class Inbox {
         await client.query('ROLLBACK');
         return 'stale-epoch';
       }
-      await client.query('UPDATE verdict_inbox_aggregate SET epoch = $2, seq = GREATEST(seq, $3) WHERE aggregate = $1', [m.aggregate, m.epoch, m.seq]);
+      await client.query(
+        'UPDATE verdict_inbox_aggregate SET epoch = $2, seq = GREATEST(seq, $3) WHERE aggregate = $1',
+        [m.aggregate, m.epoch, m.seq],
+      );
       await effect(client);
       await client.query('COMMIT');
       return 'applied';
@@ -124,12 +130,18 @@ export class Inbox {
    * commit and finds it, and that run is rolled back and retried.
    * `client` must be a dedicated connection, not in a transaction.
    */
-  async handleBatch(client: Queryable, ms: readonly OutboxMessage[], effect: (tx: Queryable, m: OutboxMessage) => Promise<void>): Promise<BatchResult> {
-    if (ms.length > INBOX_BATCH_MAX) throw new RangeError(`an inbox batch holds at most ${INBOX_BATCH_MAX} messages, not ${ms.length}`);
+  async handleBatch(
+    client: Queryable,
+    ms: readonly OutboxMessage[],
+    effect: (tx: Queryable, m: OutboxMessage) => Promise<void>,
+  ): Promise<BatchResult> {
+    if (ms.length > INBOX_BATCH_MAX)
+      throw new RangeError(`an inbox batch holds at most ${INBOX_BATCH_MAX} messages, not ${ms.length}`);
     const outcomes: BatchOutcome[] = new Array(ms.length);
     const errors: unknown[] = [];
     const left = new Set<number>();
-    // Each failed run leaves at least one message out; a run that met a concurrent consumer is retried a bounded number of times.
+    // Each failed run leaves at least one message out; a run that met a concurrent consumer is retried a bounded number
+    // of times.
     for (let races = 0; ; ) {
       const take = ms.map((_, i) => i).filter((i) => !left.has(i));
       if (take.length === 0) return { outcomes, errors };
@@ -160,7 +172,11 @@ export class Inbox {
     ms: readonly OutboxMessage[],
     take: number[],
     effect: (tx: Queryable, m: OutboxMessage) => Promise<void>,
-  ): Promise<{ kind: 'committed'; outcomes: [number, InboxResult][] } | { kind: 'effect'; index: number; error: unknown } | { kind: 'raced' }> {
+  ): Promise<
+    | { kind: 'committed'; outcomes: [number, InboxResult][] }
+    | { kind: 'effect'; index: number; error: unknown }
+    | { kind: 'raced' }
+  > {
     try {
       await client.query('BEGIN');
     } catch (err) {
@@ -168,7 +184,8 @@ export class Inbox {
     }
     try {
       const aggregates = [...new Set(take.map((i) => ms[i].aggregate))].sort();
-      // The aggregates' rows locked in one order (so two consumers never deadlock on them), with their epochs, and the ids handled before.
+      // The aggregates' rows locked in one order (so two consumers never deadlock on them), with their epochs, and the
+      // ids handled before.
       const prep = await client.query<{ kind: string; key: string; epoch: string | null }>(
         `WITH a AS (
            INSERT INTO verdict_inbox_aggregate (aggregate, epoch, seq) SELECT x, 0, 0 FROM unnest($1::text[]) AS x ORDER BY x
@@ -218,9 +235,18 @@ export class Inbox {
              UPDATE verdict_inbox_aggregate g SET epoch = x.epoch, seq = GREATEST(g.seq, x.seq)
              FROM unnest($5::text[], $6::bigint[], $7::bigint[]) AS x(aggregate, epoch, seq) WHERE g.aggregate = x.aggregate RETURNING 1)
            SELECT (SELECT count(*) FROM r)::int AS recorded`,
-          [applied.map((m) => m.id), applied.map((m) => m.aggregate), applied.map((m) => m.seq), applied.map((m) => m.epoch), moved, moved.map((a) => epochOf.get(a)), moved.map((a) => seqOf.get(a))],
+          [
+            applied.map((m) => m.id),
+            applied.map((m) => m.aggregate),
+            applied.map((m) => m.seq),
+            applied.map((m) => m.epoch),
+            moved,
+            moved.map((a) => epochOf.get(a)),
+            moved.map((a) => seqOf.get(a)),
+          ],
         );
-        // Fewer recorded than applied: another consumer committed one of these ids meanwhile; this run's effects must not stand.
+        // Fewer recorded than applied: another consumer committed one of these ids meanwhile; this run's effects must
+        // not stand.
         if (done.rows[0].recorded !== applied.length) {
           await client.query('ROLLBACK');
           return { kind: 'raced' };
@@ -236,7 +262,10 @@ export class Inbox {
 
   /** Forgets message ids older than the retention window; returns how many. */
   async prune(client: Queryable): Promise<number> {
-    const r = await client.query(`DELETE FROM verdict_inbox WHERE received_at < clock_timestamp() - make_interval(secs => $1::float8 / 1000)`, [this.retentionMs]);
+    const r = await client.query(
+      `DELETE FROM verdict_inbox WHERE received_at < clock_timestamp() - make_interval(secs => $1::float8 / 1000)`,
+      [this.retentionMs],
+    );
     return r.rowCount ?? 0;
   }
 }

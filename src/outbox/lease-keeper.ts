@@ -43,7 +43,12 @@ export function fairShare(partitions: number, relays: number): number {
  * share: extras go from the top; tries start at an offset that differs per
  * member slot, so relays joining together ask for different partitions first.
  */
-export function planShare(partitions: number, held: readonly number[], share: number, slot: number): { release: number[]; tryAcquire: number[] } {
+export function planShare(
+  partitions: number,
+  held: readonly number[],
+  share: number,
+  slot: number,
+): { release: number[]; tryAcquire: number[] } {
   const mine = [...held].sort((a, b) => a - b);
   if (mine.length > share) return { release: mine.slice(share), tryAcquire: [] };
   const have = new Set(mine);
@@ -77,7 +82,8 @@ export class LeaseKeeper implements Fence {
   constructor(private readonly o: LeaseKeeperOptions) {
     this.ttlMs = o.ttlMs ?? 6_000;
     this.guardMs = o.guardMs ?? Math.floor(this.ttlMs / 3);
-    if (this.guardMs <= 0 || this.guardMs >= this.ttlMs / 2) throw new Error(`lease guard ${this.guardMs} ms must be above 0 and below half the ttl (${this.ttlMs} ms)`);
+    if (this.guardMs <= 0 || this.guardMs >= this.ttlMs / 2)
+      throw new Error(`lease guard ${this.guardMs} ms must be above 0 and below half the ttl (${this.ttlMs} ms)`);
     this.nowMs = o.nowMs ?? (() => performance.now());
   }
 
@@ -102,7 +108,10 @@ export class LeaseKeeper implements Fence {
     return h !== undefined && h.epoch === epoch && this.nowMs() < h.lapsesAtMs;
   }
 
-  /** One pass: renew what is held, try to acquire the rest (up to the fair share with `balance`). Errors reaching the cluster leave leases to lapse locally. */
+  /**
+   * One pass: renew what is held, try to acquire the rest (up to the fair share with `balance`). Errors reaching the
+   * cluster leave leases to lapse locally.
+   */
   async refresh(): Promise<void> {
     if (this.o.balance !== true) {
       await Promise.all(Array.from({ length: this.o.partitions }, (_, p) => this.refreshOne(p)));
@@ -119,7 +128,8 @@ export class LeaseKeeper implements Fence {
     const share = fairShare(this.o.partitions, live);
     await Promise.all([...this.held.keys()].map((p) => this.refreshOne(p)));
     const plan = planShare(this.o.partitions, [...this.owned().keys()], share, this.member?.slot ?? 0);
-    for (const p of plan.release) await this.releaseOne(p, `fair share is ${share} of ${this.o.partitions} partitions among ${live} relays`);
+    for (const p of plan.release)
+      await this.releaseOne(p, `fair share is ${share} of ${this.o.partitions} partitions among ${live} relays`);
     for (const p of plan.tryAcquire) {
       if (this.owned().size >= share) break;
       await this.refreshOne(p);
@@ -129,7 +139,11 @@ export class LeaseKeeper implements Fence {
   /** Holds (or renews) one member slot and counts the live ones; null when the cluster did not answer. */
   private async refreshMembers(slots: number): Promise<number | null> {
     const call = (rpc: 'AcquireLease' | 'RenewLease', slot: number, epoch: number) =>
-      this.o.conn.call(rpc, { name: `${this.o.prefix}/m${slot}`, holder: this.o.holder, epoch, ttlMs: this.ttlMs }, { callTimeoutMs: this.guardMs });
+      this.o.conn.call(
+        rpc,
+        { name: `${this.o.prefix}/m${slot}`, holder: this.o.holder, epoch, ttlMs: this.ttlMs },
+        { callTimeoutMs: this.guardMs },
+      );
     try {
       const m = this.member;
       if (m !== null) {
@@ -140,14 +154,21 @@ export class LeaseKeeper implements Fence {
       }
       let others = 0;
       const seen = (r: { lease: { holder: string; expiresAtMs: number } | null; clockAtMs: number }): void => {
-        if (r.lease !== null && r.lease.holder !== '' && r.lease.holder !== this.o.holder && r.lease.expiresAtMs > r.clockAtMs) others++;
+        if (
+          r.lease !== null &&
+          r.lease.holder !== '' &&
+          r.lease.holder !== this.o.holder &&
+          r.lease.expiresAtMs > r.clockAtMs
+        )
+          others++;
       };
       let slot = 0;
       // Without a slot: acquire the lowest free one, in order.
       for (; this.member === null && slot < slots; slot++) {
         const sentAtMs = this.nowMs();
         const r = await call('AcquireLease', slot, 0);
-        if (r.granted && r.lease !== null && r.lease.holder === this.o.holder) this.member = { slot, held: { epoch: r.lease.epoch, lapsesAtMs: sentAtMs + this.ttlMs - this.guardMs } };
+        if (r.granted && r.lease !== null && r.lease.holder === this.o.holder)
+          this.member = { slot, held: { epoch: r.lease.epoch, lapsesAtMs: sentAtMs + this.ttlMs - this.guardMs } };
         else seen(r);
       }
       // The rest are read, in parallel, with a renew that cannot match (it changes nothing).
@@ -164,7 +185,13 @@ export class LeaseKeeper implements Fence {
     if (h === undefined) return;
     this.held.delete(p);
     this.o.onChange?.(p, null, `released: ${why}`);
-    await this.o.conn.call('ReleaseLease', { name: `${this.o.prefix}/p${p}`, holder: this.o.holder, epoch: h.epoch, ttlMs: 0 }, { callTimeoutMs: 2_000 }).catch(() => null);
+    await this.o.conn
+      .call(
+        'ReleaseLease',
+        { name: `${this.o.prefix}/p${p}`, holder: this.o.holder, epoch: h.epoch, ttlMs: 0 },
+        { callTimeoutMs: 2_000 },
+      )
+      .catch(() => null);
   }
 
   private async refreshOne(p: number): Promise<void> {
@@ -174,8 +201,16 @@ export class LeaseKeeper implements Fence {
     const sentAtMs = this.nowMs();
     try {
       const r = live
-        ? await this.o.conn.call('RenewLease', { name, holder: this.o.holder, epoch: h.epoch, ttlMs: this.ttlMs }, { callTimeoutMs: this.guardMs })
-        : await this.o.conn.call('AcquireLease', { name, holder: this.o.holder, epoch: 0, ttlMs: this.ttlMs }, { callTimeoutMs: this.guardMs });
+        ? await this.o.conn.call(
+            'RenewLease',
+            { name, holder: this.o.holder, epoch: h.epoch, ttlMs: this.ttlMs },
+            { callTimeoutMs: this.guardMs },
+          )
+        : await this.o.conn.call(
+            'AcquireLease',
+            { name, holder: this.o.holder, epoch: 0, ttlMs: this.ttlMs },
+            { callTimeoutMs: this.guardMs },
+          );
       if (r.granted && r.lease !== null) {
         if (h?.epoch !== r.lease.epoch) this.o.onChange?.(p, r.lease.epoch, 'granted');
         this.held.set(p, { epoch: r.lease.epoch, lapsesAtMs: sentAtMs + this.ttlMs - this.guardMs });
@@ -202,7 +237,16 @@ export class LeaseKeeper implements Fence {
     await Promise.all(
       held.map(([p, h]) =>
         this.o.conn
-          .call('ReleaseLease', { name: p === -1 ? `${this.o.prefix}/m${m?.slot}` : `${this.o.prefix}/p${p}`, holder: this.o.holder, epoch: h.epoch, ttlMs: 0 }, { callTimeoutMs: 2_000 })
+          .call(
+            'ReleaseLease',
+            {
+              name: p === -1 ? `${this.o.prefix}/m${m?.slot}` : `${this.o.prefix}/p${p}`,
+              holder: this.o.holder,
+              epoch: h.epoch,
+              ttlMs: 0,
+            },
+            { callTimeoutMs: 2_000 },
+          )
           .catch(() => null),
       ),
     );

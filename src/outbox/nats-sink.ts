@@ -53,14 +53,19 @@ export function natsServer(url: string): string {
   } catch {
     throw new NatsSinkError(`sink ${JSON.stringify(url)} is not a URL; write nats://HOST:PORT`);
   }
-  if (u.protocol !== 'nats:' || u.hostname === '' || u.port === '') throw new NatsSinkError(`sink ${JSON.stringify(url)}: only nats://HOST:PORT (NATS JetStream) is supported`);
+  if (u.protocol !== 'nats:' || u.hostname === '' || u.port === '')
+    throw new NatsSinkError(`sink ${JSON.stringify(url)}: only nats://HOST:PORT (NATS JetStream) is supported`);
   return `${u.hostname}:${u.port}`;
 }
 
 export function checkTarget(t: NatsTarget): void {
   natsServer(t.url);
-  if (!NAME.test(t.stream)) throw new NatsSinkError(`stream name ${JSON.stringify(t.stream)} must be 1–64 letters, digits, _ or -`);
-  if (!SUBJECT.test(t.subject)) throw new NatsSinkError(`subject ${JSON.stringify(t.subject)} must be dot-separated tokens of letters, digits, _ or - (no wildcards)`);
+  if (!NAME.test(t.stream))
+    throw new NatsSinkError(`stream name ${JSON.stringify(t.stream)} must be 1–64 letters, digits, _ or -`);
+  if (!SUBJECT.test(t.subject))
+    throw new NatsSinkError(
+      `subject ${JSON.stringify(t.subject)} must be dot-separated tokens of letters, digits, _ or - (no wildcards)`,
+    );
 }
 
 type Nats = typeof import('nats');
@@ -78,14 +83,24 @@ function loadNats(): Promise<Nats> {
 /** Connects (bounded) and makes sure the stream exists. */
 async function open(t: NatsTarget, name: string): Promise<{ nc: NatsConnection; jsm: JetStreamManager; nats: Nats }> {
   const nats = await loadNats();
-  const nc = await nats.connect({ servers: natsServer(t.url), name, timeout: CONNECT_TIMEOUT_MS, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const nc = await nats.connect({
+    servers: natsServer(t.url),
+    name,
+    timeout: CONNECT_TIMEOUT_MS,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+  });
   try {
     const jsm = await nc.jetstreamManager({ timeout: CONNECT_TIMEOUT_MS });
     try {
       await jsm.streams.info(t.stream);
     } catch (err) {
       if (!/stream not found/i.test((err as Error).message)) throw err;
-      await jsm.streams.add({ name: t.stream, subjects: [t.subject], duplicate_window: (t.duplicateWindowMs ?? 120_000) * 1_000_000 });
+      await jsm.streams.add({
+        name: t.stream,
+        subjects: [t.subject],
+        duplicate_window: (t.duplicateWindowMs ?? 120_000) * 1_000_000,
+      });
     }
     return { nc, jsm, nats };
   } catch (err) {
@@ -120,11 +135,14 @@ export class NatsSink implements Sink {
     try {
       // Async publish: many outstanding on one connection (the relay's window), each resolved by its PubAck.
       const ack = await js.publish(this.t.subject, encodeMessage(m), { msgID: m.id, headers: h, timeout: timeoutMs });
-      if (ack.stream !== this.t.stream) throw new NatsSinkError(`subject ${this.t.subject} is stored by stream ${ack.stream}, not ${this.t.stream}`);
+      if (ack.stream !== this.t.stream)
+        throw new NatsSinkError(`subject ${this.t.subject} is stored by stream ${ack.stream}, not ${this.t.stream}`);
       return { duplicate: ack.duplicate };
     } catch (err) {
       if (nc.isClosed()) this.conn = null;
-      throw err instanceof NatsSinkError ? err : new NatsSinkError(`NATS did not confirm event ${m.id}: ${(err as Error).message}`);
+      throw err instanceof NatsSinkError
+        ? err
+        : new NatsSinkError(`NATS did not confirm event ${m.id}: ${(err as Error).message}`);
     }
   }
 
@@ -183,12 +201,14 @@ interface Delivery {
  */
 export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> {
   checkTarget(o);
-  if (!NAME.test(o.durable)) throw new NatsSinkError(`consumer name ${JSON.stringify(o.durable)} must be 1–64 letters, digits, _ or -`);
+  if (!NAME.test(o.durable))
+    throw new NatsSinkError(`consumer name ${JSON.stringify(o.durable)} must be 1–64 letters, digits, _ or -`);
   const concurrency = o.concurrency ?? 16;
   if (!(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= CONCURRENCY_MAX))
     throw new NatsSinkError(`consumer concurrency ${concurrency} must be an integer from 1 to ${CONCURRENCY_MAX}`);
   const batchMax = o.batchMax ?? 200;
-  if (!(Number.isInteger(batchMax) && batchMax >= 1 && batchMax <= INBOX_BATCH_MAX)) throw new NatsSinkError(`consumer batchMax ${batchMax} must be an integer from 1 to ${INBOX_BATCH_MAX}`);
+  if (!(Number.isInteger(batchMax) && batchMax >= 1 && batchMax <= INBOX_BATCH_MAX))
+    throw new NatsSinkError(`consumer batchMax ${batchMax} must be an integer from 1 to ${INBOX_BATCH_MAX}`);
   const { nc, jsm, nats } = await open(o, `verdict-inbox-${o.durable}`);
   const ackWaitMs = o.ackWaitMs ?? 30_000;
   let info: Awaited<ReturnType<typeof jsm.consumers.info>> | null = null;
@@ -205,8 +225,15 @@ export async function consumeToInbox(o: ConsumeOptions): Promise<InboxConsumer> 
   }
   // A durable made by an older version keeps a smaller window, which would cap the batches; a server
   // that cannot change it leaves the window as it was (smaller batches, nothing else).
-  if (info !== null && info.config.max_ack_pending !== undefined && info.config.max_ack_pending >= 0 && info.config.max_ack_pending < ACK_PENDING_MAX)
-    await jsm.consumers.update(o.stream, o.durable, { max_ack_pending: ACK_PENDING_MAX }).catch((err: unknown) => o.onError?.(err));
+  if (
+    info !== null &&
+    info.config.max_ack_pending !== undefined &&
+    info.config.max_ack_pending >= 0 &&
+    info.config.max_ack_pending < ACK_PENDING_MAX
+  )
+    await jsm.consumers
+      .update(o.stream, o.durable, { max_ack_pending: ACK_PENDING_MAX })
+      .catch((err: unknown) => o.onError?.(err));
   const consumer = await nc.jetstream().consumers.get(o.stream, o.durable);
   const messages = await consumer.consume({ max_messages: FETCH_MAX });
   const counts = { applied: 0, duplicate: 0, 'stale-epoch': 0, refused: 0, failed: 0 };

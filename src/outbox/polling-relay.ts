@@ -36,7 +36,13 @@ export interface Fence {
  * epoch of the lease has marked already: this relay lost the lease, and
  * marks nothing.
  */
-export async function markPublished(db: Queryable, fence: Fence, partition: number, epoch: number, ids: string[]): Promise<boolean> {
+export async function markPublished(
+  db: Queryable,
+  fence: Fence,
+  partition: number,
+  epoch: number,
+  ids: string[],
+): Promise<boolean> {
   const r = await db.query<{ held: number }>(
     `WITH f AS (
        INSERT INTO verdict_outbox_fence (lease, epoch) VALUES ($2, $3)
@@ -173,9 +179,25 @@ export class PollingRelay {
     } catch (err) {
       throw explainMissingTable(err, 'outbox');
     }
-    // Per aggregate, ids ascend with seq (./schema.ts); the rows read are a prefix of each aggregate's unpublished events.
-    const events = rows.map((r) => ({ key: r.id, partition: r.part, message: { id: r.event_id, aggregate: r.aggregate, seq: Number(r.seq), type: r.type, epoch: 0, payload: r.payload } }));
-    const { done, failed } = await publishInOrder(events, { ...this.o, concurrency: this.concurrency, publishTimeoutMs: this.publishTimeoutMs }, owned);
+    // Per aggregate, ids ascend with seq (./schema.ts); the rows read are a prefix of each aggregate's unpublished
+    // events.
+    const events = rows.map((r) => ({
+      key: r.id,
+      partition: r.part,
+      message: {
+        id: r.event_id,
+        aggregate: r.aggregate,
+        seq: Number(r.seq),
+        type: r.type,
+        epoch: 0,
+        payload: r.payload,
+      },
+    }));
+    const { done, failed } = await publishInOrder(
+      events,
+      { ...this.o, concurrency: this.concurrency, publishTimeoutMs: this.publishTimeoutMs },
+      owned,
+    );
     const partitionOf = new Map(events.map((e) => [e.key, e.partition]));
     const byPartition = new Map<number, string[]>();
     for (const id of done) {

@@ -71,13 +71,17 @@ class Db implements Queryable {
   private c: pg.Client | null = null;
   constructor(private readonly url: string) {}
 
-  async query<R extends Record<string, unknown> = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }> {
+  async query<R extends Record<string, unknown> = Record<string, unknown>>(
+    text: string,
+    values?: unknown[],
+  ): Promise<{ rows: R[]; rowCount: number | null }> {
     if (this.c === null) this.c = await connectPg(this.url);
     try {
       return await this.c.query<R>(text, values);
     } catch (err) {
       // A connection cut by a restart shows up here; a fresh one is cheap next to a wrong guess.
-      if ((err as { code?: string }).code === undefined || /^(08|57)/.test((err as { code: string }).code)) await this.close();
+      if ((err as { code?: string }).code === undefined || /^(08|57)/.test((err as { code: string }).code))
+        await this.close();
       throw err;
     }
   }
@@ -122,19 +126,37 @@ function relayMetrics(relay: string): RelayMetrics {
       labelNames: ['partition'],
       registers: [registry],
     }),
-    sinkErrors: counter('verdict_outbox_sink_errors_total', 'Publishes the broker did not confirm (down, timed out, refused); those events are retried.'),
-    dbErrors: counter('verdict_outbox_db_errors_total', 'Rounds that failed on PostgreSQL (down, restarted, a missing table).'),
+    sinkErrors: counter(
+      'verdict_outbox_sink_errors_total',
+      'Publishes the broker did not confirm (down, timed out, refused); those events are retried.',
+    ),
+    dbErrors: counter(
+      'verdict_outbox_db_errors_total',
+      'Rounds that failed on PostgreSQL (down, restarted, a missing table).',
+    ),
     unpublished: new Gauge({
       name: 'verdict_outbox_unpublished_rows',
       help: 'Committed events not yet confirmed by the broker and marked published, by partition; every relay measures the whole outbox.',
       labelNames: ['partition'],
       registers: [registry],
     }),
-    oldestAgeSeconds: gauge('verdict_outbox_oldest_unpublished_age_seconds', 'Polling: age of the oldest unpublished event (0 when none).'),
-    retainedBytes: gauge('verdict_outbox_slot_retained_bytes', 'CDC: WAL the replication slot keeps (pg_current_wal_lsn() - restart_lsn); alert on it.'),
-    lagAlert: gauge('verdict_outbox_lag_alert', '1 while the lag is above the warning threshold (--warn-lag-ms; for CDC --warn-bytes with rows left to deliver), or the CDC slot is lost.'),
+    oldestAgeSeconds: gauge(
+      'verdict_outbox_oldest_unpublished_age_seconds',
+      'Polling: age of the oldest unpublished event (0 when none).',
+    ),
+    retainedBytes: gauge(
+      'verdict_outbox_slot_retained_bytes',
+      'CDC: WAL the replication slot keeps (pg_current_wal_lsn() - restart_lsn); alert on it.',
+    ),
+    lagAlert: gauge(
+      'verdict_outbox_lag_alert',
+      '1 while the lag is above the warning threshold (--warn-lag-ms; for CDC --warn-bytes with rows left to deliver), or the CDC slot is lost.',
+    ),
     partitionsHeld: gauge('verdict_outbox_partitions_held', 'Partitions whose lease this relay holds now.'),
-    relays: gauge('verdict_outbox_relays', 'Relays of this outbox alive at the last lease refresh (this one included).'),
+    relays: gauge(
+      'verdict_outbox_relays',
+      'Relays of this outbox alive at the last lease refresh (this one included).',
+    ),
   };
 }
 
@@ -218,9 +240,19 @@ export class RelayRunner {
   private async publishLoop(): Promise<void> {
     const onError = (err: unknown): void => {
       this.metrics.sinkErrors.inc();
-      this.rateLimitedWarn({ err: (err as Error).message }, 'the broker did not confirm a publish; the event stays unpublished and is retried');
+      this.rateLimitedWarn(
+        { err: (err as Error).message },
+        'the broker did not confirm a publish; the event stays unpublished and is retried',
+      );
     };
-    const common = { db: this.db, sink: this.o.sink, fence: this.o.keeper, concurrency: PUBACKS_MAX, publishTimeoutMs: this.o.publishTimeoutMs, onError };
+    const common = {
+      db: this.db,
+      sink: this.o.sink,
+      fence: this.o.keeper,
+      concurrency: PUBACKS_MAX,
+      publishTimeoutMs: this.o.publishTimeoutMs,
+      onError,
+    };
     const round =
       this.o.mode === 'polling'
         ? (
@@ -239,7 +271,8 @@ export class RelayRunner {
         for (const [p, n] of r.byPartition) this.metrics.published.inc({ partition: String(p) }, n);
         if (r.published > 0) this.o.log.debug({ published: r.published, failed: r.failed }, 'round');
         // Something was left (a full batch, or failures): go again soon; idle otherwise.
-        if (r.read === 0 || r.failed > 0) await this.pause(r.failed > 0 ? Math.min(BACKOFF_MAX_MS, this.o.idleMs * 10) : this.o.idleMs);
+        if (r.read === 0 || r.failed > 0)
+          await this.pause(r.failed > 0 ? Math.min(BACKOFF_MAX_MS, this.o.idleMs * 10) : this.o.idleMs);
       } catch (err) {
         if (err instanceof CdcSlotLost) {
           await this.stopForGood(err);
@@ -247,7 +280,10 @@ export class RelayRunner {
         }
         failures++;
         this.metrics.dbErrors.inc();
-        this.rateLimitedWarn({ err: (explainMissingTable(err, 'outbox') as Error).message }, 'relay round failed on PostgreSQL; retrying');
+        this.rateLimitedWarn(
+          { err: (explainMissingTable(err, 'outbox') as Error).message },
+          'relay round failed on PostgreSQL; retrying',
+        );
         await this.pause(Math.min(BACKOFF_MAX_MS, 100 * 2 ** Math.min(failures, 6)));
       }
     }
@@ -293,17 +329,21 @@ export class RelayRunner {
       }
       const oldestAgeMs = Math.max(0, ...r.rows.map((x) => x.age ?? 0));
       m.oldestAgeSeconds.set(oldestAgeMs / 1_000);
-      if (oldestAgeMs > this.o.warnLagMs) over = { unpublished, oldestAgeMs: Math.round(oldestAgeMs), warnLagMs: this.o.warnLagMs };
+      if (oldestAgeMs > this.o.warnLagMs)
+        over = { unpublished, oldestAgeMs: Math.round(oldestAgeMs), warnLagMs: this.o.warnLagMs };
     } else {
       const s = (await slots(this.lagDb)).find((x) => x.slot === this.o.slot);
       const retainedBytes = s?.retainedBytes ?? 0;
       m.retainedBytes.set(retainedBytes);
       // Something to deliver: a committed outbox row not yet published (the relay marks what it published).
-      const r = await this.lagDb.query<{ n: string }>('SELECT count(*) AS n FROM verdict_outbox WHERE published_at IS NULL');
+      const r = await this.lagDb.query<{ n: string }>(
+        'SELECT count(*) AS n FROM verdict_outbox WHERE published_at IS NULL',
+      );
       const unpublished = Number(r.rows[0].n);
       m.unpublished.set({ partition: '0' }, unpublished);
       if (s?.walStatus === 'lost') over = { lost: 1, unpublished };
-      else if (retainedBytes > this.o.warnBytes && unpublished > 0) over = { retainedBytes, warnBytes: this.o.warnBytes, unpublished };
+      else if (retainedBytes > this.o.warnBytes && unpublished > 0)
+        over = { retainedBytes, warnBytes: this.o.warnBytes, unpublished };
     }
     // A relay stopped for good keeps its alert up.
     if (this.fatal !== null) over ??= { lost: 1 };
@@ -311,7 +351,10 @@ export class RelayRunner {
     m.lagAlert.set(over === null ? 0 : 1);
     if (over !== null && (!was || Date.now() - this.lastWarnAtMs > WARN_REPEAT_MS)) {
       this.lastWarnAtMs = Date.now();
-      this.o.log.warn({ lag: over, mode: this.o.mode }, 'outbox lag above the warning threshold: events wait to be published');
+      this.o.log.warn(
+        { lag: over, mode: this.o.mode },
+        'outbox lag above the warning threshold: events wait to be published',
+      );
     } else if (over === null && was) this.o.log.info('outbox lag back below the warning threshold');
   }
 

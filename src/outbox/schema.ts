@@ -20,7 +20,10 @@
 export const OUTBOX_SCHEMA_VERSION = 2;
 
 export interface Queryable {
-  query<R extends Record<string, unknown> = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
+  query<R extends Record<string, unknown> = Record<string, unknown>>(
+    text: string,
+    values?: unknown[],
+  ): Promise<{ rows: R[]; rowCount: number | null }>;
 }
 
 const OUTBOX_DDL = [
@@ -50,8 +53,13 @@ export class OutboxSchemaError extends Error {
   override name = 'OutboxSchemaError';
 }
 
-/** Creates the outbox tables (or the inbox's, with `inbox`), once; a newer schema than this version knows is refused. */
-export async function initSchema(c: Queryable, which: 'outbox' | 'inbox'): Promise<{ created: boolean; version: number }> {
+/**
+ * Creates the outbox tables (or the inbox's, with `inbox`), once; a newer schema than this version knows is refused.
+ */
+export async function initSchema(
+  c: Queryable,
+  which: 'outbox' | 'inbox',
+): Promise<{ created: boolean; version: number }> {
   await c.query('BEGIN');
   try {
     // One init at a time per database, so two concurrent inits do not race on CREATE.
@@ -60,9 +68,15 @@ export async function initSchema(c: Queryable, which: 'outbox' | 'inbox'): Promi
     const key = `${which}_version`;
     const r = await c.query<{ value: string }>('SELECT value FROM verdict_outbox_meta WHERE key = $1', [key]);
     const have = r.rows.length > 0 ? Number(r.rows[0].value) : 0;
-    if (have > OUTBOX_SCHEMA_VERSION) throw new OutboxSchemaError(`the ${which} tables are at schema version ${have}, newer than this Verdict's ${OUTBOX_SCHEMA_VERSION}; upgrade Verdict`);
+    if (have > OUTBOX_SCHEMA_VERSION)
+      throw new OutboxSchemaError(
+        `the ${which} tables are at schema version ${have}, newer than this Verdict's ${OUTBOX_SCHEMA_VERSION}; upgrade Verdict`,
+      );
     for (const ddl of which === 'outbox' ? OUTBOX_DDL : INBOX_DDL) await c.query(ddl);
-    await c.query('INSERT INTO verdict_outbox_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, String(OUTBOX_SCHEMA_VERSION)]);
+    await c.query(
+      'INSERT INTO verdict_outbox_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value',
+      [key, String(OUTBOX_SCHEMA_VERSION)],
+    );
     await c.query('COMMIT');
     return { created: have === 0, version: OUTBOX_SCHEMA_VERSION };
   } catch (err) {
@@ -74,6 +88,9 @@ export async function initSchema(c: Queryable, which: 'outbox' | 'inbox'): Promi
 /** PostgreSQL's "relation does not exist" as a sentence naming the table and the fix; other errors unchanged. */
 export function explainMissingTable(err: unknown, which: 'outbox' | 'inbox'): unknown {
   const e = err as { code?: string; message?: string };
-  if (e?.code === '42P01') return new OutboxSchemaError(`${e.message}: the ${which} tables are missing; run verdict outbox init --pg-url URL${which === 'inbox' ? ' --inbox' : ''}`);
+  if (e?.code === '42P01')
+    return new OutboxSchemaError(
+      `${e.message}: the ${which} tables are missing; run verdict outbox init --pg-url URL${which === 'inbox' ? ' --inbox' : ''}`,
+    );
   return err;
 }

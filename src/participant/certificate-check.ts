@@ -12,12 +12,20 @@ const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const ANY_USAGE = '2.5.29.37.0';
 
 /** Null when `leaf` suits a participant reached at `advertise`; otherwise what is wrong and how to fix it. */
-export function participantCertificateProblem(leaf: X509Certificate, certFile: string, participantId: string, advertise: string): string | null {
+export function participantCertificateProblem(
+  leaf: X509Certificate,
+  certFile: string,
+  participantId: string,
+  advertise: string,
+): string | null {
   const fix = `make one with: npx verdict certs --participant ${participantId}=${advertise} (serverAuth+clientAuth, subjectAltName for ${advertise})`;
   // No extendedKeyUsage extension at all permits every usage.
   const usages = leaf.keyUsage;
   if (usages !== undefined && !usages.includes(ANY_USAGE)) {
-    const missing = [usages.includes(SERVER_AUTH) ? null : 'serverAuth', usages.includes(CLIENT_AUTH) ? null : 'clientAuth'].filter((x) => x !== null);
+    const missing = [
+      usages.includes(SERVER_AUTH) ? null : 'serverAuth',
+      usages.includes(CLIENT_AUTH) ? null : 'clientAuth',
+    ].filter((x) => x !== null);
     if (missing.length > 0) {
       return `--cert (${certFile}) lacks ${missing.join(' and ')} in its extendedKeyUsage: the cluster's nodes call a participant as a TLS server and it calls them as a client, so every transaction would abort ("unsuitable certificate purpose"); ${fix}`;
     }

@@ -83,20 +83,34 @@ export class ClusterLink {
    */
   private readonly routes: GroupRoutes;
   private closed = false;
-  /** GetOutcomes' per-id UNAVAILABLE made the link ask the cluster's groups (once: a coordinator without ClusterStatus is asked no more). */
+  /**
+   * GetOutcomes' per-id UNAVAILABLE made the link ask the cluster's groups (once: a coordinator without ClusterStatus
+   * is asked no more).
+   */
   private askedGroups = false;
 
   constructor(o: ClusterLinkOptions) {
     if (o.endpoints.length === 0) throw new Error('the cluster link needs at least one endpoint');
-    this.o = withDefaults({ callTimeoutMs: 3_000, credentials: grpc.credentials.createInsecure() }, { ...o, endpoints: [...o.endpoints] });
-    this.routes = new GroupRoutes(this.o.endpoints, { redirectsMax: 2, addressesMax: this.o.endpoints.length + EXTRA_CHANNELS_MAX });
+    this.o = withDefaults(
+      { callTimeoutMs: 3_000, credentials: grpc.credentials.createInsecure() },
+      { ...o, endpoints: [...o.endpoints] },
+    );
+    this.routes = new GroupRoutes(this.o.endpoints, {
+      redirectsMax: 2,
+      addressesMax: this.o.endpoints.length + EXTRA_CHANNELS_MAX,
+    });
   }
 
   /**
-   * `resourceKind`: what the participant keeps its data in (memory, postgres, ...); omitted, the cluster records "unknown".
-   * `serves`: the optional protocol methods it serves (src/domain/protocol.ts); omitted, none.
+   * `resourceKind`: what the participant keeps its data in (memory, postgres, ...); omitted, the cluster records
+   * "unknown". `serves`: the optional protocol methods it serves (src/domain/protocol.ts); omitted, none.
    */
-  register(participantId: string, endpoint: string, resourceKind = '', serves: readonly string[] = []): Promise<ParticipantInfo | null> {
+  register(
+    participantId: string,
+    endpoint: string,
+    resourceKind = '',
+    serves: readonly string[] = [],
+  ): Promise<ParticipantInfo | null> {
     return this.call<RegisterParticipantRequest, RegisterParticipantResponse>('RegisterParticipant', {
       clusterId: this.o.clusterId,
       participantId,
@@ -109,7 +123,8 @@ export class ClusterLink {
   /** What the cluster says about txnId, asked as participantId (an in-doubt participant). */
   outcome(txnId: string, participantId: string): Promise<TxnOutcome> {
     return this.call<OutcomeRequest, TxnOutcome>('GetOutcome', { txnId, participantId }, txnId).then((r) => {
-      if (r.txnId !== '' && r.txnId !== txnId) throw new Error(`cluster answered about ${r.txnId} when asked about ${txnId}`);
+      if (r.txnId !== '' && r.txnId !== txnId)
+        throw new Error(`cluster answered about ${r.txnId} when asked about ${txnId}`);
       return r;
     });
   }
@@ -123,9 +138,15 @@ export class ClusterLink {
   async outcomes(txnIds: string[], participantId: string): Promise<(TxnOutcome | Error)[]> {
     if (this.routes.groups === 1) {
       const answers = await this.outcomesOfGroup(txnIds, participantId);
-      // A node of a cluster of several groups answers UNAVAILABLE for the ids of groups it does not lead: learn the groups once, so the next question is asked per group.
+      // A node of a cluster of several groups answers UNAVAILABLE for the ids of groups it does not lead: learn the
+      // groups once, so the next question is asked per group.
       const leader = this.routes.base.leader;
-      if (!this.routes.known && !this.askedGroups && leader !== undefined && answers.some((a) => a instanceof Error && a.message.startsWith(`${grpc.status.UNAVAILABLE} `))) {
+      if (
+        !this.routes.known &&
+        !this.askedGroups &&
+        leader !== undefined &&
+        answers.some((a) => a instanceof Error && a.message.startsWith(`${grpc.status.UNAVAILABLE} `))
+      ) {
         this.askedGroups = true;
         await this.learnGroups(leader);
       }
@@ -151,7 +172,12 @@ export class ClusterLink {
     parts.forEach((idx, p) => {
       const a = answers[p] as PromiseSettledResult<(TxnOutcome | Error)[]>;
       idx.forEach((i, k) => {
-        out[i] = a.status === 'fulfilled' ? (a.value[k] as TxnOutcome | Error) : a.reason instanceof Error ? a.reason : new Error(String(a.reason));
+        out[i] =
+          a.status === 'fulfilled'
+            ? (a.value[k] as TxnOutcome | Error)
+            : a.reason instanceof Error
+              ? a.reason
+              : new Error(String(a.reason));
       });
     });
     return out;
@@ -160,10 +186,12 @@ export class ClusterLink {
   /** GetOutcomes for ids of one group (every id at G = 1), at that group's leader. */
   private async outcomesOfGroup(txnIds: string[], participantId: string): Promise<(TxnOutcome | Error)[]> {
     const r = await this.call<OutcomesRequest, OutcomesResponse>('GetOutcomes', { txnIds, participantId }, txnIds[0]);
-    if (r.answers.length !== txnIds.length) throw new Error(`cluster answered ${r.answers.length} of ${txnIds.length} outcome questions`);
+    if (r.answers.length !== txnIds.length)
+      throw new Error(`cluster answered ${r.answers.length} of ${txnIds.length} outcome questions`);
     return r.answers.map((a, i) => {
       if (a.code !== 0 || a.outcome === null) return new Error(`${a.code} ${a.details || 'no outcome'}`);
-      if (a.outcome.txnId !== '' && a.outcome.txnId !== txnIds[i]) return new Error(`cluster answered about ${a.outcome.txnId} when asked about ${txnIds[i]}`);
+      if (a.outcome.txnId !== '' && a.outcome.txnId !== txnIds[i])
+        return new Error(`cluster answered about ${a.outcome.txnId} when asked about ${txnIds[i]}`);
       return a.outcome;
     });
   }
@@ -171,7 +199,8 @@ export class ClusterLink {
   /** Asks the cluster to decide ABORT unless T is decided (or being decided); answers what the log says. */
   abort(txnId: string, reason: string): Promise<TxnOutcome> {
     return this.call<AbortRequest, TxnOutcome>('Abort', { txnId, reason }, txnId).then((r) => {
-      if (r.txnId !== '' && r.txnId !== txnId) throw new Error(`cluster answered about ${r.txnId} when asked to abort ${txnId}`);
+      if (r.txnId !== '' && r.txnId !== txnId)
+        throw new Error(`cluster answered about ${r.txnId} when asked to abort ${txnId}`);
       return r;
     });
   }
@@ -199,7 +228,18 @@ export class ClusterLink {
       };
       if (!batched) return oneByOne();
       this.outcomes(txnIds, participantId).then(
-        (rs) => cb(null, new Map(rs.map((r, i) => [txnIds[i], r instanceof Error ? { err: r, outcome: 'UNKNOWN' } : { err: null, outcome: toClusterOutcome(r.outcome) }]))),
+        (rs) =>
+          cb(
+            null,
+            new Map(
+              rs.map((r, i) => [
+                txnIds[i],
+                r instanceof Error
+                  ? { err: r, outcome: 'UNKNOWN' }
+                  : { err: null, outcome: toClusterOutcome(r.outcome) },
+              ]),
+            ),
+          ),
         (err: Error & { code?: number }) => {
           if (err.code !== grpc.status.UNIMPLEMENTED) return cb(err, new Map());
           batched = false;
@@ -220,8 +260,13 @@ export class ClusterLink {
 
   /** Reports an operator's heuristic act (R4); answers the cluster's comparison (HEURCOM, HEURRB, HEURMIX, HEURHAZ). */
   reportHeuristic(r: Omit<ReportHeuristicRequest, 'clusterId'>): Promise<string> {
-    return this.call<ReportHeuristicRequest, ReportHeuristicResponse>('ReportHeuristic', { ...r, clusterId: this.o.clusterId }, r.txnId).then((res) => {
-      if (res.heuristic === null) throw new Error(`the cluster answered the heuristic report for ${r.txnId} without its record`);
+    return this.call<ReportHeuristicRequest, ReportHeuristicResponse>(
+      'ReportHeuristic',
+      { ...r, clusterId: this.o.clusterId },
+      r.txnId,
+    ).then((res) => {
+      if (res.heuristic === null)
+        throw new Error(`the cluster answered the heuristic report for ${r.txnId} without its record`);
       return res.heuristic.kind;
     });
   }
@@ -241,8 +286,14 @@ export class ClusterLink {
     const answers = await Promise.all(
       endpoints.map(async (address): Promise<string[] | Error> => {
         try {
-          const st = await unaryCall<StatusRequest, NodeStatus>(this.client(address), raftNodeService.Status as grpc.MethodDefinition<StatusRequest, NodeStatus>, {}, this.o.callTimeoutMs);
-          if (st.clusterId !== this.o.clusterId) return new Error(`${address} is a node of cluster "${st.clusterId}", not "${this.o.clusterId}"`);
+          const st = await unaryCall<StatusRequest, NodeStatus>(
+            this.client(address),
+            raftNodeService.Status as grpc.MethodDefinition<StatusRequest, NodeStatus>,
+            {},
+            this.o.callTimeoutMs,
+          );
+          if (st.clusterId !== this.o.clusterId)
+            return new Error(`${address} is a node of cluster "${st.clusterId}", not "${this.o.clusterId}"`);
           return [...new Set([st.nodeId, ...st.peers.map((p) => p.nodeId)].filter((id) => id !== ''))].sort();
         } catch (err) {
           return err as Error;
@@ -288,13 +339,17 @@ export class ClusterLink {
           retryable: (err) => {
             const e = err as Partial<grpc.ServiceError>;
             if (e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) return null;
-            return { why: e.details || (e.message ?? ''), hint: e.code === grpc.status.UNAVAILABLE ? namedLeader(err) : undefined };
+            return {
+              why: e.details || (e.message ?? ''),
+              hint: e.code === grpc.status.UNAVAILABLE ? namedLeader(err) : undefined,
+            };
           },
           roundsMax: 1,
           pauseMs: () => 0,
         },
       );
-      if (info.sagaId !== sagaId) throw new Error(`the cluster answered about saga ${info.sagaId} when asked about ${sagaId}`);
+      if (info.sagaId !== sagaId)
+        throw new Error(`the cluster answered about saga ${info.sagaId} when asked about ${sagaId}`);
       return info.state;
     } catch (err) {
       if ((err as Partial<grpc.ServiceError>).code === grpc.status.NOT_FOUND) return null;
@@ -327,7 +382,12 @@ export class ClusterLink {
     }
   }
 
-  private async callRouted<Req, Res>(name: LinkMethod, req: Req, routeId: string | undefined, checkStale: boolean): Promise<Res> {
+  private async callRouted<Req, Res>(
+    name: LinkMethod,
+    req: Req,
+    routeId: string | undefined,
+    checkStale: boolean,
+  ): Promise<Res> {
     try {
       return await callLeader(
         this.routes.finderFor(routeId),
@@ -341,11 +401,15 @@ export class ClusterLink {
           }
         },
         {
-          // Anything but "unreachable" or "not the leader" is the cluster's answer: retrying elsewhere would not change it.
+          // Anything but "unreachable" or "not the leader" is the cluster's answer: retrying elsewhere would not change
+          // it.
           retryable: (err) => {
             const e = err as Partial<grpc.ServiceError>;
             if (e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) return null;
-            return { why: e.details || (e.message ?? ''), hint: e.code === grpc.status.UNAVAILABLE ? namedLeader(err) : undefined };
+            return {
+              why: e.details || (e.message ?? ''),
+              hint: e.code === grpc.status.UNAVAILABLE ? namedLeader(err) : undefined,
+            };
           },
           roundsMax: 1,
           pauseMs: () => 0,
@@ -356,7 +420,10 @@ export class ClusterLink {
     }
   }
 
-  /** One ClusterStatus at `address`, routed by when it answers; a failure (a coordinator without it) leaves routing as it was. */
+  /**
+   * One ClusterStatus at `address`, routed by when it answers; a failure (a coordinator without it) leaves routing as
+   * it was.
+   */
   private async learnGroups(address: string): Promise<void> {
     try {
       const st = await unaryCall<ClusterStatusRequest, ClusterStatusResponse>(
@@ -383,13 +450,21 @@ export class ClusterLink {
         break;
       }
     }
-    c = new grpc.Client(address, this.o.credentials, { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2_000 });
+    c = new grpc.Client(address, this.o.credentials, {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2_000,
+    });
     this.clients.set(address, c);
     return c;
   }
 
   private unary<Req, Res>(address: string, name: LinkMethod, req: Req): Promise<Res> {
-    return unaryCall(this.client(address), coordinatorParticipantService[name] as grpc.MethodDefinition<Req, Res>, req, this.o.callTimeoutMs);
+    return unaryCall(
+      this.client(address),
+      coordinatorParticipantService[name] as grpc.MethodDefinition<Req, Res>,
+      req,
+      this.o.callTimeoutMs,
+    );
   }
 }
 

@@ -12,12 +12,25 @@ import { ParticipantEngine, type EngineOptions } from './engine.ts';
 import type { AskOutcome, AskOutcomes, Clock, EngineLog, Journal, Resource, Schedule, TxnRecord } from './types.ts';
 
 /** The engine's bounds and timings (inDoubtAfterMs, askBackoffMinMs, ...), everything but its wiring. */
-export type EngineTuning = Partial<Omit<EngineOptions, 'clusterId' | 'participantId' | 'resource' | 'journal' | 'clock' | 'schedule' | 'askOutcome' | 'askOutcomes' | 'log'>>;
+export type EngineTuning = Partial<
+  Omit<
+    EngineOptions,
+    'clusterId' | 'participantId' | 'resource' | 'journal' | 'clock' | 'schedule' | 'askOutcome' | 'askOutcomes' | 'log'
+  >
+>;
 
 /** The reserve watcher's timings, everything but its wiring. */
-export type WatcherTuning = Partial<Pick<ReserveWatcherOptions, 'sweepIntervalMs' | 'askBackoffMinMs' | 'askBackoffMaxMs' | 'asksInFlightMax' | 'orphanAfterMs'>>;
+export type WatcherTuning = Partial<
+  Pick<
+    ReserveWatcherOptions,
+    'sweepIntervalMs' | 'askBackoffMinMs' | 'askBackoffMaxMs' | 'asksInFlightMax' | 'orphanAfterMs'
+  >
+>;
 
-/** How the participant asks the cluster (R3, R4): the outcome of T, and for an expired TCC reserve, ABORT unless decided. */
+/**
+ * How the participant asks the cluster (R3, R4): the outcome of T, and for an expired TCC reserve, ABORT unless
+ * decided.
+ */
 export interface ClusterQuestions {
   askOutcome: AskOutcome;
   /** The outcomes of many transactions in one question (Coordinator.GetOutcomes); without it, one question each. */

@@ -89,7 +89,10 @@ export interface DbCounts {
 export abstract class DbResource<C, Q> implements PreparedResource {
   abstract readonly kind: string;
   abstract readonly byHand: string;
-  /** Transactions this process has open, preparing or prepared. Bounded: open ones by openTxnsMax, prepared ones by the server. */
+  /**
+   * Transactions this process has open, preparing or prepared. Bounded: open ones by openTxnsMax, prepared ones by the
+   * server.
+   */
   protected readonly txns = new Map<TxnId, DbTxn<C>>();
   /** Why a transaction ended before PREPARE (insertion order = age; bounded by endedMax). */
   private readonly ended = new Map<TxnId, string>();
@@ -121,7 +124,10 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   protected abstract rollbackConn(txnId: TxnId, conn: C): Promise<Error | null>;
   /** Gives conn back or closes it; `broken` when it must not be reused. A prepared transaction stays in the server. */
   protected abstract releaseConn(conn: C, broken: Error | null, prepared: boolean): Promise<void>;
-  /** COMMIT or ROLLBACK of T's prepared transaction: true when done, false when it is not prepared; throws on anything else. */
+  /**
+   * COMMIT or ROLLBACK of T's prepared transaction: true when done, false when it is not prepared; throws on anything
+   * else.
+   */
   protected abstract decidePrepared(txnId: TxnId, step: 'commit' | 'abort', e: DbTxn<C> | undefined): Promise<boolean>;
   /** The client work() hands out: queries on conn, refused once guard() throws. */
   protected abstract clientOf(conn: C, guard: () => void): Q;
@@ -149,7 +155,9 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   abstract unreportedHeuristics(rowsMax?: number): Promise<HeuristicAct[]>;
   abstract markHeuristicReported(gid: string): Promise<void>;
 
-  /** The txn id of a gid of a transaction this process holds (needed for hashed gids, which do not name it readably). */
+  /**
+   * The txn id of a gid of a transaction this process holds (needed for hashed gids, which do not name it readably).
+   */
   txnIdOfGid(gid: string): TxnId | undefined {
     for (const txnId of this.txns.keys()) if (this.gid(txnId) === gid) return txnId;
     return undefined;
@@ -186,7 +194,8 @@ export abstract class DbResource<C, Q> implements PreparedResource {
       const why = this.ended.get(txnId);
       if (why !== undefined) throw new Error(`transaction ${txnId} has ended here: ${why}`);
       const e = this.txns.get(txnId) ?? (await this.begin(txnId));
-      if (e.phase !== 'open' || e.conn === null) throw new Error(`transaction ${txnId} is ${e.phase} here; its work is over`);
+      if (e.phase !== 'open' || e.conn === null)
+        throw new Error(`transaction ${txnId} is ${e.phase} here; its work is over`);
       if (e.failure !== null) throw new Error(`transaction ${txnId} failed: ${e.failure}`);
       const client = this.clientOf(e.conn, () => {
         if (!e.active) throw new Error(`transaction ${txnId}: a client handed to work() is used after work() returned`);
@@ -219,7 +228,10 @@ export abstract class DbResource<C, Q> implements PreparedResource {
     );
   }
 
-  /** Rolls back T's open transaction, if it has one (the application gave up on T). Prepared transactions wait for the decision. */
+  /**
+   * Rolls back T's open transaction, if it has one (the application gave up on T). Prepared transactions wait for the
+   * decision.
+   */
   rollback(txnId: TxnId, why = 'rolled back by the application'): Promise<void> {
     return this.exclusive(txnId, async () => {
       const e = this.txns.get(txnId);
@@ -318,7 +330,8 @@ export abstract class DbResource<C, Q> implements PreparedResource {
     e.openTimer = setTimeout(() => {
       e.openTimer = null;
       void this.exclusive(txnId, async () => {
-        if (this.txns.get(txnId) === e && e.phase === 'prepared') await this.release(e, e.failure !== null ? new Error(e.failure) : null, true);
+        if (this.txns.get(txnId) === e && e.phase === 'prepared')
+          await this.release(e, e.failure !== null ? new Error(e.failure) : null, true);
       });
     }, holdMs);
     e.openTimer.unref();
@@ -328,7 +341,8 @@ export abstract class DbResource<C, Q> implements PreparedResource {
   private async finish(txnId: TxnId, step: 'commit' | 'abort'): Promise<void> {
     const e = this.txns.get(txnId);
     if (e !== undefined && e.phase === 'open') {
-      if (step === 'commit') throw new Error(`COMMIT for transaction ${txnId}, which is open here and was never prepared`);
+      if (step === 'commit')
+        throw new Error(`COMMIT for transaction ${txnId}, which is open here and was never prepared`);
       await this.endOpen(txnId, e, 'aborted by the decision');
       this.stats.aborted += 1;
       return;
@@ -366,8 +380,17 @@ export abstract class DbResource<C, Q> implements PreparedResource {
       const agrees = decisionOfOutcome(act.outcome) === step;
       (agrees ? this.log.info : this.log.error).call(
         this.log,
-        { txnId, gid, decision: step, heuristic: act.outcome, operator: act.operator, reported: act.reportedAtMs !== null },
-        agrees ? 'decision already applied by hand (heuristic act, consistent); ACK' : 'decision contradicts the heuristic act done by hand; ACK, the conflict is reported to the cluster as HEURMIX',
+        {
+          txnId,
+          gid,
+          decision: step,
+          heuristic: act.outcome,
+          operator: act.operator,
+          reported: act.reportedAtMs !== null,
+        },
+        agrees
+          ? 'decision already applied by hand (heuristic act, consistent); ACK'
+          : 'decision contradicts the heuristic act done by hand; ACK, the conflict is reported to the cluster as HEURMIX',
       );
       this.stats.redeliveriesAcked += 1;
       return true;
@@ -375,11 +398,21 @@ export abstract class DbResource<C, Q> implements PreparedResource {
     const committed = await this.hasMarker(gid);
     if (step === 'commit' && !committed) {
       this.stats.hazards += 1;
-      throw new HeuristicHazardError('HEURRB', txnId, gid, `COMMIT refused: it is not prepared in ${this.kind} and has no commit marker, so it was rolled back here (or never prepared)`);
+      throw new HeuristicHazardError(
+        'HEURRB',
+        txnId,
+        gid,
+        `COMMIT refused: it is not prepared in ${this.kind} and has no commit marker, so it was rolled back here (or never prepared)`,
+      );
     }
     if (step === 'abort' && committed) {
       this.stats.hazards += 1;
-      throw new HeuristicHazardError('HEURCOM', txnId, gid, `ABORT refused: it is not prepared in ${this.kind} and its commit marker is there, so it committed here`);
+      throw new HeuristicHazardError(
+        'HEURCOM',
+        txnId,
+        gid,
+        `ABORT refused: it is not prepared in ${this.kind} and its commit marker is there, so it committed here`,
+      );
     }
     this.stats.redeliveriesAcked += 1;
     this.log.info({ txnId, gid, decision: step }, `decision already applied in ${this.kind} (per the marker); ACK`);
@@ -404,18 +437,29 @@ export abstract class DbResource<C, Q> implements PreparedResource {
     try {
       await this.markCommitTime(gid);
     } catch (err) {
-      this.log.warn({ txnId, gid, err: this.describeError(err) }, 'could not record the commit time on the marker; it is cleaned up by its prepare time');
+      this.log.warn(
+        { txnId, gid, err: this.describeError(err) },
+        'could not record the commit time on the marker; it is cleaned up by its prepare time',
+      );
     }
   }
 
-  /** Rolls back open transactions (nothing was promised for them) and closes the connections. Prepared ones stay in the server. */
+  /**
+   * Rolls back open transactions (nothing was promised for them) and closes the connections. Prepared ones stay in the
+   * server.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const rollbacks = [...this.txns].filter(([, e]) => e.phase === 'open').map(([txnId, e]) => this.exclusive(txnId, () => this.endOpen(txnId, e, 'participant is shutting down')));
+    const rollbacks = [...this.txns]
+      .filter(([, e]) => e.phase === 'open')
+      .map(([txnId, e]) => this.exclusive(txnId, () => this.endOpen(txnId, e, 'participant is shutting down')));
     // Work still running (a statement waiting on a lock, say) gets a grace period, then its connection is cut.
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled(rollbacks), new Promise((resolve) => (timer = setTimeout(resolve, this.limits.closeGraceMs)))]);
+    await Promise.race([
+      Promise.allSettled(rollbacks),
+      new Promise((resolve) => (timer = setTimeout(resolve, this.limits.closeGraceMs))),
+    ]);
     clearTimeout(timer);
     for (const e of this.txns.values()) {
       this.clearOpenTimer(e);
@@ -432,7 +476,15 @@ export abstract class DbResource<C, Q> implements PreparedResource {
     let open = 0;
     for (const x of this.txns.values()) if (x.phase !== 'prepared') open += 1;
     if (open + this.connecting >= this.limits.openTxnsMax) throw new Error(this.tooManyOpen());
-    const e: DbTxn<C> = { phase: 'open', conn: null, failure: null, active: false, openTimer: null, detach: null, preparedAtMs: 0 };
+    const e: DbTxn<C> = {
+      phase: 'open',
+      conn: null,
+      failure: null,
+      active: false,
+      openTimer: null,
+      detach: null,
+      preparedAtMs: 0,
+    };
     this.connecting += 1;
     try {
       e.conn = await this.openConn(txnId, e, forPrepare);
@@ -444,8 +496,15 @@ export abstract class DbResource<C, Q> implements PreparedResource {
       e.openTimer = null;
       void this.exclusive(txnId, async () => {
         if (this.txns.get(txnId) !== e || e.phase !== 'open') return;
-        this.log.warn({ txnId, openTxnTimeoutMs: this.limits.openTxnTimeoutMs }, 'open transaction not prepared in time; rolled back');
-        await this.endOpen(txnId, e, `transaction was open for more than ${this.limits.openTxnTimeoutMs} ms without PREPARE and was rolled back`);
+        this.log.warn(
+          { txnId, openTxnTimeoutMs: this.limits.openTxnTimeoutMs },
+          'open transaction not prepared in time; rolled back',
+        );
+        await this.endOpen(
+          txnId,
+          e,
+          `transaction was open for more than ${this.limits.openTxnTimeoutMs} ms without PREPARE and was rolled back`,
+        );
       });
     }, this.limits.openTxnTimeoutMs);
     e.openTimer.unref();

@@ -15,7 +15,15 @@
 // findable without the journal), and from then on the engine never decides alone.
 // It waits for the DECISION, and when none comes (or after a restart) it asks
 // the cluster until it learns a final outcome, however long that takes.
-import { decisionOfOutcome, outcomeOfDecision, statusOfOutcome, type Ack, type Decide, type Prepare, type VoteAnswer } from '../domain/protocol.ts';
+import {
+  decisionOfOutcome,
+  outcomeOfDecision,
+  statusOfOutcome,
+  type Ack,
+  type Decide,
+  type Prepare,
+  type VoteAnswer,
+} from '../domain/protocol.ts';
 import { assert } from '../util/assert.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
 import { InDoubtResolver } from './in-doubt.ts';
@@ -85,7 +93,9 @@ export type PrepareCallback = (err: ParticipantError | null, vote?: VoteAnswer) 
 export type DecideCallback = (err: ParticipantError | null, ack?: Ack) => void;
 export type StatusCallback = (err: ParticipantError | null, status?: TxnStatus) => void;
 
-/** The status question about T (parallel commit's recovery): from a node of the cluster, addressed like PREPARE (R7). */
+/**
+ * The status question about T (parallel commit's recovery): from a node of the cluster, addressed like PREPARE (R7).
+ */
 export interface StatusQuestion {
   clusterId: string;
   txnId: TxnId;
@@ -199,7 +209,10 @@ export class ParticipantEngine {
    * the cluster about it at once.
    */
   recover(records: readonly TxnRecord[]): void {
-    assert(this.phase === 'new' && this.prepared.size === 0 && this.decided.size === 0, 'recover() runs once, before start()');
+    assert(
+      this.phase === 'new' && this.prepared.size === 0 && this.decided.size === 0,
+      'recover() runs once, before start()',
+    );
     const now = this.o.clock.nowMs();
     for (const r of records) {
       if (r.kind === 'prepared') {
@@ -215,11 +228,16 @@ export class ParticipantEngine {
       } else {
         this.prepared.delete(r.txnId);
         this.decided.delete(r.txnId);
-        if (!(r.kind === 'aborted' && this.o.forgetAborts)) this.decided.set(r.txnId, { outcome: outcomeOfRecord(r.kind), atMs: r.atMs });
+        if (!(r.kind === 'aborted' && this.o.forgetAborts))
+          this.decided.set(r.txnId, { outcome: outcomeOfRecord(r.kind), atMs: r.atMs });
       }
     }
     this.pruneDecided();
-    if (this.prepared.size > 0) this.log.info({ inDoubt: this.prepared.size }, 'recovered prepared transactions; asking the cluster for their outcome');
+    if (this.prepared.size > 0)
+      this.log.info(
+        { inDoubt: this.prepared.size },
+        'recovered prepared transactions; asking the cluster for their outcome',
+      );
   }
 
   start(): void {
@@ -228,7 +246,10 @@ export class ParticipantEngine {
     this.sweep();
   }
 
-  /** Stops asking and scheduling. Requests after stop() are refused with UNAVAILABLE; callbacks in flight still complete. */
+  /**
+   * Stops asking and scheduling. Requests after stop() are refused with UNAVAILABLE; callbacks in flight still
+   * complete.
+   */
   stop(): void {
     if (this.phase === 'stopped') return;
     this.phase = 'stopped';
@@ -298,8 +319,13 @@ export class ParticipantEngine {
       { kind: 'refused', txnId, atMs: this.o.clock.nowMs() },
       once('journal.append', (jerr) => {
         if (jerr !== null) {
-          this.log.error({ txnId, err: jerr.message }, 'the refusal could not be made durable; the status question is not answered');
-          return cb(new ParticipantError('UNAVAILABLE', `journal write failed for the refusal of ${txnId}: ${jerr.message}`));
+          this.log.error(
+            { txnId, err: jerr.message },
+            'the refusal could not be made durable; the status question is not answered',
+          );
+          return cb(
+            new ParticipantError('UNAVAILABLE', `journal write failed for the refusal of ${txnId}: ${jerr.message}`),
+          );
         }
         // Remembered whatever forgetAborts says: the promise is what makes recovery's ABORT safe.
         this.decided.delete(txnId);
@@ -310,7 +336,11 @@ export class ParticipantEngine {
         this.o.resource.abortUnprepared?.(
           txnId,
           once('resource.abortUnprepared', (err) => {
-            if (err !== null) this.log.warn({ txnId, err: err.message }, 'could not release the work held for a refused transaction; its own timeout will');
+            if (err !== null)
+              this.log.warn(
+                { txnId, err: err.message },
+                'could not release the work held for a refused transaction; its own timeout will',
+              );
           }),
         );
         cb(null, 'refused');
@@ -362,7 +392,8 @@ export class ParticipantEngine {
 
   private doPrepare(req: Prepare, answer: (vote: VoteAnswer) => void): void {
     const { txnId } = req;
-    const vote = (yes: boolean, reason = ''): void => answer({ txnId, participantId: this.o.participantId, vote: yes ? 'yes' : 'no', reason });
+    const vote = (yes: boolean, reason = ''): void =>
+      answer({ txnId, participantId: this.o.participantId, vote: yes ? 'yes' : 'no', reason });
     // R7: a repeated PREPARE gets the answer the first one got.
     const decided = this.decided.get(txnId);
     if (decided !== undefined) {
@@ -373,7 +404,10 @@ export class ParticipantEngine {
     if (this.prepared.has(txnId)) return vote(true);
     if (this.phase === 'stopped') return vote(false, 'participant is shutting down');
     if (this.prepared.size + this.preparing >= this.o.preparedMax) {
-      this.log.warn({ txnId, prepared: this.prepared.size, preparedMax: this.o.preparedMax }, 'vote NO: too many prepared transactions');
+      this.log.warn(
+        { txnId, prepared: this.prepared.size, preparedMax: this.o.preparedMax },
+        'vote NO: too many prepared transactions',
+      );
       return vote(false, 'too many prepared transactions');
     }
     this.preparing += 1;
@@ -390,7 +424,13 @@ export class ParticipantEngine {
         const preparedAtMs = this.o.clock.nowMs();
         // A resource whose own prepare is durable holds T's work itself: its journal needs only T's id.
         const held = this.o.resource.durableAtPrepare?.(txnId) === true;
-        const record: PreparedRecord = { kind: 'prepared', txnId, atMs: preparedAtMs, payloadB64: held ? '' : toBase64(req.payload), participants: held ? [] : [...req.participants] };
+        const record: PreparedRecord = {
+          kind: 'prepared',
+          txnId,
+          atMs: preparedAtMs,
+          payloadB64: held ? '' : toBase64(req.payload),
+          participants: held ? [] : [...req.participants],
+        };
         this.prepareDurably(record, vote);
       }),
     );
@@ -412,7 +452,11 @@ export class ParticipantEngine {
         record,
         once('journal.append', (jerr) => {
           // Recovery finds T in the resource, so a lost record costs nothing but this line.
-          if (jerr !== null) this.log.warn({ txnId, err: jerr.message }, 'could not journal the prepared record; the resource holds the prepared state');
+          if (jerr !== null)
+            this.log.warn(
+              { txnId, err: jerr.message },
+              'could not journal the prepared record; the resource holds the prepared state',
+            );
         }),
       );
       return;
@@ -440,14 +484,20 @@ export class ParticipantEngine {
   // ---- DECISION → ACK ----
 
   /** Applies a final outcome learned from the coordinator or from the cluster. Runs inside exclusive(txnId). */
-  private applyDecision(txnId: TxnId, outcome: Outcome, source: 'coordinator' | 'cluster', cb: (err: ParticipantError | null) => void): void {
+  private applyDecision(
+    txnId: TxnId,
+    outcome: Outcome,
+    source: 'coordinator' | 'cluster',
+    cb: (err: ParticipantError | null) => void,
+  ): void {
     const known = this.decided.get(txnId);
     if (known !== undefined) {
       if (known.outcome === outcome) return cb(null); // a redelivered decision: ACK again (R7)
       return cb(this.violation(txnId, outcome, `it is already ${known.outcome} here`));
     }
     if (!this.prepared.has(txnId)) {
-      if (outcome === 'COMMITTED' && this.o.resource.durableAtPrepare?.(txnId) === true) return this.commitUnknown(txnId, source, cb);
+      if (outcome === 'COMMITTED' && this.o.resource.durableAtPrepare?.(txnId) === true)
+        return this.commitUnknown(txnId, source, cb);
       if (outcome === 'COMMITTED') return cb(this.violation(txnId, outcome, 'this participant never prepared it'));
       // Presumed abort: nothing prepared, so nothing to journal. Remembering the
       // id makes a PREPARE that arrives late get NO; work the resource holds
@@ -457,7 +507,11 @@ export class ParticipantEngine {
       this.o.resource.abortUnprepared?.(
         txnId,
         once('resource.abortUnprepared', (err) => {
-          if (err !== null) this.log.warn({ txnId, err: err.message }, 'could not release the work held for an unprepared transaction on ABORT; its own timeout will');
+          if (err !== null)
+            this.log.warn(
+              { txnId, err: err.message },
+              'could not release the work held for an unprepared transaction on ABORT; its own timeout will',
+            );
         }),
       );
       return cb(null);
@@ -483,19 +537,38 @@ export class ParticipantEngine {
    * answers from what it committed. Anything else is a COMMIT for a T never
    * prepared here, refused as before.
    */
-  private commitUnknown(txnId: TxnId, source: 'coordinator' | 'cluster', cb: (err: ParticipantError | null) => void): void {
+  private commitUnknown(
+    txnId: TxnId,
+    source: 'coordinator' | 'cluster',
+    cb: (err: ParticipantError | null) => void,
+  ): void {
     this.o.resource.commit(
       txnId,
       once('resource.commit', (err) => {
-        if (err !== null) return cb(this.violation(txnId, 'COMMITTED', `this participant does not hold it prepared, and the resource says: ${err.message}`));
-        this.log.info({ txnId, source }, 'COMMIT for a transaction the journal did not know: the resource committed it already; ACK');
+        if (err !== null)
+          return cb(
+            this.violation(
+              txnId,
+              'COMMITTED',
+              `this participant does not hold it prepared, and the resource says: ${err.message}`,
+            ),
+          );
+        this.log.info(
+          { txnId, source },
+          'COMMIT for a transaction the journal did not know: the resource committed it already; ACK',
+        );
         this.journalDecided(txnId, 'COMMITTED', source, cb);
       }),
     );
   }
 
   /** A decision the resource applied is journaled, then remembered; cb once it is durable. */
-  private journalDecided(txnId: TxnId, outcome: Outcome, source: 'coordinator' | 'cluster', cb: (err: ParticipantError | null) => void): void {
+  private journalDecided(
+    txnId: TxnId,
+    outcome: Outcome,
+    source: 'coordinator' | 'cluster',
+    cb: (err: ParticipantError | null) => void,
+  ): void {
     this.o.journal.append(
       { kind: recordKindOf(outcome), txnId, atMs: this.o.clock.nowMs() },
       once('journal.append', (jerr) => {
@@ -519,7 +592,10 @@ export class ParticipantEngine {
   private violation(txnId: TxnId, outcome: Outcome, why: string): ParticipantError {
     this.stats.protocolViolations += 1;
     const decision = outcome === 'COMMITTED' ? 'COMMIT' : 'ABORT';
-    this.log.error({ txnId, decision, local: this.stateOf(txnId) ?? 'none' }, `protocol violation: ${decision} refused`);
+    this.log.error(
+      { txnId, decision, local: this.stateOf(txnId) ?? 'none' },
+      `protocol violation: ${decision} refused`,
+    );
     return new ParticipantError('FAILED_PRECONDITION', `${decision} for transaction ${txnId} refused: ${why}`);
   }
 
@@ -533,7 +609,8 @@ export class ParticipantEngine {
   private pruneDecided(): void {
     const oldestMs = this.o.clock.nowMs() - this.o.decidedRetentionMs;
     this.oldestDecided.trimTo(this.o.decidedMax);
-    for (let e = this.oldestDecided.peek(); e !== null && e[1].atMs < oldestMs; e = this.oldestDecided.peek()) this.oldestDecided.shift();
+    for (let e = this.oldestDecided.peek(); e !== null && e[1].atMs < oldestMs; e = this.oldestDecided.peek())
+      this.oldestDecided.shift();
   }
 
   // ---- In doubt: the sweep hands overdue prepared transactions to the resolver (R4, R3) ----
@@ -550,15 +627,25 @@ export class ParticipantEngine {
 
   /** R7: a participant answers only for its own cluster and its own id. */
   private refuse(clusterId: string, participantId: string, txnId: string): ParticipantError | null {
-    if (this.phase !== 'running') return new ParticipantError('UNAVAILABLE', `participant "${this.o.participantId}" is ${this.phase === 'new' ? 'starting' : 'shutting down'}`);
+    if (this.phase !== 'running')
+      return new ParticipantError(
+        'UNAVAILABLE',
+        `participant "${this.o.participantId}" is ${this.phase === 'new' ? 'starting' : 'shutting down'}`,
+      );
     if (txnId === '') return new ParticipantError('INVALID_ARGUMENT', 'txn_id is empty');
     if (clusterId !== this.o.clusterId) {
       this.log.warn({ txnId, clusterId }, 'request for another cluster refused');
-      return new ParticipantError('FAILED_PRECONDITION', `cluster id mismatch: request for cluster "${clusterId}" reached a participant of cluster "${this.o.clusterId}"`);
+      return new ParticipantError(
+        'FAILED_PRECONDITION',
+        `cluster id mismatch: request for cluster "${clusterId}" reached a participant of cluster "${this.o.clusterId}"`,
+      );
     }
     if (participantId !== this.o.participantId) {
       this.log.warn({ txnId, to: participantId }, 'request for another participant refused');
-      return new ParticipantError('FAILED_PRECONDITION', `participant id mismatch: request for "${participantId}" reached participant "${this.o.participantId}"`);
+      return new ParticipantError(
+        'FAILED_PRECONDITION',
+        `participant id mismatch: request for "${participantId}" reached participant "${this.o.participantId}"`,
+      );
     }
     return null;
   }

@@ -95,13 +95,23 @@ export async function heuristicActOf(db: Db, gid: string, table = HEURISTIC_TABL
 }
 
 /** Acts of this participant (gid prefix) the cluster has not acknowledged, oldest first, at most rowsMax. */
-export async function unreportedActs(db: Db, prefix: string, rowsMax: number, table = HEURISTIC_TABLE): Promise<HeuristicAct[]> {
-  const r = await db.query<Row>(`SELECT * FROM ${table} WHERE starts_with(gid, $1) AND reported_at IS NULL ORDER BY at LIMIT $2`, [prefix, rowsMax]);
+export async function unreportedActs(
+  db: Db,
+  prefix: string,
+  rowsMax: number,
+  table = HEURISTIC_TABLE,
+): Promise<HeuristicAct[]> {
+  const r = await db.query<Row>(
+    `SELECT * FROM ${table} WHERE starts_with(gid, $1) AND reported_at IS NULL ORDER BY at LIMIT $2`,
+    [prefix, rowsMax],
+  );
   return r.rows.map(toAct);
 }
 
 export async function markReported(db: Db, gid: string, table = HEURISTIC_TABLE): Promise<void> {
-  await db.query(`UPDATE ${table} SET reported_at = statement_timestamp() WHERE gid = $1 AND reported_at IS NULL`, [gid]);
+  await db.query(`UPDATE ${table} SET reported_at = statement_timestamp() WHERE gid = $1 AND reported_at IS NULL`, [
+    gid,
+  ]);
 }
 
 /** `verdict participant resolve`'s request, whatever the database. */
@@ -120,7 +130,10 @@ export interface PgResolveOptions extends ResolveOptions {
   table?: string;
 }
 
-/** The columns of an act as every database stores them: gid, txn id, outcome (on-disk spelling), operator, reason, time (ms). */
+/**
+ * The columns of an act as every database stores them: gid, txn id, outcome (on-disk spelling), operator, reason, time
+ * (ms).
+ */
 export function actRow(act: HeuristicAct): [string, string, DecidedKind, string, string, number] {
   return [act.gid, act.txnId, recordKindOf(act.outcome), act.operator, act.reason, act.atMs];
 }
@@ -157,7 +170,10 @@ export interface HeuristicStore {
  * first record, refuse when nothing is prepared, else record, then act (see
  * the file comment for why this order).
  */
-export async function resolveByHand(store: HeuristicStore, o: { txnId: TxnId; gid: string; outcome: Outcome; operator: string; reason: string }): Promise<ResolveResult> {
+export async function resolveByHand(
+  store: HeuristicStore,
+  o: { txnId: TxnId; gid: string; outcome: Outcome; operator: string; reason: string },
+): Promise<ResolveResult> {
   checkText(o.operator, o.reason);
   const { txnId, gid } = o;
   const prepared = await store.isPrepared(gid);
@@ -173,12 +189,22 @@ export async function resolveByHand(store: HeuristicStore, o: { txnId: TxnId; gi
       `transaction ${txnId} is not prepared in this database (no ${gid} in ${store.preparedList}): it was already committed or rolled back (by its decision, or by hand without Verdict), or never prepared here; nothing was done`,
     );
   }
-  const act: HeuristicAct = earlier ?? { txnId, gid, outcome: o.outcome, operator: o.operator, reason: o.reason, atMs: Date.now(), reportedAtMs: null };
+  const act: HeuristicAct = earlier ?? {
+    txnId,
+    gid,
+    outcome: o.outcome,
+    operator: o.operator,
+    reason: o.reason,
+    atMs: Date.now(),
+    reportedAtMs: null,
+  };
   if (earlier === null) await store.record(act);
   try {
     await store.finish(gid, o.outcome);
   } catch (err) {
-    throw new HeuristicError(`the act is recorded but ${store.command(o.outcome)} ${gid} failed: ${store.describeError(err)}; run the command again`);
+    throw new HeuristicError(
+      `the act is recorded but ${store.command(o.outcome)} ${gid} failed: ${store.describeError(err)}; run the command again`,
+    );
   }
   return { act, performed: true };
 }
@@ -197,8 +223,13 @@ export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgReso
   if (o.target.startsWith('verdict:')) {
     const parsed = parseGid(prefix, o.target);
     if (parsed.kind === 'foreign')
-      throw new HeuristicError(`gid ${o.target} is not a gid of participant "${o.participantId}" of cluster "${o.clusterId}" (its gids start with ${prefix}); check --id and --cluster-id`);
-    if (parsed.kind === 'hashed') throw new HeuristicError(`gid ${o.target} is hashed and does not name its transaction; give the transaction id instead`);
+      throw new HeuristicError(
+        `gid ${o.target} is not a gid of participant "${o.participantId}" of cluster "${o.clusterId}" (its gids start with ${prefix}); check --id and --cluster-id`,
+      );
+    if (parsed.kind === 'hashed')
+      throw new HeuristicError(
+        `gid ${o.target} is hashed and does not name its transaction; give the transaction id instead`,
+      );
     gid = o.target;
     txnId = parsed.txnId;
   } else {
@@ -206,8 +237,14 @@ export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgReso
     gid = gidOf(prefix, txnId);
   }
   // Loaded here: the MySQL path shares this file and needs no `pg`.
-  const [{ default: driver }, { describePgError, sqlGid }] = await Promise.all([import('pg'), import('./postgres-sql.ts')]);
-  const client = new driver.Client({ connectionString: o.url, application_name: `verdict-resolve-${o.participantId}`.slice(0, 63) });
+  const [{ default: driver }, { describePgError, sqlGid }] = await Promise.all([
+    import('pg'),
+    import('./postgres-sql.ts'),
+  ]);
+  const client = new driver.Client({
+    connectionString: o.url,
+    application_name: `verdict-resolve-${o.participantId}`.slice(0, 63),
+  });
   try {
     await client.connect();
   } catch (err) {
@@ -218,10 +255,15 @@ export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgReso
     const store: HeuristicStore = {
       preparedList: 'pg_prepared_xacts',
       command: (outcome) => (outcome === 'COMMITTED' ? 'COMMIT PREPARED' : 'ROLLBACK PREPARED'),
-      isPrepared: async (g) => (await client.query('SELECT 1 FROM pg_prepared_xacts WHERE gid = $1 AND database = current_database()', [g])).rowCount !== 0,
+      isPrepared: async (g) =>
+        (await client.query('SELECT 1 FROM pg_prepared_xacts WHERE gid = $1 AND database = current_database()', [g]))
+          .rowCount !== 0,
       actOf: (g) => heuristicActOf(client, g, table),
       record: async (act) => {
-        await client.query(`INSERT INTO ${table} (gid, txn_id, outcome, operator, reason, at) VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0)) ON CONFLICT (gid) DO NOTHING`, actRow(act));
+        await client.query(
+          `INSERT INTO ${table} (gid, txn_id, outcome, operator, reason, at) VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0)) ON CONFLICT (gid) DO NOTHING`,
+          actRow(act),
+        );
       },
       finish: async (g, outcome) => {
         await client.query(`${outcome === 'COMMITTED' ? 'COMMIT' : 'ROLLBACK'} PREPARED ${sqlGid(g)}`);
@@ -235,9 +277,12 @@ export async function resolvePostgresByHand(o: PgResolveOptions): Promise<PgReso
 }
 
 export function checkText(operator: string, reason: string): void {
-  if (operator.trim() === '' || operator.length > OPERATOR_CHARS_MAX) throw new HeuristicError(`the operator must be 1–${OPERATOR_CHARS_MAX} characters`);
+  if (operator.trim() === '' || operator.length > OPERATOR_CHARS_MAX)
+    throw new HeuristicError(`the operator must be 1–${OPERATOR_CHARS_MAX} characters`);
   if (reason.trim() === '' || reason.length > REASON_CHARS_MAX)
-    throw new HeuristicError(`the reason must be 1–${REASON_CHARS_MAX} characters: it is recorded with the act and reported to the cluster`);
+    throw new HeuristicError(
+      `the reason must be 1–${REASON_CHARS_MAX} characters: it is recorded with the act and reported to the cluster`,
+    );
 }
 
 function describeAny(err: unknown): string {
@@ -272,7 +317,12 @@ export class HeuristicReporter {
       if (this.stopped) return;
       this.running = this.running
         .then(() => this.pass())
-        .catch((err: unknown) => this.o.log.warn({ err: (this.o.describeError ?? describeAny)(err) }, 'could not read the heuristic acts to report; trying again later'));
+        .catch((err: unknown) =>
+          this.o.log.warn(
+            { err: (this.o.describeError ?? describeAny)(err) },
+            'could not read the heuristic acts to report; trying again later',
+          ),
+        );
       void this.running.then(() => {
         if (!this.stopped) this.timer = setTimeout(tick, this.o.intervalMs ?? 5_000).unref();
       });
@@ -288,13 +338,20 @@ export class HeuristicReporter {
       try {
         kind = await this.o.report(act);
       } catch (err) {
-        this.o.log.warn({ txnId: act.txnId, gid: act.gid, err: (err as Error).message }, 'heuristic act not reported yet (cluster unreachable?); trying again later');
+        this.o.log.warn(
+          { txnId: act.txnId, gid: act.gid, err: (err as Error).message },
+          'heuristic act not reported yet (cluster unreachable?); trying again later',
+        );
         continue;
       }
       await this.o.markReported(act);
       this.reported += 1;
-      const log = kind === 'HEURMIX' || kind === 'HEURHAZ' ? this.o.log.error.bind(this.o.log) : this.o.log.warn.bind(this.o.log);
-      log({ txnId: act.txnId, gid: act.gid, outcome: act.outcome, operator: act.operator, kind }, `heuristic act reported to the cluster: ${kind}`);
+      const log =
+        kind === 'HEURMIX' || kind === 'HEURHAZ' ? this.o.log.error.bind(this.o.log) : this.o.log.warn.bind(this.o.log);
+      log(
+        { txnId: act.txnId, gid: act.gid, outcome: act.outcome, operator: act.operator, kind },
+        `heuristic act reported to the cluster: ${kind}`,
+      );
     }
   }
 

@@ -17,7 +17,15 @@
 // (up to askBatchMax ids each, asksInFlightMax questions at once).
 import { isFinal } from '../domain/protocol.ts';
 import { assert } from '../util/assert.ts';
-import { type AskOutcome, type AskOutcomes, type ClusterOutcome, type EngineLog, type Outcome, type Schedule, type TxnId } from './types.ts';
+import {
+  type AskOutcome,
+  type AskOutcomes,
+  type ClusterOutcome,
+  type EngineLog,
+  type Outcome,
+  type Schedule,
+  type TxnId,
+} from './types.ts';
 
 export interface InDoubtOptions {
   askOutcome: AskOutcome;
@@ -185,7 +193,10 @@ export class InDoubtResolver {
     }
   }
 
-  /** Queues T; with batched questions the pump waits for the others due now (a broken stream's whole list, retries that fall due together). */
+  /**
+   * Queues T; with batched questions the pump waits for the others due now (a broken stream's whole list, retries that
+   * fall due together).
+   */
   private requeue(txnId: TxnId): void {
     this.queue.push(txnId);
     if (this.o.askOutcomes === undefined) return this.pump();
@@ -221,7 +232,8 @@ export class InDoubtResolver {
       delayMs = Math.min(this.o.askBackoffMaxMs, this.o.askBackoffMinMs * 2 ** Math.min(r.backoffs, 30));
       r.backoffs += 1;
     }
-    if (r.attempts === 1 || r.attempts % 10 === 0) this.o.log.warn({ txnId, attempts: r.attempts, delayMs, why }, 'in doubt: outcome not known yet; asking again');
+    if (r.attempts === 1 || r.attempts % 10 === 0)
+      this.o.log.warn({ txnId, attempts: r.attempts, delayMs, why }, 'in doubt: outcome not known yet; asking again');
     r.state = 'waiting';
     r.cancel = this.o.schedule(delayMs, () => {
       r.cancel = null;

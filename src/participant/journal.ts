@@ -58,7 +58,10 @@ export interface FileJournalOptions<R> {
   /** Validates a record read back from disk (assert on both sides of the boundary). */
   isRecord: (v: unknown) => v is R;
   compactAfterRecords?: number;
-  /** Compact once the frames appended since the last compaction hold this many bytes (or the last snapshot's size, if larger). */
+  /**
+   * Compact once the frames appended since the last compaction hold this many bytes (or the last snapshot's size, if
+   * larger).
+   */
   compactAfterBytes?: number;
   /** Compact once this long has passed since the last compaction (or the open) and something was appended. */
   compactAfterMs?: number;
@@ -81,7 +84,9 @@ export class JournalCorruptError extends Error {
   readonly path: string;
   readonly offsetBytes: number;
   constructor(path: string, offsetBytes: number, why: string) {
-    super(`participant journal ${path} is corrupt at byte offset ${offsetBytes}: ${why}; restore the data directory from a backup or move the file away (its prepared transactions are then lost)`);
+    super(
+      `participant journal ${path} is corrupt at byte offset ${offsetBytes}: ${why}; restore the data directory from a backup or move the file away (its prepared transactions are then lost)`,
+    );
     this.name = 'JournalCorruptError';
     this.path = path;
     this.offsetBytes = offsetBytes;
@@ -147,9 +152,20 @@ export class FileJournal<R> {
       },
       opts,
     );
-    if (!(o.compactAfterRecords > 0 && o.compactAfterBytes > 0 && o.compactAfterMs > 0 && o.batchBytesMax > 0 && o.queueRecordsMax > 0)) throw new Error('journal bounds must be positive');
-    if (!(o.deferredSyncMs >= 0 && o.deferredSyncMs <= 1_000)) throw new Error('journal deferredSyncMs must be 0 to 1000');
-    if (!(o.lazySyncMs >= o.deferredSyncMs && o.lazySyncMs <= 60_000)) throw new Error('journal lazySyncMs must be from deferredSyncMs to 60000');
+    if (
+      !(
+        o.compactAfterRecords > 0 &&
+        o.compactAfterBytes > 0 &&
+        o.compactAfterMs > 0 &&
+        o.batchBytesMax > 0 &&
+        o.queueRecordsMax > 0
+      )
+    )
+      throw new Error('journal bounds must be positive');
+    if (!(o.deferredSyncMs >= 0 && o.deferredSyncMs <= 1_000))
+      throw new Error('journal deferredSyncMs must be 0 to 1000');
+    if (!(o.lazySyncMs >= o.deferredSyncMs && o.lazySyncMs <= 60_000))
+      throw new Error('journal lazySyncMs must be from deferredSyncMs to 60000');
     // A temp file is left only by a crash during compaction, before its rename: the journal itself is intact.
     await rm(tempPath(o.path), { force: true });
     let buf: Buffer | null = null;
@@ -165,7 +181,10 @@ export class FileJournal<R> {
       records = count;
       fileBytes = validBytes;
       if (validBytes < buf.byteLength) {
-        o.log.warn({ path: o.path, offsetBytes: validBytes, droppedBytes: buf.byteLength - validBytes }, 'journal: torn tail from a crash truncated');
+        o.log.warn(
+          { path: o.path, offsetBytes: validBytes, droppedBytes: buf.byteLength - validBytes },
+          'journal: torn tail from a crash truncated',
+        );
         const t = await open(o.path, 'r+');
         try {
           await t.truncate(validBytes);
@@ -270,7 +289,13 @@ export class FileJournal<R> {
         this.pumping = null;
         if (this.queue.length === 0 || this.failed !== null || this.closed) return;
         // The most urgent record left decides how soon the next frame is written.
-        this.kickFor(this.queue.some((p) => p.wait === 'now') ? 'now' : this.queue.some((p) => p.wait === 'deferred') ? 'deferred' : 'lazy');
+        this.kickFor(
+          this.queue.some((p) => p.wait === 'now')
+            ? 'now'
+            : this.queue.some((p) => p.wait === 'deferred')
+              ? 'deferred'
+              : 'lazy',
+        );
       });
   }
 
@@ -314,10 +339,15 @@ export class FileJournal<R> {
     return this.queue.splice(0, n);
   }
 
-  /** After a failed write or sync the file's state is unknown (a later fsync may not report it), so the journal stops. */
+  /**
+   * After a failed write or sync the file's state is unknown (a later fsync may not report it), so the journal stops.
+   */
   private fail(err: Error, batch: Pending<R>[]): void {
     this.failed = err;
-    this.o.log.error({ path: this.o.path, err: err.message }, 'journal write failed; the participant must be restarted');
+    this.o.log.error(
+      { path: this.o.path, err: err.message },
+      'journal write failed; the participant must be restarted',
+    );
     for (const p of [...batch, ...this.queue.splice(0)]) p.cb(err);
   }
 
@@ -341,7 +371,10 @@ export class FileJournal<R> {
       }
     } catch (err) {
       // The journal itself is untouched; try again when compaction is next due.
-      this.o.log.warn({ path: this.o.path, err: (err as Error).message }, 'journal compaction failed; continuing on the uncompacted journal');
+      this.o.log.warn(
+        { path: this.o.path, err: (err as Error).message },
+        'journal compaction failed; continuing on the uncompacted journal',
+      );
       this.appendedSinceCompaction = 0;
       this.bytesSinceCompaction = 0;
       this.lastCompactionAtMs = Date.now();
@@ -396,7 +429,10 @@ function* framesOf(jsons: string[], batchBytesMax: number): Generator<Buffer> {
   if (cur.length > 0) yield encodeFrame(cur);
 }
 
-/** Folds every intact frame; returns where the intact prefix ends. Throws JournalCorruptError on damage that is not a torn tail. */
+/**
+ * Folds every intact frame; returns where the intact prefix ends. Throws JournalCorruptError on damage that is not a
+ * torn tail.
+ */
 function replay<R>(buf: Buffer, o: Required<FileJournalOptions<R>>): { validBytes: number; count: number } {
   let offset = 0;
   let count = 0;
@@ -420,9 +456,11 @@ function replay<R>(buf: Buffer, o: Required<FileJournalOptions<R>>): { validByte
     } catch {
       throw new JournalCorruptError(o.path, offset, 'frame payload is not JSON');
     }
-    if (!Array.isArray(records) || records.length === 0) throw new JournalCorruptError(o.path, offset, 'frame payload is not a list of records');
+    if (!Array.isArray(records) || records.length === 0)
+      throw new JournalCorruptError(o.path, offset, 'frame payload is not a list of records');
     for (const r of records) {
-      if (!o.isRecord(r)) throw new JournalCorruptError(o.path, offset, `unrecognized record ${JSON.stringify(r).slice(0, 120)}`);
+      if (!o.isRecord(r))
+        throw new JournalCorruptError(o.path, offset, `unrecognized record ${JSON.stringify(r).slice(0, 120)}`);
       o.fold.add(r);
       count += 1;
     }

@@ -17,7 +17,15 @@
 import { assert } from '../util/assert.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
 import { parsePayload, type Writes } from './memory.ts';
-import { fromBase64, type DataRecord, type JournalRecord, type Settled, type PreparedRecord, type TxnId, type TxnRecord } from './types.ts';
+import {
+  fromBase64,
+  type DataRecord,
+  type JournalRecord,
+  type Settled,
+  type PreparedRecord,
+  type TxnId,
+  type TxnRecord,
+} from './types.ts';
 
 /** Decided ids a snapshot keeps, so duplicates of recent PREPAREs still get NO after a restart. */
 export const SNAPSHOT_DECIDED_MAX = 10_000;

@@ -36,7 +36,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Parses and validates a memory-resource payload; every failure has a reason a user can act on. */
 export function parsePayload(payload: Uint8Array): ParsedPayload {
-  if (payload.byteLength > PAYLOAD_BYTES_MAX) return bad(`payload is ${payload.byteLength} bytes; at most ${PAYLOAD_BYTES_MAX}`);
+  if (payload.byteLength > PAYLOAD_BYTES_MAX)
+    return bad(`payload is ${payload.byteLength} bytes; at most ${PAYLOAD_BYTES_MAX}`);
   let text: string;
   try {
     text = utf8.decode(payload);
@@ -49,15 +50,18 @@ export function parsePayload(payload: Uint8Array): ParsedPayload {
   } catch (err) {
     return bad(`payload is not valid JSON (${(err as Error).message}); expected {"set": {"key": "value"}}`);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return bad('payload must be a JSON object like {"set": {"key": "value"}}');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    return bad('payload must be a JSON object like {"set": {"key": "value"}}');
   const obj = v as Record<string, unknown>;
-  for (const k of Object.keys(obj)) if (k !== 'set' && k !== 'fail') return bad(`payload has an unknown field "${k}"; allowed: set, fail`);
+  for (const k of Object.keys(obj))
+    if (k !== 'set' && k !== 'fail') return bad(`payload has an unknown field "${k}"; allowed: set, fail`);
   if ('fail' in obj) {
     if (typeof obj.fail !== 'string') return bad('payload "fail" must be a string');
     return bad(obj.fail === '' ? 'payload asked to fail' : obj.fail);
   }
   const set = obj.set ?? {};
-  if (typeof set !== 'object' || set === null || Array.isArray(set)) return bad('payload "set" must be an object of string values');
+  if (typeof set !== 'object' || set === null || Array.isArray(set))
+    return bad('payload "set" must be an object of string values');
   const writes = new Map<string, string>();
   for (const [key, value] of Object.entries(set as Record<string, unknown>)) {
     if (typeof value !== 'string') return bad(`payload "set.${key}" must be a string`);
@@ -79,10 +83,16 @@ export function memoryPayload(set: Record<string, string>, fail?: string): Uint8
 
 export class MemoryResource implements Resource {
   private readonly data = new Map<string, string>();
-  /** key → the prepared transaction holding it. Invariant: every lock belongs to a txn in `prepared` and to one of its writes. */
+  /**
+   * key → the prepared transaction holding it. Invariant: every lock belongs to a txn in `prepared` and to one of its
+   * writes.
+   */
   private readonly locks = new Map<string, TxnId>();
   private readonly prepared = new Map<TxnId, Writes>();
-  /** Told the writes of every payload this resource votes YES on (MemoryState.offerWrites), so the journal's fold need not parse it again. */
+  /**
+   * Told the writes of every payload this resource votes YES on (MemoryState.offerWrites), so the journal's fold need
+   * not parse it again.
+   */
   private readonly onPrepared: ((txnId: TxnId, writes: Writes) => void) | null;
   /** How long a PREPARE waits for a locked key (waitForLocks); null: it votes NO at once. */
   private lockWait: { schedule: Schedule; ms: number } | null = null;
@@ -94,13 +104,20 @@ export class MemoryResource implements Resource {
   }
 
   /** A store holding `data` and the prepared transactions' writes (and so their locks), as the journal left them. */
-  static restore(data: ReadonlyMap<string, string>, prepared: ReadonlyMap<TxnId, Writes>, onPrepared?: (txnId: TxnId, writes: Writes) => void): MemoryResource {
+  static restore(
+    data: ReadonlyMap<string, string>,
+    prepared: ReadonlyMap<TxnId, Writes>,
+    onPrepared?: (txnId: TxnId, writes: Writes) => void,
+  ): MemoryResource {
     const r = new MemoryResource(onPrepared);
     for (const [k, v] of data) r.data.set(k, v);
     for (const [txnId, writes] of prepared) {
       const conflict = r.conflict(txnId, writes);
       // Two prepared transactions holding the same key would mean the journal disagrees with the rules above.
-      assert(conflict === null, `journal: prepared ${txnId} holds keys no other prepared transaction holds (${conflict ?? ''})`);
+      assert(
+        conflict === null,
+        `journal: prepared ${txnId} holds keys no other prepared transaction holds (${conflict ?? ''})`,
+      );
       r.lock(txnId, writes);
     }
     return r;
@@ -133,7 +150,12 @@ export class MemoryResource implements Resource {
   }
 
   /** Tries again whenever a key it needs is released; votes NO with the last conflict when the wait is over. */
-  private waitThenPrepare(txnId: TxnId, writes: Writes, wait: { schedule: Schedule; ms: number }, cb: (err: Error | null, vote: ResourceVote) => void): void {
+  private waitThenPrepare(
+    txnId: TxnId,
+    writes: Writes,
+    wait: { schedule: Schedule; ms: number },
+    cb: (err: Error | null, vote: ResourceVote) => void,
+  ): void {
     let done = false;
     const keys = [...writes.keys()];
     const unwatch = (): void => {

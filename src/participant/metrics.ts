@@ -9,10 +9,10 @@ import type { PreparedStats } from './prepared-recovery.ts';
 import type { TccCounts } from './tcc/barrier.ts';
 
 /**
- * `refusedCalls`: PREPAREs, DECISIONs and Exchange streams refused because the caller is not a node of the cluster (TLS).
- * dbPrepared: for a database resource, what its last scan of the database's
- * own prepared list (pg_prepared_xacts, XA RECOVER) found, which includes
- * branches the engine does not hold (adopted, orphaned, another process's).
+ * `refusedCalls`: PREPAREs, DECISIONs and Exchange streams refused because the caller is not a node of the cluster
+ * (TLS). dbPrepared: for a database resource, what its last scan of the database's own prepared list
+ * (pg_prepared_xacts, XA RECOVER) found, which includes branches the engine does not hold (adopted, orphaned, another
+ * process's).
  */
 export function participantMetrics(
   participantId: string,
@@ -133,10 +133,26 @@ function tccMetrics(r: Registry, tcc: () => TccCounts & { expired: number }): vo
     },
   });
   const counters: [keyof TccCounts | 'expired', string, string][] = [
-    ['expired', 'verdict_participant_tcc_reserves_expired_total', 'TCC reserves whose TTL ran out before a decision reached this participant (each then asked the cluster).'],
-    ['emptyRollbacks', 'verdict_participant_tcc_empty_rollbacks_total', 'Cancels that found no Try on record (empty rollbacks), recorded so that a late Try is refused.'],
-    ['hangingRefused', 'verdict_participant_tcc_hanging_tries_refused_total', 'Trys refused because their Cancel came first (hanging Trys); each voted NO.'],
-    ['handlerFailures', 'verdict_participant_tcc_handler_failures_total', 'TCC handler calls that threw: a Try votes NO, a Confirm or Cancel is retried.'],
+    [
+      'expired',
+      'verdict_participant_tcc_reserves_expired_total',
+      'TCC reserves whose TTL ran out before a decision reached this participant (each then asked the cluster).',
+    ],
+    [
+      'emptyRollbacks',
+      'verdict_participant_tcc_empty_rollbacks_total',
+      'Cancels that found no Try on record (empty rollbacks), recorded so that a late Try is refused.',
+    ],
+    [
+      'hangingRefused',
+      'verdict_participant_tcc_hanging_tries_refused_total',
+      'Trys refused because their Cancel came first (hanging Trys); each voted NO.',
+    ],
+    [
+      'handlerFailures',
+      'verdict_participant_tcc_handler_failures_total',
+      'TCC handler calls that threw: a Try votes NO, a Confirm or Cancel is retried.',
+    ],
   ];
   for (const [key, name, help] of counters) {
     new Counter({

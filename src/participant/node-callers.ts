@@ -54,7 +54,10 @@ export class NodeCallers {
         this.members = new Set(ids.slice(0, MEMBERS_MAX));
         this.o.log.debug({ members: [...this.members] }, "learned the cluster's node ids");
       } catch (err) {
-        this.o.log.warn({ err: (err as Error).message }, "could not learn the cluster's node ids; callers not already known are refused until it answers");
+        this.o.log.warn(
+          { err: (err as Error).message },
+          "could not learn the cluster's node ids; callers not already known are refused until it answers",
+        );
       } finally {
         this.fetching = null;
       }
@@ -73,8 +76,10 @@ export class NodeCallers {
     if (notNode !== null) return refuse(`the caller's ${notNode}`);
     const cn = subjectField(cert.subject, 'CN') ?? '';
     if (this.members.has(cn)) return done(null);
-    const notMember = (): string => `the caller's certificate CN=${cn.slice(0, 64)} names no node of cluster "${this.o.clusterId}" (its nodes: ${this.known().join(', ') || 'not known yet'})`;
-    if (this.fetching === null && this.o.nowMs() - this.fetchStartedAtMs < (this.o.refreshMinMs ?? 1_000)) return refuse(notMember());
+    const notMember = (): string =>
+      `the caller's certificate CN=${cn.slice(0, 64)} names no node of cluster "${this.o.clusterId}" (its nodes: ${this.known().join(', ') || 'not known yet'})`;
+    if (this.fetching === null && this.o.nowMs() - this.fetchStartedAtMs < (this.o.refreshMinMs ?? 1_000))
+      return refuse(notMember());
     void this.refresh().then(() => (this.members.has(cn) ? done(null) : refuse(notMember())));
   };
 }

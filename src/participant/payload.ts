@@ -27,14 +27,21 @@ export function parsePgPayload(payload: Uint8Array): ParsedPgPayload {
   try {
     v = JSON.parse(utf8.decode(payload));
   } catch (err) {
-    return { ok: false, reason: `payload is not UTF-8 JSON (${(err as Error).message}); expected {"sql": ["INSERT ...", ...]} or an empty payload` };
+    return {
+      ok: false,
+      reason: `payload is not UTF-8 JSON (${(err as Error).message}); expected {"sql": ["INSERT ...", ...]} or an empty payload`,
+    };
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { ok: false, reason: 'payload must be a JSON object like {"sql": ["INSERT ..."]}' };
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    return { ok: false, reason: 'payload must be a JSON object like {"sql": ["INSERT ..."]}' };
   const obj = v as Record<string, unknown>;
-  for (const k of Object.keys(obj)) if (k !== 'sql') return { ok: false, reason: `payload has an unknown field "${k}"; allowed: sql` };
+  for (const k of Object.keys(obj))
+    if (k !== 'sql') return { ok: false, reason: `payload has an unknown field "${k}"; allowed: sql` };
   const sql = obj.sql;
-  if (!Array.isArray(sql) || !sql.every((s) => typeof s === 'string' && s.trim() !== '')) return { ok: false, reason: 'payload "sql" must be an array of non-empty SQL strings' };
-  if (sql.length > PG_PAYLOAD_STATEMENTS_MAX) return { ok: false, reason: `payload has ${sql.length} statements; at most ${PG_PAYLOAD_STATEMENTS_MAX}` };
+  if (!Array.isArray(sql) || !sql.every((s) => typeof s === 'string' && s.trim() !== ''))
+    return { ok: false, reason: 'payload "sql" must be an array of non-empty SQL strings' };
+  if (sql.length > PG_PAYLOAD_STATEMENTS_MAX)
+    return { ok: false, reason: `payload has ${sql.length} statements; at most ${PG_PAYLOAD_STATEMENTS_MAX}` };
   return { ok: true, sql: sql as string[] };
 }
 

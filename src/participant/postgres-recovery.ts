@@ -36,20 +36,41 @@
 // commit markers are deleted every markerCleanupIntervalMs.
 import type { ParticipantEngine } from './engine.ts';
 import { PostgresResource, PostgresConfigError, type PostgresResourceOptions } from './postgres.ts';
-import { openDbParticipant, PreparedMonitor, type DbParticipantContext, type PreparedMonitorOptions, type PreparedParticipantOptions, type PreparedSetup } from './prepared-recovery.ts';
+import {
+  openDbParticipant,
+  PreparedMonitor,
+  type DbParticipantContext,
+  type PreparedMonitorOptions,
+  type PreparedParticipantOptions,
+  type PreparedSetup,
+} from './prepared-recovery.ts';
 
-export { isTxnRecord, reconcile, TxnJournalState as PgJournalState, type Reconciled, type ScanReport, type StuckAlert } from './prepared-recovery.ts';
+export {
+  isTxnRecord,
+  reconcile,
+  TxnJournalState as PgJournalState,
+  type Reconciled,
+  type ScanReport,
+  type StuckAlert,
+} from './prepared-recovery.ts';
 
 export const PG_JOURNAL_FILE = 'journal-postgres.log';
 
 /** The shared monitor, typed for a PostgresResource. */
 export class PostgresMonitor extends PreparedMonitor {
-  constructor(o: Omit<PreparedMonitorOptions, 'resource' | 'engine'> & { resource: PostgresResource; engine: Pick<ParticipantEngine, 'stateOf' | 'resolveInDoubt'> }) {
+  constructor(
+    o: Omit<PreparedMonitorOptions, 'resource' | 'engine'> & {
+      resource: PostgresResource;
+      engine: Pick<ParticipantEngine, 'stateOf' | 'resolveInDoubt'>;
+    },
+  ) {
     super(o);
   }
 }
 
-export interface PostgresParticipantOptions extends Omit<PostgresResourceOptions, 'clusterId' | 'participantId' | 'log'>, PreparedParticipantOptions {}
+export interface PostgresParticipantOptions
+  extends Omit<PostgresResourceOptions, 'clusterId' | 'participantId' | 'log'>,
+    PreparedParticipantOptions {}
 
 export type PostgresSetup = PreparedSetup<PostgresResource>;
 
@@ -58,5 +79,9 @@ export type PostgresSetup = PreparedSetup<PostgresResource>;
  * two-phase commit), the journal, and reconciles them (see the table above).
  */
 export function openPostgresParticipant(o: PostgresParticipantOptions & DbParticipantContext): Promise<PostgresSetup> {
-  return openDbParticipant(o, { journalFile: PG_JOURNAL_FILE, open: (r) => PostgresResource.open(r), refuse: (message) => new PostgresConfigError(message) });
+  return openDbParticipant(o, {
+    journalFile: PG_JOURNAL_FILE,
+    open: (r) => PostgresResource.open(r),
+    refuse: (message) => new PostgresConfigError(message),
+  });
 }

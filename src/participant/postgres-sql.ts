@@ -24,8 +24,13 @@ export class PostgresConfigError extends Error {
  * may, or runs without fsync. synchronous_commit does not matter: PostgreSQL
  * flushes a PREPARE TRANSACTION's WAL record before it answers, whatever it says.
  */
-export async function checkServer(pool: pg.Pool, o: { url: string; concurrency: number; log: EngineLog }): Promise<void> {
-  const r = await pool.query<{ mpt: string; fsync: string }>("SELECT current_setting('max_prepared_transactions') AS mpt, current_setting('fsync') AS fsync");
+export async function checkServer(
+  pool: pg.Pool,
+  o: { url: string; concurrency: number; log: EngineLog },
+): Promise<void> {
+  const r = await pool.query<{ mpt: string; fsync: string }>(
+    "SELECT current_setting('max_prepared_transactions') AS mpt, current_setting('fsync') AS fsync",
+  );
   const row = r.rows[0];
   const mpt = Number(row?.mpt);
   if (mpt === 0) {
@@ -40,7 +45,11 @@ export async function checkServer(pool: pg.Pool, o: { url: string; concurrency: 
       `PostgreSQL max_prepared_transactions (${mpt}) is below the adapter's concurrency (${o.concurrency}): PREPAREs beyond ${mpt} at once will vote NO; raise it and restart PostgreSQL`,
     );
   }
-  if (row?.fsync !== 'on') o.log.warn({ fsync: row?.fsync }, 'PostgreSQL runs with fsync off: a prepared transaction may not survive a crash of its machine (R4 does not hold)');
+  if (row?.fsync !== 'on')
+    o.log.warn(
+      { fsync: row?.fsync },
+      'PostgreSQL runs with fsync off: a prepared transaction may not survive a crash of its machine (R4 does not hold)',
+    );
 }
 
 /**
@@ -49,7 +58,10 @@ export async function checkServer(pool: pg.Pool, o: { url: string; concurrency: 
  * prepared transaction holding a marker row, i.e. forever after a crash.
  */
 export async function ensureMarkerTable(pool: pg.Pool, table: string): Promise<void> {
-  const exists = await pool.query<{ t: boolean; i: boolean }>('SELECT to_regclass($1) IS NOT NULL AS t, to_regclass($2) IS NOT NULL AS i', [table, `${table}_age`]);
+  const exists = await pool.query<{ t: boolean; i: boolean }>(
+    'SELECT to_regclass($1) IS NOT NULL AS t, to_regclass($2) IS NOT NULL AS i',
+    [table, `${table}_age`],
+  );
   if (exists.rows[0]?.t === true && exists.rows[0]?.i === true) return;
   const ddl = [
     `CREATE TABLE IF NOT EXISTS ${table} (gid text PRIMARY KEY, txn_id text NOT NULL, prepared_at timestamptz NOT NULL, committed_at timestamptz)`,
@@ -72,7 +84,11 @@ export async function markerExists(pool: pg.Pool, table: string, gid: string): P
 }
 
 /** Prepared transactions of this database whose gid starts with prefix, oldest first, at most rowsMax. */
-export async function selectPrepared(pool: pg.Pool, prefix: string, rowsMax: number): Promise<{ gid: string; preparedAtMs: number; ageMs: number }[]> {
+export async function selectPrepared(
+  pool: pg.Pool,
+  prefix: string,
+  rowsMax: number,
+): Promise<{ gid: string; preparedAtMs: number; ageMs: number }[]> {
   const r = await pool.query<{ gid: string; prepared: Date; age_ms: string }>(
     `SELECT gid, prepared, (extract(epoch FROM (clock_timestamp() - prepared)) * 1000)::bigint AS age_ms
        FROM pg_prepared_xacts
@@ -80,11 +96,21 @@ export async function selectPrepared(pool: pg.Pool, prefix: string, rowsMax: num
       ORDER BY prepared LIMIT $2`,
     [prefix, rowsMax],
   );
-  return r.rows.map((row) => ({ gid: row.gid, preparedAtMs: row.prepared.getTime(), ageMs: Math.max(0, Number(row.age_ms)) }));
+  return r.rows.map((row) => ({
+    gid: row.gid,
+    preparedAtMs: row.prepared.getTime(),
+    ageMs: Math.max(0, Number(row.age_ms)),
+  }));
 }
 
-/** Deletes markers under prefix older than the retention (by commit time when known), batch rows per statement, at most 100 batches. */
-export async function deleteOldMarkers(pool: pg.Pool, o: { table: string; prefix: string; retentionMs: number; batch: number }): Promise<number> {
+/**
+ * Deletes markers under prefix older than the retention (by commit time when known), batch rows per statement, at most
+ * 100 batches.
+ */
+export async function deleteOldMarkers(
+  pool: pg.Pool,
+  o: { table: string; prefix: string; retentionMs: number; batch: number },
+): Promise<number> {
   let total = 0;
   for (let i = 0; i < 100; i++) {
     const r = await pool.query(
@@ -116,7 +142,10 @@ const INSUFFICIENT_PRIVILEGE = '42501';
  * PostgresConfigError, the adapter's own refusal as it is and anything else
  * with the fix (describeSetupError). One path for every adapter.
  */
-export async function setUpOrRefuse(o: { url: string; tables: readonly string[]; close: () => Promise<void> }, setUp: () => Promise<void>): Promise<void> {
+export async function setUpOrRefuse(
+  o: { url: string; tables: readonly string[]; close: () => Promise<void> },
+  setUp: () => Promise<void>,
+): Promise<void> {
   try {
     await setUp();
   } catch (err) {
@@ -148,14 +177,20 @@ export function describeSetupError(err: unknown, url: string, tables: readonly s
   return `cannot use PostgreSQL at ${redact(url)}: ${describePgError(err)}`;
 }
 
-/** A PostgreSQL error as a vote reason: SQLSTATE and message (and detail); other errors as a lost connection or their message. */
+/**
+ * A PostgreSQL error as a vote reason: SQLSTATE and message (and detail); other errors as a lost connection or their
+ * message.
+ */
 export function describePgError(err: unknown): string {
   if (err instanceof pg.DatabaseError) {
     return `SQLSTATE ${err.code ?? '?????'}: ${err.message}${err.detail !== undefined && err.detail !== '' ? ` (${err.detail})` : ''}`;
   }
   const e = err as { message?: string; code?: string };
   const message = e?.message ?? String(err);
-  if ((typeof e?.code === 'string' && /^E[A-Z]+$/.test(e.code)) || /connection terminated|connection.*(closed|ended)|timeout exceeded when trying to connect/i.test(message)) {
+  if (
+    (typeof e?.code === 'string' && /^E[A-Z]+$/.test(e.code)) ||
+    /connection terminated|connection.*(closed|ended)|timeout exceeded when trying to connect/i.test(message)
+  ) {
     return `lost connection to PostgreSQL: ${message}`;
   }
   return message;

@@ -75,9 +75,26 @@
 import pg from 'pg';
 import type { PoolClient, QueryResult } from 'pg';
 import { gidOf, gidPrefix, parseGid } from './postgres-gid.ts';
-import { PostgresConfigError, checkServer, deleteOldMarkers, describePgError, ensureMarkerTable, markerExists, selectPrepared, setUpOrRefuse, sqlGid } from './postgres-sql.ts';
+import {
+  PostgresConfigError,
+  checkServer,
+  deleteOldMarkers,
+  describePgError,
+  ensureMarkerTable,
+  markerExists,
+  selectPrepared,
+  setUpOrRefuse,
+  sqlGid,
+} from './postgres-sql.ts';
 import { SILENT_LOG, withDefaults, type EngineLog, type TxnId } from './types.ts';
-import { HEURISTIC_TABLE, ensureHeuristicTable, heuristicActOf, markReported, unreportedActs, type HeuristicAct } from './heuristic.ts';
+import {
+  HEURISTIC_TABLE,
+  ensureHeuristicTable,
+  heuristicActOf,
+  markReported,
+  unreportedActs,
+  type HeuristicAct,
+} from './heuristic.ts';
 import { DB_DEFAULTS, DbResource, type DbCounts, type DbTxn } from './db-resource.ts';
 import type { PreparedGid } from './prepared-recovery.ts';
 
@@ -109,7 +126,9 @@ export interface PostgresResourceOptions {
   participantId: string;
   /** postgres://user:password@host:port/database */
   url: string;
-  /** Transactions open at once: the work pool's size. PostgreSQL's max_prepared_transactions should be at least this. */
+  /**
+   * Transactions open at once: the work pool's size. PostgreSQL's max_prepared_transactions should be at least this.
+   */
   concurrency?: number;
   /** Connections for COMMIT / ROLLBACK PREPARED, apart from the work pool; 0 (the default): as many as concurrency. */
   decisionConnections?: number;
@@ -177,13 +196,28 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     this.o = o;
     this.prefix = gidPrefix(o.clusterId, o.participantId);
     this.table = this.o.markerTable;
-    const base = { connectionString: o.url, connectionTimeoutMillis: this.o.acquireTimeoutMs, application_name: `verdict-${o.participantId}`.slice(0, 63) };
+    const base = {
+      connectionString: o.url,
+      connectionTimeoutMillis: this.o.acquireTimeoutMs,
+      application_name: `verdict-${o.participantId}`.slice(0, 63),
+    };
     this.work_ = new pg.Pool({ ...base, max: this.o.concurrency, idleTimeoutMillis: 30_000 });
     // Decisions, scans and upkeep never wait long for a lock: they are retried instead.
-    this.decide = new pg.Pool({ ...base, max: this.o.decisionConnections, idleTimeoutMillis: 30_000, lock_timeout: this.o.controlLockTimeoutMs });
-    this.control = new pg.Pool({ ...base, max: this.o.controlConnections, idleTimeoutMillis: 30_000, lock_timeout: this.o.controlLockTimeoutMs });
+    this.decide = new pg.Pool({
+      ...base,
+      max: this.o.decisionConnections,
+      idleTimeoutMillis: 30_000,
+      lock_timeout: this.o.controlLockTimeoutMs,
+    });
+    this.control = new pg.Pool({
+      ...base,
+      max: this.o.controlConnections,
+      idleTimeoutMillis: 30_000,
+      lock_timeout: this.o.controlLockTimeoutMs,
+    });
     // An idle connection that dies (server restart) is reported here; without a listener it would crash the process.
-    for (const pool of [this.work_, this.decide, this.control]) pool.on('error', (err) => this.log.warn({ err: err.message }, 'PostgreSQL connection lost while idle'));
+    for (const pool of [this.work_, this.decide, this.control])
+      pool.on('error', (err) => this.log.warn({ err: err.message }, 'PostgreSQL connection lost while idle'));
   }
 
   /**
@@ -208,18 +242,24 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     if (o.openTxnsMax === 0) o.openTxnsMax = o.concurrency * 16;
     if (o.decisionConnections === 0) o.decisionConnections = o.concurrency;
     const r = new PostgresResource(o, opts.log ?? SILENT_LOG);
-    await setUpOrRefuse({ url: o.url, tables: [r.table, HEURISTIC_TABLE], close: () => r.endConnections() }, async () => {
-      if (!(r.o.concurrency >= 1 && r.o.controlConnections >= 1 && Number.isInteger(r.o.concurrency))) {
-        throw new PostgresConfigError(`PostgreSQL concurrency must be a positive integer, not ${r.o.concurrency}`);
-      }
-      if (!(Number.isInteger(r.o.decisionConnections) && r.o.decisionConnections >= 1)) {
-        throw new PostgresConfigError(`PostgreSQL decision connections must be a positive integer, not ${r.o.decisionConnections}`);
-      }
-      if (!MARKER_TABLE_PATTERN.test(r.table)) throw new PostgresConfigError(`marker table name "${r.table}" must be a lower-case SQL identifier`);
-      await checkServer(r.control, { url: o.url, concurrency: r.o.concurrency, log: r.log });
-      await ensureMarkerTable(r.control, r.table);
-      await ensureHeuristicTable(r.control);
-    });
+    await setUpOrRefuse(
+      { url: o.url, tables: [r.table, HEURISTIC_TABLE], close: () => r.endConnections() },
+      async () => {
+        if (!(r.o.concurrency >= 1 && r.o.controlConnections >= 1 && Number.isInteger(r.o.concurrency))) {
+          throw new PostgresConfigError(`PostgreSQL concurrency must be a positive integer, not ${r.o.concurrency}`);
+        }
+        if (!(Number.isInteger(r.o.decisionConnections) && r.o.decisionConnections >= 1)) {
+          throw new PostgresConfigError(
+            `PostgreSQL decision connections must be a positive integer, not ${r.o.decisionConnections}`,
+          );
+        }
+        if (!MARKER_TABLE_PATTERN.test(r.table))
+          throw new PostgresConfigError(`marker table name "${r.table}" must be a lower-case SQL identifier`);
+        await checkServer(r.control, { url: o.url, concurrency: r.o.concurrency, log: r.log });
+        await ensureMarkerTable(r.control, r.table);
+        await ensureHeuristicTable(r.control);
+      },
+    );
     return r;
   }
 
@@ -277,7 +317,8 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
 
   /** BEGIN, and the setting that names T's transaction for as long as it lasts (OWN_TXN_SETTING). */
   private beginSql(txnId: TxnId): string {
-    const begin = this.o.isolation === 'read committed' ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${this.o.isolation.toUpperCase()}`;
+    const begin =
+      this.o.isolation === 'read committed' ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${this.o.isolation.toUpperCase()}`;
     return `${begin};\nSET LOCAL ${OWN_TXN_SETTING} = ${sqlGid(this.gid(txnId))}`;
   }
 
@@ -291,7 +332,8 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
     const gid = this.gid(txnId);
     const begin = this.unbegun.delete(client) ? `${this.beginSql(txnId)};\n` : '';
     // The work (not a payload) committed or rolled back T and began nothing: the session is idle.
-    if (begin === '' && client.getTransactionStatus() === 'I') throw new Error(`transaction ${txnId}'s PostgreSQL ${ENDED_BY_WORK}`);
+    if (begin === '' && client.getTransactionStatus() === 'I')
+      throw new Error(`transaction ${txnId}'s PostgreSQL ${ENDED_BY_WORK}`);
     // "\n;\n" ends a payload statement even after a -- comment. lock_timeout bounds a clash with another
     // prepared transaction holding the same gid's marker (two processes with one participant id). The
     // marker's gid is NULL, and fails the rest, unless T's own transaction is the one still open.
@@ -306,13 +348,17 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
       r = (await client.query(text)) as unknown as QueryResult | QueryResult[];
     } catch (err) {
       const e = err as { code?: string; table?: string; column?: string };
-      if (e.code === NOT_NULL_VIOLATION && e.table === this.table && e.column === 'gid') throw new Error(`transaction ${txnId}'s PostgreSQL ${ENDED_BY_WORK}`);
+      if (e.code === NOT_NULL_VIOLATION && e.table === this.table && e.column === 'gid')
+        throw new Error(`transaction ${txnId}'s PostgreSQL ${ENDED_BY_WORK}`);
       throw err;
     }
     const results = Array.isArray(r) ? r : [r];
     // PREPARE TRANSACTION on a failed transaction answers ROLLBACK, not an error: assert what we got.
     const last = results[results.length - 1];
-    if (last?.command !== 'PREPARE') throw new Error(`PREPARE TRANSACTION answered ${last?.command ?? 'nothing'}; the transaction had failed and was rolled back`);
+    if (last?.command !== 'PREPARE')
+      throw new Error(
+        `PREPARE TRANSACTION answered ${last?.command ?? 'nothing'}; the transaction had failed and was rolled back`,
+      );
   }
 
   protected async rollbackConn(_txnId: TxnId, client: PoolClient): Promise<Error | null> {
@@ -361,7 +407,10 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
   }
 
   protected async markCommitTime(gid: string): Promise<void> {
-    await this.control.query(`UPDATE ${this.table} SET committed_at = statement_timestamp() WHERE gid = $1 AND committed_at IS NULL`, [gid]);
+    await this.control.query(
+      `UPDATE ${this.table} SET committed_at = statement_timestamp() WHERE gid = $1 AND committed_at IS NULL`,
+      [gid],
+    );
   }
 
   protected async endConnections(): Promise<void> {
@@ -393,12 +442,22 @@ export class PostgresResource extends DbResource<PoolClient, PgTxnClient> {
       out.push({ ...row, parsed });
     }
     // Oldest first, so the first row has the greatest age.
-    this.lastScan = { count: out.length, oldestAgeMs: out[0]?.ageMs ?? 0, stuck: out.filter((p) => p.ageMs >= this.o.stuckAfterMs).length, scannedAtMs: Date.now() };
+    this.lastScan = {
+      count: out.length,
+      oldestAgeMs: out[0]?.ageMs ?? 0,
+      stuck: out.filter((p) => p.ageMs >= this.o.stuckAfterMs).length,
+      scannedAtMs: Date.now(),
+    };
     return out;
   }
 
   /** Deletes this participant's markers older than the retention, in bounded batches. Returns how many went. */
   cleanupMarkers(): Promise<number> {
-    return deleteOldMarkers(this.control, { table: this.table, prefix: this.prefix, retentionMs: this.o.markerRetentionMs, batch: this.o.markerCleanupBatch });
+    return deleteOldMarkers(this.control, {
+      table: this.table,
+      prefix: this.prefix,
+      retentionMs: this.o.markerRetentionMs,
+      batch: this.o.markerCleanupBatch,
+    });
   }
 }

@@ -155,7 +155,11 @@ export interface Reconciled {
 }
 
 /** Merges the journal's records with this participant's prepared gids (see the table above). Pure. */
-export function reconcile(journal: readonly TxnRecord[], dbPrepared: readonly PreparedGid[], gidOf: (txnId: TxnId) => string): Reconciled {
+export function reconcile(
+  journal: readonly TxnRecord[],
+  dbPrepared: readonly PreparedGid[],
+  gidOf: (txnId: TxnId) => string,
+): Reconciled {
   const prepared = new Set<TxnId>();
   const byGid = new Map<string, TxnId>();
   for (const r of journal) {
@@ -215,7 +219,9 @@ export interface ScanReport {
 }
 
 export class PreparedMonitor {
-  private readonly o: Required<Omit<PreparedMonitorOptions, 'knownTxnIds'>> & { knownTxnIds: ReadonlyMap<string, TxnId> };
+  private readonly o: Required<Omit<PreparedMonitorOptions, 'knownTxnIds'>> & {
+    knownTxnIds: ReadonlyMap<string, TxnId>;
+  };
   private scanTimer: NodeJS.Timeout | null = null;
   private cleanupTimer: NodeJS.Timeout | null = null;
   private running: Promise<unknown> = Promise.resolve();
@@ -224,7 +230,16 @@ export class PreparedMonitor {
   private readonly unknownReported = new Set<string>();
 
   constructor(o: PreparedMonitorOptions) {
-    this.o = withDefaults({ scanIntervalMs: 30_000, orphanAfterMs: 60_000, markerCleanupIntervalMs: 3_600_000, asksPerScanMax: 100, knownTxnIds: new Map<string, TxnId>() }, o);
+    this.o = withDefaults(
+      {
+        scanIntervalMs: 30_000,
+        orphanAfterMs: 60_000,
+        markerCleanupIntervalMs: 3_600_000,
+        asksPerScanMax: 100,
+        knownTxnIds: new Map<string, TxnId>(),
+      },
+      o,
+    );
   }
 
   /** Scans now and every scanIntervalMs; cleans markers now and every markerCleanupIntervalMs. */
@@ -233,7 +248,11 @@ export class PreparedMonitor {
       const tick = (): void => {
         if (this.stopped) return;
         this.running = this.running.then(what).catch((err: unknown) => {
-          if (!this.stopped) this.o.log.warn({ err: this.o.resource.describeError(err) }, `${this.o.resource.kind} recovery scan failed; trying again at the next interval`);
+          if (!this.stopped)
+            this.o.log.warn(
+              { err: this.o.resource.describeError(err) },
+              `${this.o.resource.kind} recovery scan failed; trying again at the next interval`,
+            );
         });
         void this.running.then(() => {
           if (!this.stopped) set(setTimeout(tick, everyMs).unref());
@@ -269,7 +288,8 @@ export class PreparedMonitor {
     let nudge = false;
     for (const p of list) {
       if (this.stopped) break;
-      const txnId = p.parsed.kind === 'readable' ? p.parsed.txnId : (resource.txnIdOfGid(p.gid) ?? this.o.knownTxnIds.get(p.gid));
+      const txnId =
+        p.parsed.kind === 'readable' ? p.parsed.txnId : (resource.txnIdOfGid(p.gid) ?? this.o.knownTxnIds.get(p.gid));
       const stuck = p.ageMs >= resource.stuckAfterMs;
       if (txnId === undefined) {
         if (!this.unknownReported.has(p.gid) || stuck) {
@@ -286,14 +306,23 @@ export class PreparedMonitor {
       const orphan = state !== 'prepared' && p.ageMs >= this.o.orphanAfterMs;
       if (!stuck && !orphan) continue;
       if (asks >= this.o.asksPerScanMax) {
-        if (stuck) report.stuck.push({ txnId, gid: p.gid, ageMs: p.ageMs, clusterAnswer: 'not asked (too many questions this scan)' });
+        if (stuck)
+          report.stuck.push({
+            txnId,
+            gid: p.gid,
+            ageMs: p.ageMs,
+            clusterAnswer: 'not asked (too many questions this scan)',
+          });
         continue;
       }
       asks += 1;
       const answer = await this.ask(txnId);
       if (stuck) {
         report.stuck.push({ txnId, gid: p.gid, ageMs: p.ageMs, clusterAnswer: answer });
-        log.warn({ txnId, gid: p.gid, ageMs: p.ageMs, clusterAnswer: answer, local: state ?? 'not held by the engine' }, 'prepared transaction older than the alert threshold');
+        log.warn(
+          { txnId, gid: p.gid, ageMs: p.ageMs, clusterAnswer: answer, local: state ?? 'not held by the engine' },
+          'prepared transaction older than the alert threshold',
+        );
       }
       if (answer !== 'COMMITTED' && answer !== 'ABORTED') continue;
       if (state === 'prepared') {
@@ -303,9 +332,15 @@ export class PreparedMonitor {
       try {
         await (answer === 'COMMITTED' ? resource.commitAsync(txnId) : resource.abortAsync(txnId));
         report.orphansResolved.push({ txnId, outcome: answer });
-        log.info({ txnId, gid: p.gid, outcome: answer }, "prepared transaction the engine did not hold resolved with the cluster's answer");
+        log.info(
+          { txnId, gid: p.gid, outcome: answer },
+          "prepared transaction the engine did not hold resolved with the cluster's answer",
+        );
       } catch (err) {
-        log.error({ txnId, gid: p.gid, outcome: answer, err: (err as Error).message }, "could not apply the cluster's answer to a prepared transaction");
+        log.error(
+          { txnId, gid: p.gid, outcome: answer, err: (err as Error).message },
+          "could not apply the cluster's answer to a prepared transaction",
+        );
       }
     }
     if (nudge) engine.resolveInDoubt();
@@ -357,11 +392,17 @@ export interface DbParticipantContext {
  */
 export function openDbParticipant<R extends PreparedResource, O extends object>(
   o: O & PreparedParticipantOptions & DbParticipantContext,
-  kind: { journalFile: string; open: (resourceOptions: O & { clusterId: string; participantId: string; log: EngineLog }) => Promise<R>; refuse: (message: string) => Error },
+  kind: {
+    journalFile: string;
+    open: (resourceOptions: O & { clusterId: string; participantId: string; log: EngineLog }) => Promise<R>;
+    refuse: (message: string) => Error;
+  },
 ): Promise<PreparedSetup<R>> {
-  const { dataDir, compactAfterRecords, scanIntervalMs, orphanAfterMs, markerCleanupIntervalMs, ...resourceOptions } = o;
+  const { dataDir, compactAfterRecords, scanIntervalMs, orphanAfterMs, markerCleanupIntervalMs, ...resourceOptions } =
+    o;
   return openPreparedParticipant({
-    openResource: () => kind.open(resourceOptions as unknown as O & { clusterId: string; participantId: string; log: EngineLog }),
+    openResource: () =>
+      kind.open(resourceOptions as unknown as O & { clusterId: string; participantId: string; log: EngineLog }),
     journalFile: kind.journalFile,
     dataDir,
     log: o.log,
@@ -397,7 +438,9 @@ export async function openPreparedParticipant<R extends PreparedResource>(o: {
   refuse: (message: string) => Error;
 }): Promise<PreparedSetup<R>> {
   if (await exists(join(o.dataDir, 'journal.log'))) {
-    throw o.refuse(`data directory ${o.dataDir} holds a memory participant's journal (journal.log); give this participant a data directory of its own`);
+    throw o.refuse(
+      `data directory ${o.dataDir} holds a memory participant's journal (journal.log); give this participant a data directory of its own`,
+    );
   }
   const resource = await o.openResource();
   let journal: FileJournal<TxnRecord>;
@@ -426,15 +469,30 @@ export async function openPreparedParticipant<R extends PreparedResource>(o: {
     await resource.close();
     throw o.refuse(`cannot list the prepared transactions in ${resource.kind}: ${resource.describeError(err)}`);
   }
-  for (const a of rec.adopted) o.log.warn({ txnId: a.txnId, gid: a.gid }, `prepared in ${resource.kind} but not in the journal: in doubt, asking the cluster`);
-  for (const u of rec.unknown) o.log.error({ gid: u.gid, ageMs: u.ageMs }, `prepared in ${resource.kind} with a hashed gid the journal does not know: left alone; resolve it by hand`);
+  for (const a of rec.adopted)
+    o.log.warn(
+      { txnId: a.txnId, gid: a.gid },
+      `prepared in ${resource.kind} but not in the journal: in doubt, asking the cluster`,
+    );
+  for (const u of rec.unknown)
+    o.log.error(
+      { gid: u.gid, ageMs: u.ageMs },
+      `prepared in ${resource.kind} with a hashed gid the journal does not know: left alone; resolve it by hand`,
+    );
   let monitor: PreparedMonitor | null = null;
   return {
     resource,
     journal,
     records: rec.records,
     start(engine, askOutcome) {
-      monitor = new PreparedMonitor({ resource, engine, askOutcome, log: o.log, knownTxnIds: rec.txnIdOf, ...o.monitor });
+      monitor = new PreparedMonitor({
+        resource,
+        engine,
+        askOutcome,
+        log: o.log,
+        knownTxnIds: rec.txnIdOf,
+        ...o.monitor,
+      });
       monitor.start();
       return monitor;
     },

@@ -24,14 +24,21 @@ export interface RegistrationFailure {
 }
 
 /** Codes that are the cluster's final answer to this request. */
-const PERMANENT_CODES = new Set<number>([grpc.status.FAILED_PRECONDITION, grpc.status.INVALID_ARGUMENT, grpc.status.PERMISSION_DENIED, grpc.status.UNAUTHENTICATED, grpc.status.UNIMPLEMENTED]);
+const PERMANENT_CODES = new Set<number>([
+  grpc.status.FAILED_PRECONDITION,
+  grpc.status.INVALID_ARGUMENT,
+  grpc.status.PERMISSION_DENIED,
+  grpc.status.UNAUTHENTICATED,
+  grpc.status.UNIMPLEMENTED,
+]);
 
 /** What to do about a reason, for the line the participant prints. */
 const FIXES: Record<string, string> = {
   'wrong-cluster-id': 'give the cluster\'s id with --cluster-id (the nodes\' "clusterId")',
   'invalid-participant-id': 'pick an --id of 1-64 letters, digits, ".", "_" or "-"',
   'invalid-endpoint': 'give --advertise HOST:PORT, the address the cluster can reach this participant at',
-  'tls-refused': "make the participant certificate with `verdict certs` (signed by the cluster's CA, serverAuth+clientAuth, subjectAltName for its address)",
+  'tls-refused':
+    "make the participant certificate with `verdict certs` (signed by the cluster's CA, serverAuth+clientAuth, subjectAltName for its address)",
   'tls-mismatch': 'give --ca/--cert/--key to a participant of a TLS cluster, and none to one of a plaintext cluster',
   'tls-untrusted-server': "give --ca the CA file that signed the nodes' certificates",
   'permission-denied': 'use a certificate the cluster accepts',
@@ -55,16 +62,29 @@ export function classifyRegistrationError(err: Partial<grpc.ServiceError> & Erro
     const text = explainConnectError(details, tls);
     const reason = tlsReason(text);
     if (reason !== null) return { permanent: true, reason, message: withFix(text, reason) };
-    return { permanent: false, reason: /ECONNREFUSED|connection refused/.test(details) ? 'node-down' : 'unavailable', message: /ECONNREFUSED/.test(details) ? 'connection refused' : text };
+    return {
+      permanent: false,
+      reason: /ECONNREFUSED|connection refused/.test(details) ? 'node-down' : 'unavailable',
+      message: /ECONNREFUSED/.test(details) ? 'connection refused' : text,
+    };
   }
-  return { permanent: false, reason: (grpc.status[code] ?? 'unknown').toLowerCase().replace(/_/g, '-'), message: details };
+  return {
+    permanent: false,
+    reason: (grpc.status[code] ?? 'unknown').toLowerCase().replace(/_/g, '-'),
+    message: details,
+  };
 }
 
 /** TLS set-up failures: the same on every attempt until someone changes a file. */
 function tlsReason(explained: string): string | null {
   if (/refused our certificate|requires a client certificate/.test(explained)) return 'tls-refused';
   if (/does not speak TLS|may require TLS/.test(explained)) return 'tls-mismatch';
-  if (/certificate is not signed by our CA|does not name the address we dialled|server's certificate has expired/.test(explained)) return 'tls-untrusted-server';
+  if (
+    /certificate is not signed by our CA|does not name the address we dialled|server's certificate has expired/.test(
+      explained,
+    )
+  )
+    return 'tls-untrusted-server';
   return null;
 }
 
@@ -89,7 +109,10 @@ export const TLS_REFUSALS_BEFORE_GIVING_UP = 3;
  */
 export const UNIMPLEMENTED_BEFORE_GIVING_UP = 10;
 
-/** Whether a permanent-looking failure is retried anyway: a TLS refusal or an UNIMPLEMENTED, up to their bounds in a row. */
+/**
+ * Whether a permanent-looking failure is retried anyway: a TLS refusal or an UNIMPLEMENTED, up to their bounds in a
+ * row.
+ */
 export function retryAnyway(reason: string, inARow: number): boolean {
   if (reason.startsWith('tls-')) return inARow < TLS_REFUSALS_BEFORE_GIVING_UP;
   if (reason === 'unimplemented') return inARow < UNIMPLEMENTED_BEFORE_GIVING_UP;

@@ -13,7 +13,11 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { shutdownServer } from '../transport/server.ts';
 import type { Logger } from 'pino';
-import { PARTICIPANT_MESSAGE_BYTES_MAX, participantPackageDefinition, participantService } from '../transport/participant-rpc.ts';
+import {
+  PARTICIPANT_MESSAGE_BYTES_MAX,
+  participantPackageDefinition,
+  participantService,
+} from '../transport/participant-rpc.ts';
 import { addHealth, addReflection, serveMetrics, MetricsListenError, type MetricsServer } from '../transport/ops.ts';
 import { loadTls, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
 import { nodeChannelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
@@ -24,7 +28,14 @@ import { FileJournal } from './journal.ts';
 import { MemoryResource } from './memory.ts';
 import { MemoryState } from './memory-state.ts';
 import { outcomeToWire } from '../transport/protocol-wire.ts';
-import { isDecisionRecord, isJournalRecord, type Journal, type JournalRecord, type Schedule, type TxnRecord } from './types.ts';
+import {
+  isDecisionRecord,
+  isJournalRecord,
+  type Journal,
+  type JournalRecord,
+  type Schedule,
+  type TxnRecord,
+} from './types.ts';
 import type { JournalStats } from './journal.ts';
 import type { PostgresResource } from './postgres.ts';
 import type { PostgresParticipantOptions } from './postgres-recovery.ts';
@@ -92,7 +103,9 @@ export interface ParticipantOptions {
    * (src/transport/listen-policy.ts), and warns at every start. False by default.
    */
   insecure?: boolean;
-  /** How often acts done by hand (`verdict participant resolve`) not yet acknowledged by the cluster are reported again. */
+  /**
+   * How often acts done by hand (`verdict participant resolve`) not yet acknowledged by the cluster are reported again.
+   */
   heuristicReportIntervalMs?: number;
   /** Engine bounds and timings (inDoubtAfterMs, askBackoffMinMs, ...). */
   engine?: EngineTuning;
@@ -110,7 +123,9 @@ export interface ParticipantRuntime<R = MemoryResource> {
   address: string;
   engine: ParticipantEngine;
   resource: R;
-  /** Resolves once the cluster has accepted the registration; rejects with RegistrationRefusedError when it never will. */
+  /**
+   * Resolves once the cluster has accepted the registration; rejects with RegistrationRefusedError when it never will.
+   */
   registered: Promise<void>;
   /** host:port of the metrics endpoint, when metricsListen was given. */
   metricsAddress: string | null;
@@ -154,14 +169,25 @@ async function loadPostgresKit(): Promise<PostgresKit> {
   );
 }
 
-export async function startParticipant(o: ParticipantOptions & { postgres: PostgresParticipantOptions }): Promise<ParticipantRuntime<PostgresResource>>;
-export async function startParticipant(o: ParticipantOptions & { mysql: MySqlParticipantOptions }): Promise<ParticipantRuntime<MySqlResource>>;
-export async function startParticipant(o: ParticipantOptions & { tcc: TccParticipantOptions }): Promise<ParticipantRuntime<TccResource>>;
+export async function startParticipant(
+  o: ParticipantOptions & { postgres: PostgresParticipantOptions },
+): Promise<ParticipantRuntime<PostgresResource>>;
+export async function startParticipant(
+  o: ParticipantOptions & { mysql: MySqlParticipantOptions },
+): Promise<ParticipantRuntime<MySqlResource>>;
+export async function startParticipant(
+  o: ParticipantOptions & { tcc: TccParticipantOptions },
+): Promise<ParticipantRuntime<TccResource>>;
 export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime>;
-export async function startParticipant(o: ParticipantOptions): Promise<ParticipantRuntime<MemoryResource | PostgresResource | MySqlResource | TccResource>> {
+export async function startParticipant(
+  o: ParticipantOptions,
+): Promise<ParticipantRuntime<MemoryResource | PostgresResource | MySqlResource | TccResource>> {
   const traceIds = new TraceIds(TRACE_IDS_MAX);
-  const log = withTraceIds(childLogger(o.logger, { participantId: o.participantId, clusterId: o.clusterId }), (txnId) => traceIds.get(txnId));
-  if (o.clusterId === '' || o.participantId === '') throw new ParticipantStartupError('cluster id and participant id must not be empty');
+  const log = withTraceIds(childLogger(o.logger, { participantId: o.participantId, clusterId: o.clusterId }), (txnId) =>
+    traceIds.get(txnId),
+  );
+  if (o.clusterId === '' || o.participantId === '')
+    throw new ParticipantStartupError('cluster id and participant id must not be empty');
   const tracing = await openParticipantTracing(o);
   if (o.endpointsOfCluster.length === 0) throw new ParticipantStartupError('at least one cluster endpoint is needed');
   const tls = loadParticipantTls(o);
@@ -170,7 +196,11 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   const { resource, journal, db, tcc } = opened;
 
   // With TLS the servers at the endpoints must hold node certificates of this cluster (the node mark and OU).
-  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: nodeChannelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
+  const link = new ClusterLink({
+    clusterId: o.clusterId,
+    endpoints: o.endpointsOfCluster,
+    ...(tls ? { credentials: nodeChannelCredentials(tls, { clusterId: o.clusterId }) } : {}),
+  });
   const timers = realTimers();
   if (resource instanceof MemoryResource) resource.waitForLocks(timers.schedule, o.lockWaitMs ?? LOCK_WAIT_MS_DEFAULT);
   const cluster = link.questions(o.participantId);
@@ -203,7 +233,14 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       );
       metricsServer = await serveMetrics(
         o.metricsListen,
-        participantMetrics(o.participantId, engine, Date.now, () => served.callers?.refused ?? 0, db !== null ? () => db.resource.preparedStats() : undefined, tcc?.counts),
+        participantMetrics(
+          o.participantId,
+          engine,
+          Date.now,
+          () => served.callers?.refused ?? 0,
+          db !== null ? () => db.resource.preparedStats() : undefined,
+          tcc?.counts,
+        ),
       );
     }
   } catch (err) {
@@ -221,7 +258,16 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
   db?.start(engine, cluster.askOutcome);
   if (tcc !== null && parts.watcher !== null) tcc.start(parts.watcher);
   served.health.set('SERVING');
-  log.info({ address, advertise, metrics: metricsServer ? `http://${metricsServer.address}/metrics` : undefined, inDoubt: engine.inDoubt().length, journal: journal.stats() }, 'participant started');
+  log.info(
+    {
+      address,
+      advertise,
+      metrics: metricsServer ? `http://${metricsServer.address}/metrics` : undefined,
+      inDoubt: engine.inDoubt().length,
+      journal: journal.stats(),
+    },
+    'participant started',
+  );
 
   const registration = register(o, link, advertise, tls !== null, timers.schedule, log);
   registration.registered.then(
@@ -242,7 +288,8 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       gate.draining = true;
       served.health.set('NOT_SERVING');
       const drainBy = Date.now() + (o.drainTimeoutMs ?? 5_000);
-      while ((gate.inFlight > 0 || engine.counts().preparing > 0) && Date.now() < drainBy) await new Promise((r) => setTimeout(r, 10));
+      while ((gate.inFlight > 0 || engine.counts().preparing > 0) && Date.now() < drainBy)
+        await new Promise((r) => setTimeout(r, 10));
       if (gate.inFlight > 0) log.warn({ inFlight: gate.inFlight }, 'stopping with requests still in flight');
       // The leaders' Exchange streams end now, so the server below need not wait out its grace for them.
       endExchanges(gate);
@@ -253,17 +300,31 @@ export async function startParticipant(o: ParticipantOptions): Promise<Participa
       await opened.close();
       link.close();
       await metricsServer?.close();
-      await tracing.shutdown().catch((err: unknown) => log.warn({ err: String(err) }, 'tracing: the last spans could not be exported'));
+      await tracing
+        .shutdown()
+        .catch((err: unknown) => log.warn({ err: String(err) }, 'tracing: the last spans could not be exported'));
       log.info({ prepared: engine.counts().prepared }, 'participant stopped');
     })());
 
-  return { address, engine, resource, registered: registration.registered, metricsAddress: metricsServer?.address ?? null, stop };
+  return {
+    address,
+    engine,
+    resource,
+    registered: registration.registered,
+    metricsAddress: metricsServer?.address ?? null,
+    stop,
+  };
 }
 
 /** TLS material for serving and for reaching the cluster, or null for plaintext (refused without insecure). */
 function loadParticipantTls(o: ParticipantOptions): TlsMaterial | null {
   if (o.tls === undefined) {
-    const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: 'tls (--ca, --cert and --key)', insecureHow: 'insecure: true (--insecure)' });
+    const refusal = plaintextRefusal({
+      listen: o.listen,
+      insecure: o.insecure === true,
+      tlsHow: 'tls (--ca, --cert and --key)',
+      insecureHow: 'insecure: true (--insecure)',
+    });
     if (refusal !== null) throw new ParticipantStartupError(refusal);
     return null;
   }
@@ -274,7 +335,8 @@ function loadParticipantTls(o: ParticipantOptions): TlsMaterial | null {
     if (err instanceof TlsSetupError) throw new ParticipantStartupError(err.message);
     throw err;
   }
-  if (tls.leaf === null) throw new ParticipantStartupError('a participant with TLS serves it: give --cert and --key with --ca');
+  if (tls.leaf === null)
+    throw new ParticipantStartupError('a participant with TLS serves it: give --cert and --key with --ca');
   const problem = participantCertificateProblem(tls.leaf, o.tls.cert ?? '', o.participantId, o.advertise ?? o.listen);
   if (problem !== null) throw new ParticipantStartupError(problem);
   return tls;
@@ -284,9 +346,14 @@ function loadParticipantTls(o: ParticipantOptions): TlsMaterial | null {
 async function claimDataDirectory(o: ParticipantOptions): Promise<void> {
   try {
     await checkDataDir(o.dataDir);
-    await claimDir(o.dataDir, { clusterId: o.clusterId, role: 'participant', id: o.participantId }, 'use another --data directory');
+    await claimDir(
+      o.dataDir,
+      { clusterId: o.clusterId, role: 'participant', id: o.participantId },
+      'use another --data directory',
+    );
   } catch (err) {
-    if (err instanceof DataDirError || err instanceof StorageIdentityError) throw new ParticipantStartupError(err.message);
+    if (err instanceof DataDirError || err instanceof StorageIdentityError)
+      throw new ParticipantStartupError(err.message);
     throw err;
   }
 }
@@ -305,8 +372,15 @@ interface OpenedResource {
 
 /** Opens the one resource the options name (memory by default), with its journal and the records recovery replays. */
 async function openResource(o: ParticipantOptions, log: Logger): Promise<OpenedResource> {
-  if ([o.postgres, o.mysql, o.tcc].filter((r) => r !== undefined).length > 1) throw new ParticipantStartupError('a participant has one resource: give one of postgres, mysql and tcc');
-  const opened = { clusterId: o.clusterId, participantId: o.participantId, dataDir: o.dataDir, log, compactAfterRecords: o.compactAfterRecords };
+  if ([o.postgres, o.mysql, o.tcc].filter((r) => r !== undefined).length > 1)
+    throw new ParticipantStartupError('a participant has one resource: give one of postgres, mysql and tcc');
+  const opened = {
+    clusterId: o.clusterId,
+    participantId: o.participantId,
+    dataDir: o.dataDir,
+    log,
+    compactAfterRecords: o.compactAfterRecords,
+  };
   // Loaded only for a database participant: a memory participant needs neither `pg` nor `mysql2`.
   const pgKit = o.postgres !== undefined ? await loadPostgresKit() : null;
   const myKit =
@@ -320,10 +394,15 @@ async function openResource(o: ParticipantOptions, log: Logger): Promise<OpenedR
       : null;
   let db: PreparedSetup<PostgresResource | MySqlResource> | null = null;
   try {
-    if (o.postgres !== undefined && pgKit !== null) db = await pgKit.openPostgresParticipant({ ...o.postgres, ...opened });
+    if (o.postgres !== undefined && pgKit !== null)
+      db = await pgKit.openPostgresParticipant({ ...o.postgres, ...opened });
     if (o.mysql !== undefined && myKit !== null) db = await myKit.openMySqlParticipant({ ...o.mysql, ...opened });
   } catch (err) {
-    if ((pgKit !== null && err instanceof pgKit.PostgresConfigError) || (myKit !== null && err instanceof myKit.MySqlConfigError)) throw new ParticipantStartupError((err as Error).message);
+    if (
+      (pgKit !== null && err instanceof pgKit.PostgresConfigError) ||
+      (myKit !== null && err instanceof myKit.MySqlConfigError)
+    )
+      throw new ParticipantStartupError((err as Error).message);
     throw err;
   }
   let tcc: TccSetup | null = null;
@@ -351,7 +430,15 @@ async function openResource(o: ParticipantOptions, log: Logger): Promise<OpenedR
   const setup = tcc ?? db;
   if (setup !== null) {
     const journal = setup.journal;
-    return { resource: setup.resource, journal, records: setup.records, db, tcc, kit, close: async () => (await closeSetups(), await journal.close()) };
+    return {
+      resource: setup.resource,
+      journal,
+      records: setup.records,
+      db,
+      tcc,
+      kit,
+      close: async () => (await closeSetups(), await journal.close()),
+    };
   }
   const state = new MemoryState();
   const journal = await FileJournal.open<JournalRecord>({
@@ -362,7 +449,9 @@ async function openResource(o: ParticipantOptions, log: Logger): Promise<OpenedR
     deferred: isDecisionRecord,
     log,
   });
-  const resource = MemoryResource.restore(state.data, state.preparedWrites(), (txnId, writes) => state.offerWrites(txnId, writes));
+  const resource = MemoryResource.restore(state.data, state.preparedWrites(), (txnId, writes) =>
+    state.offerWrites(txnId, writes),
+  );
   return { resource, journal, records: state.txnRecords(), db, tcc, kit, close: () => journal.close() };
 }
 
@@ -393,27 +482,51 @@ function realTimers(): { schedule: Schedule; clearAll(): void } {
 async function openParticipantTracing(o: ParticipantOptions): Promise<ParticipantTracing['tracing']> {
   try {
     const otlpEndpoint = otlpEndpointFrom(o.otlpEndpoint);
-    return await openTracing({ serviceName: 'verdict-participant', instanceId: o.participantId, ...(otlpEndpoint !== undefined ? { otlpEndpoint } : {}) });
+    return await openTracing({
+      serviceName: 'verdict-participant',
+      instanceId: o.participantId,
+      ...(otlpEndpoint !== undefined ? { otlpEndpoint } : {}),
+    });
   } catch (err) {
     if (err instanceof TracingSetupError) throw new ParticipantStartupError(err.message);
     throw err;
   }
 }
 
-function serveParticipant(o: ParticipantOptions, engine: ParticipantEngine, tls: TlsMaterial | null, link: ClusterLink, log: Logger, traced: ParticipantTracing) {
+function serveParticipant(
+  o: ParticipantOptions,
+  engine: ParticipantEngine,
+  tls: TlsMaterial | null,
+  link: ClusterLink,
+  log: Logger,
+  traced: ParticipantTracing,
+) {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
     'grpc.max_send_message_length': PARTICIPANT_MESSAGE_BYTES_MAX,
   });
   const gate = newGate();
   // With TLS only the cluster's nodes may send PREPARE and DECISION; their ids are learned from the cluster.
-  const callers = tls === null ? null : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
-  // Oversized and undecodable requests are answered INVALID_ARGUMENT at the edge (src/transport/validate.ts); the log lines about them are rate-limited.
+  const callers =
+    tls === null
+      ? null
+      : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
+  // Oversized and undecodable requests are answered INVALID_ARGUMENT at the edge (src/transport/validate.ts); the log
+  // lines about them are rate-limited.
   const refusals = new Refusals(log);
-  const guarded = guardService(participantService, participantHandlers(engine, gate, log, callers?.check ?? null, traced), {
-    requestBytesMax: PARTICIPANT_MESSAGE_BYTES_MAX,
-    onRefused: (method, details, peer) => refusals.refuse(/exceeds the limit/.test(details) ? 'too_large' : 'undecodable', { method, peer }, `request refused: ${details}`),
-  });
+  const guarded = guardService(
+    participantService,
+    participantHandlers(engine, gate, log, callers?.check ?? null, traced),
+    {
+      requestBytesMax: PARTICIPANT_MESSAGE_BYTES_MAX,
+      onRefused: (method, details, peer) =>
+        refusals.refuse(
+          /exceeds the limit/.test(details) ? 'too_large' : 'undecodable',
+          { method, peer },
+          `request refused: ${details}`,
+        ),
+    },
+  );
   server.addService(guarded.definition, guarded.implementation);
   const health = addHealth(server, ['verdict.participant.Participant']);
   addReflection(server, [participantPackageDefinition]);
@@ -426,7 +539,14 @@ function serveParticipant(o: ParticipantOptions, engine: ParticipantEngine, tls:
  * what it cannot (a wrong cluster id, a refused certificate) rejects
  * `registered` with the reason, and the CLI stops with one line.
  */
-function register(o: ParticipantOptions, link: ClusterLink, advertise: string, withTls: boolean, schedule: Schedule, log: Logger): { registered: Promise<void>; stopping(): boolean; stop(): void } {
+function register(
+  o: ParticipantOptions,
+  link: ClusterLink,
+  advertise: string,
+  withTls: boolean,
+  schedule: Schedule,
+  log: Logger,
+): { registered: Promise<void>; stopping(): boolean; stop(): void } {
   let stopping = false;
   let attempts = 0;
   // The same permanent-looking reason in a row (a TLS refusal, an UNIMPLEMENTED): retried up to a bound (retryAnyway).
@@ -450,12 +570,24 @@ function register(o: ParticipantOptions, link: ClusterLink, advertise: string, w
           sameInARow = kind === lastReason ? sameInARow + 1 : 1;
           lastReason = kind;
           if (f.permanent && !retryAnyway(f.reason, sameInARow)) {
-            log.error({ attempts, reason: f.reason, err: f.message }, 'the cluster refused the registration; retrying cannot fix this');
-            reject(new RegistrationRefusedError(f.reason, `the cluster refused to register participant ${o.participantId}: ${f.message}`));
+            log.error(
+              { attempts, reason: f.reason, err: f.message },
+              'the cluster refused the registration; retrying cannot fix this',
+            );
+            reject(
+              new RegistrationRefusedError(
+                f.reason,
+                `the cluster refused to register participant ${o.participantId}: ${f.message}`,
+              ),
+            );
             return;
           }
           const waitMs = registrationBackoffMs(attempts, retryMs, retryMaxMs);
-          if (attempts <= 5 || attempts % 10 === 0) log.warn({ attempts, reason: f.reason, err: f.message, retryInMs: waitMs }, 'registration with the cluster failed; retrying');
+          if (attempts <= 5 || attempts % 10 === 0)
+            log.warn(
+              { attempts, reason: f.reason, err: f.message, retryInMs: waitMs },
+              'registration with the cluster failed; retrying',
+            );
           schedule(waitMs, attempt);
         },
       );
@@ -478,7 +610,13 @@ function register(o: ParticipantOptions, link: ClusterLink, advertise: string, w
  * unreachable are reported once it is reachable and this participant is
  * registered (R4).
  */
-function reportHeuristics(o: ParticipantOptions, opened: OpenedResource, link: ClusterLink, registration: ReturnType<typeof register>, log: Logger): { stop(): Promise<void> } {
+function reportHeuristics(
+  o: ParticipantOptions,
+  opened: OpenedResource,
+  link: ClusterLink,
+  registration: ReturnType<typeof register>,
+  log: Logger,
+): { stop(): Promise<void> } {
   let reporter: HeuristicReporter | null = null;
   const { db, kit } = opened;
   if (db !== null && kit !== null) {
@@ -509,10 +647,13 @@ function reportHeuristics(o: ParticipantOptions, opened: OpenedResource, link: C
 
 function bind(server: grpc.Server, listen: string, credentials: grpc.ServerCredentials): Promise<number> {
   return new Promise((resolve, reject) => {
-    if (!/^.+:\d+$/.test(listen)) return reject(new ParticipantStartupError(`listen address "${listen}" is not HOST:PORT`));
+    if (!/^.+:\d+$/.test(listen))
+      return reject(new ParticipantStartupError(`listen address "${listen}" is not HOST:PORT`));
     server.bindAsync(listen, credentials, (err, port) => {
       if (!err) return resolve(port);
-      const why = /EADDRINUSE/.test(err.message) ? 'the address is in use; pick another port' : err.message.replace(/\s+/g, ' ');
+      const why = /EADDRINUSE/.test(err.message)
+        ? 'the address is in use; pick another port'
+        : err.message.replace(/\s+/g, ' ');
       reject(new ParticipantStartupError(`cannot listen on ${listen}: ${why}`));
     });
   });

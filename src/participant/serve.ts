@@ -15,7 +15,18 @@
 // on the unary calls and at the opening of an Exchange stream.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { Ack, AnswerBatch, DecideRequest, ExchangeAnswer, ExchangeBatch, ParticipantHandlers, PrepareRequest, StatusAnswer, StatusRequest, VoteMessage } from '../transport/participant-rpc.ts';
+import type {
+  Ack,
+  AnswerBatch,
+  DecideRequest,
+  ExchangeAnswer,
+  ExchangeBatch,
+  ParticipantHandlers,
+  PrepareRequest,
+  StatusAnswer,
+  StatusRequest,
+  VoteMessage,
+} from '../transport/participant-rpc.ts';
 import { decisionFromWire, statusToWire, voteFromWire, voteToWire } from '../transport/protocol-wire.ts';
 import { serveAnswerStream } from '../transport/request-stream.ts';
 import type { ParticipantEngine } from './engine.ts';
@@ -42,23 +53,36 @@ export interface ParticipantTracing {
   ids: TraceIds;
 }
 
-function tracedRequest(t: ParticipantTracing | null, name: string, txnId: string, participantId: string, md: grpc.Metadata): TraceSpan | null {
+function tracedRequest(
+  t: ParticipantTracing | null,
+  name: string,
+  txnId: string,
+  participantId: string,
+  md: grpc.Metadata,
+): TraceSpan | null {
   if (t === null) return null;
   const incoming = traceFromMetadata(md);
   if (incoming === null) return null;
   t.ids.note(txnId, traceIdOf(incoming));
-  return t.tracing.on ? t.tracing.start(name, 'server', incoming, { 'verdict.txn_id': txnId, 'verdict.participant_id': participantId }) : null;
+  return t.tracing.on
+    ? t.tracing.start(name, 'server', incoming, { 'verdict.txn_id': txnId, 'verdict.participant_id': participantId })
+    : null;
 }
 
 /** More participants than a coordinator ever enlists (its participantsMax is 64). */
 const PARTICIPANTS_MAX = 1_024;
-/** Past this many ids remembered on one Exchange stream, the settled ones are dropped (an engine holds at most preparedMax prepared). */
+/**
+ * Past this many ids remembered on one Exchange stream, the settled ones are dropped (an engine holds at most
+ * preparedMax prepared).
+ */
 const VOTED_YES_TRACKED_MAX = 10_000;
 
 export interface Gate {
   draining: boolean;
   inFlight: number;
-  /** How to end each open Exchange stream; endExchanges() calls them when the participant stops (closing: say so first). */
+  /**
+   * How to end each open Exchange stream; endExchanges() calls them when the participant stops (closing: say so first).
+   */
   readonly exchanges: Set<(closing?: boolean) => void>;
 }
 
@@ -68,27 +92,44 @@ export function newGate(): Gate {
 
 type Done<T> = (err: ParticipantError | null, res?: T) => void;
 
-function servePrepare(engine: ParticipantEngine, gate: Gate, log: Logger, req: PrepareRequest, cb: Done<VoteMessage>): void {
+function servePrepare(
+  engine: ParticipantEngine,
+  gate: Gate,
+  log: Logger,
+  req: PrepareRequest,
+  cb: Done<VoteMessage>,
+): void {
   const bad =
     badTxnId(req.txnId) ??
     badFields([
       ['cluster_id', req.clusterId, ID_CHARS_MAX],
       ['participant_id', req.participantId, ID_CHARS_MAX],
     ]) ??
-    (req.participants.length > PARTICIPANTS_MAX ? `${req.participants.length} participants exceed the limit of ${PARTICIPANTS_MAX}` : null) ??
+    (req.participants.length > PARTICIPANTS_MAX
+      ? `${req.participants.length} participants exceed the limit of ${PARTICIPANTS_MAX}`
+      : null) ??
     badFields(req.participants.map((p) => ['participants[]', p, ID_CHARS_MAX] as const)) ??
     (req.payload.byteLength > PAYLOAD_BYTES_MAX ? `payload is larger than ${PAYLOAD_BYTES_MAX} bytes` : null);
   if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
   if (gate.draining && engine.stateOf(req.txnId) === undefined) {
     log.info({ txnId: req.txnId }, 'vote NO: shutting down');
-    return cb(null, voteToWire({ txnId: req.txnId, participantId: req.participantId, vote: 'no', reason: 'participant is shutting down' }));
+    return cb(
+      null,
+      voteToWire({
+        txnId: req.txnId,
+        participantId: req.participantId,
+        vote: 'no',
+        reason: 'participant is shutting down',
+      }),
+    );
   }
   gate.inFlight++;
   engine.prepare(req, (err, vote) => {
     gate.inFlight--;
     if (err !== null || vote === undefined) return cb(err);
     // Level first: the fields would be built for every PREPARE with debug off.
-    if (log.isLevelEnabled('debug')) log.debug({ txnId: req.txnId, vote: vote.vote, reason: vote.reason || undefined }, 'PREPARE answered');
+    if (log.isLevelEnabled('debug'))
+      log.debug({ txnId: req.txnId, vote: vote.vote, reason: vote.reason || undefined }, 'PREPARE answered');
     cb(null, voteToWire(vote));
   });
 }
@@ -103,17 +144,21 @@ function serveDecide(engine: ParticipantEngine, gate: Gate, log: Logger, req: De
     ]);
   if (bad !== null) return cb(new ParticipantError('INVALID_ARGUMENT', bad));
   const decision = decisionFromWire(req);
-  if (decision === null) return cb(new ParticipantError('INVALID_ARGUMENT', `decision for ${req.txnId} is neither COMMIT nor ABORT`));
+  if (decision === null)
+    return cb(new ParticipantError('INVALID_ARGUMENT', `decision for ${req.txnId} is neither COMMIT nor ABORT`));
   gate.inFlight++;
   engine.decide(decision, (err, ack) => {
     gate.inFlight--;
     if (err !== null) return cb(err);
-    if (log.isLevelEnabled('debug')) log.debug({ txnId: req.txnId, outcome: decision.outcome }, 'DECISION applied and acknowledged');
+    if (log.isLevelEnabled('debug'))
+      log.debug({ txnId: req.txnId, outcome: decision.outcome }, 'DECISION applied and acknowledged');
     cb(null, ack);
   });
 }
 
-/** The status question of parallel commit's recovery: validated like a DECISION, answered after any refusal is durable. */
+/**
+ * The status question of parallel commit's recovery: validated like a DECISION, answered after any refusal is durable.
+ */
 function serveStatus(engine: ParticipantEngine, gate: Gate, req: StatusRequest, cb: Done<StatusAnswer>): void {
   const bad =
     badTxnId(req.txnId) ??
@@ -143,11 +188,21 @@ export function participantHandlers(
   log: Logger,
   callers: CallerCheck | null = null,
   traced: ParticipantTracing | null = null,
-): ParticipantHandlers & { Exchange: grpc.handleBidiStreamingCall<ExchangeBatch, AnswerBatch>; Status: grpc.handleUnaryCall<StatusRequest, StatusAnswer> } {
+): ParticipantHandlers & {
+  Exchange: grpc.handleBidiStreamingCall<ExchangeBatch, AnswerBatch>;
+  Status: grpc.handleUnaryCall<StatusRequest, StatusAnswer>;
+} {
   const unary =
     <T>(cb: grpc.sendUnaryData<T>): Done<T> =>
     (err, res) => {
-      if (err !== null) cb({ code: grpc.status[err.code], details: err.message, name: err.name, message: err.message, metadata: new grpc.Metadata() });
+      if (err !== null)
+        cb({
+          code: grpc.status[err.code],
+          details: err.message,
+          name: err.name,
+          message: err.message,
+          metadata: new grpc.Metadata(),
+        });
       else cb(null, res);
     };
   /** Runs `go` for a node of the cluster; anyone else gets PERMISSION_DENIED with the reason, and a log line. */
@@ -162,13 +217,24 @@ export function participantHandlers(
     callers(call, (refusal) => {
       if (refusal === null) return go();
       log.warn({ txnId: txnId?.slice(0, TXN_ID_CHARS_MAX), peer: call.getPeer() }, `${what} refused: ${refusal}`);
-      refuse(new ParticipantError('PERMISSION_DENIED', `${what} is taken only from a node of this participant's cluster: ${refusal}`));
+      refuse(
+        new ParticipantError(
+          'PERMISSION_DENIED',
+          `${what} is taken only from a node of this participant's cluster: ${refusal}`,
+        ),
+      );
     });
   };
   return {
     Prepare: (call, cb) =>
       fromNode(call, 'PREPARE', call.request.txnId, unary(cb), () => {
-        const span = tracedRequest(traced, 'verdict.participant.prepare', call.request.txnId, call.request.participantId, call.metadata);
+        const span = tracedRequest(
+          traced,
+          'verdict.participant.prepare',
+          call.request.txnId,
+          call.request.participantId,
+          call.metadata,
+        );
         const answer = unary(cb);
         servePrepare(engine, gate, log, call.request, (err, vote) => {
           if (span !== null) {
@@ -180,7 +246,13 @@ export function participantHandlers(
       }),
     Decide: (call, cb) =>
       fromNode(call, 'DECISION', call.request.txnId, unary(cb), () => {
-        const span = tracedRequest(traced, 'verdict.participant.decision', call.request.txnId, call.request.participantId, call.metadata);
+        const span = tracedRequest(
+          traced,
+          'verdict.participant.decision',
+          call.request.txnId,
+          call.request.participantId,
+          call.metadata,
+        );
         span?.set('verdict.outcome', decisionFromWire(call.request)?.outcome ?? 'unknown');
         const answer = unary(cb);
         serveDecide(engine, gate, log, call.request, (err, ack) => {
@@ -190,13 +262,21 @@ export function participantHandlers(
           answer(err, ack);
         });
       }),
-    Status: (call, cb) => fromNode(call, 'status question', call.request.txnId, unary(cb), () => serveStatus(engine, gate, call.request, unary(cb))),
+    Status: (call, cb) =>
+      fromNode(call, 'status question', call.request.txnId, unary(cb), () =>
+        serveStatus(engine, gate, call.request, unary(cb)),
+      ),
     Exchange: (call) =>
       fromNode(
         call,
         'Exchange stream',
         undefined,
-        (err) => call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: err.message, metadata: new grpc.Metadata() }),
+        (err) =>
+          call.emit('error', {
+            code: grpc.status.PERMISSION_DENIED,
+            details: err.message,
+            metadata: new grpc.Metadata(),
+          }),
         () => serveExchange(engine, gate, log, call),
       ),
   };
@@ -214,21 +294,34 @@ export function participantHandlers(
  * comes after the break: the leader that would have sent their DECISION is
  * gone, and waiting inDoubtAfterMs for it is what made failover slow.
  */
-function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call: grpc.ServerDuplexStream<ExchangeBatch, AnswerBatch>): void {
-  const fail = (id: number, err: ParticipantError): ExchangeAnswer => ({ id, error: { code: grpc.status[err.code], details: err.message } });
+function serveExchange(
+  engine: ParticipantEngine,
+  gate: Gate,
+  log: Logger,
+  call: grpc.ServerDuplexStream<ExchangeBatch, AnswerBatch>,
+): void {
+  const fail = (id: number, err: ParticipantError): ExchangeAnswer => ({
+    id,
+    error: { code: grpc.status[err.code], details: err.message },
+  });
   const votedYes = new Set<string>();
   let broken = false;
   const noteYes = (txnId: string): void => {
     if (broken) return engine.askNow([txnId]);
     votedYes.add(txnId);
     // Decisions that came another way (a unary call, the in-doubt resolver) leave ids behind: drop the settled ones.
-    if (votedYes.size > VOTED_YES_TRACKED_MAX) for (const t of votedYes) if (engine.stateOf(t) !== 'prepared') votedYes.delete(t);
+    if (votedYes.size > VOTED_YES_TRACKED_MAX)
+      for (const t of votedYes) if (engine.stateOf(t) !== 'prepared') votedYes.delete(t);
   };
   serveAnswerStream(call, gate.exchanges, {
     onCutOff: (peer, details) => log.warn({ peer }, `Exchange stream cut off: ${details}`),
     onBroken: () => {
       broken = true;
-      if (votedYes.size > 0) log.info({ peer: call.getPeer(), inDoubt: votedYes.size }, "the leader's Exchange stream broke; asking the cluster now about the transactions it prepared here");
+      if (votedYes.size > 0)
+        log.info(
+          { peer: call.getPeer(), inDoubt: votedYes.size },
+          "the leader's Exchange stream broke; asking the cluster now about the transactions it prepared here",
+        );
       engine.askNow(votedYes);
       votedYes.clear();
     },
@@ -247,19 +340,25 @@ function serveExchange(engine: ParticipantEngine, gate: Gate, log: Logger, call:
       } else if (r.decision) {
         votedYes.delete(r.decision.txnId);
         serveDecide(engine, gate, log, r.decision, (err, ack) => answer(err !== null ? fail(id, err) : { id, ack }));
-      } else answer(fail(id, new ParticipantError('INVALID_ARGUMENT', `request ${id} carries neither a PREPARE nor a DECISION`)));
+      } else
+        answer(
+          fail(id, new ParticipantError('INVALID_ARGUMENT', `request ${id} carries neither a PREPARE nor a DECISION`)),
+        );
     },
   });
 }
 
-/** Ends every open Exchange stream, saying the participant is closing (it is stopping and answered what was in flight). */
+/**
+ * Ends every open Exchange stream, saying the participant is closing (it is stopping and answered what was in flight).
+ */
 export function endExchanges(gate: Gate): void {
   for (const end of [...gate.exchanges]) end(true);
 }
 
 /** The first string field longer than its bound (quoted clipped, never whole), or null. */
 function badFields(fields: readonly (readonly [string, string, number])[]): string | null {
-  for (const [name, v, max] of fields) if (v.length > max) return `${name} ${quote(v)} is longer than ${max} characters`;
+  for (const [name, v, max] of fields)
+    if (v.length > max) return `${name} ${quote(v)} is longer than ${max} characters`;
   return null;
 }
 

@@ -135,7 +135,12 @@ export interface AskedOutcome {
 export type AskOutcomes = (txnIds: TxnId[], cb: (err: Error | null, answers: Map<TxnId, AskedOutcome>) => void) => void;
 
 /** Error codes the runtime maps one to one onto gRPC status codes. */
-export type ParticipantErrorCode = 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION' | 'UNAVAILABLE' | 'RESOURCE_EXHAUSTED' | 'PERMISSION_DENIED';
+export type ParticipantErrorCode =
+  | 'INVALID_ARGUMENT'
+  | 'FAILED_PRECONDITION'
+  | 'UNAVAILABLE'
+  | 'RESOURCE_EXHAUSTED'
+  | 'PERMISSION_DENIED';
 
 /** An error the caller can act on: a status code and a reason. */
 export class ParticipantError extends Error {
@@ -168,7 +173,10 @@ export function withDefaults<D extends object, O extends object>(defaults: D, gi
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/** A DECISION record (committed / aborted): the journal may let it wait for the next PREPARE's sync (FileJournal's deferred). */
+/**
+ * A DECISION record (committed / aborted): the journal may let it wait for the next PREPARE's sync (FileJournal's
+ * deferred).
+ */
 export function isDecisionRecord(r: { kind: string }): boolean {
   return r.kind === 'committed' || r.kind === 'aborted';
 }
@@ -193,13 +201,21 @@ export function isJournalRecord(v: unknown): v is JournalRecord {
     case 'refused':
       return typeof r.txnId === 'string' && r.txnId !== '' && Number.isFinite(r.atMs);
     case 'data':
-      return Array.isArray(r.entries) && r.entries.every((e) => Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && typeof e[1] === 'string');
+      return (
+        Array.isArray(r.entries) &&
+        r.entries.every(
+          (e) => Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && typeof e[1] === 'string',
+        )
+      );
     default:
       return false;
   }
 }
 
-/** Standard base64 with padding; a view over the bytes, no copy (a spread into String.fromCharCode and btoa cost 6× as much per PREPARE). */
+/**
+ * Standard base64 with padding; a view over the bytes, no copy (a spread into String.fromCharCode and btoa cost 6× as
+ * much per PREPARE).
+ */
 export function toBase64(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 }

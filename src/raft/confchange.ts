@@ -44,7 +44,8 @@ export class ConfChangeRefusedError extends Error {
 const sorted = (xs: readonly NodeId[]): NodeId[] => [...xs].sort();
 
 export function sameConfState(a: ConfState, b: ConfState): boolean {
-  const eq = (x: readonly NodeId[], y: readonly NodeId[]): boolean => x.length === y.length && sorted(x).every((v, i) => v === sorted(y)[i]);
+  const eq = (x: readonly NodeId[], y: readonly NodeId[]): boolean =>
+    x.length === y.length && sorted(x).every((v, i) => v === sorted(y)[i]);
   return eq(a.voters, b.voters) && eq(a.learners, b.learners) && eq(a.votersOutgoing, b.votersOutgoing);
 }
 
@@ -63,8 +64,10 @@ export function checkConfChange(cs: ConfState, cc: Pick<ConfChange, 'type' | 'no
       if (voter) return `${cc.nodeId} is already a voter`;
       return null;
     case ConfChangeType.Remove:
-      if (!voter && !learner) return `${cc.nodeId} is not a member (voters: ${cs.voters.join(', ') || 'none'}; learners: ${cs.learners.join(', ') || 'none'})`;
-      if (voter && cs.voters.length === 1) return `${cc.nodeId} is the last voter; a cluster cannot remove its last voter`;
+      if (!voter && !learner)
+        return `${cc.nodeId} is not a member (voters: ${cs.voters.join(', ') || 'none'}; learners: ${cs.learners.join(', ') || 'none'})`;
+      if (voter && cs.voters.length === 1)
+        return `${cc.nodeId} is the last voter; a cluster cannot remove its last voter`;
       return null;
     default:
       return `unknown change type ${String(cc.type)}`;
@@ -92,7 +95,13 @@ interface WireConfChange {
 }
 
 export function encodeConfChange(cc: ConfChange): Uint8Array {
-  const w: WireConfChange = { v: 1, type: cc.type, nodeId: cc.nodeId, base: cc.base, context: Buffer.from(cc.context).toString('base64') };
+  const w: WireConfChange = {
+    v: 1,
+    type: cc.type,
+    nodeId: cc.nodeId,
+    base: cc.base,
+    context: Buffer.from(cc.context).toString('base64'),
+  };
   return new Uint8Array(Buffer.from(JSON.stringify(w)));
 }
 
@@ -106,6 +115,14 @@ export function decodeConfChange(data: Uint8Array): ConfChange {
   assert(w !== null && typeof w === 'object' && w.v === 1, 'membership change entry: unknown version');
   assert(typeof w.nodeId === 'string' && w.type in ConfChangeType, 'membership change entry: bad type or node id');
   const b = w.base;
-  assert(Array.isArray(b?.voters) && Array.isArray(b.learners) && Array.isArray(b.votersOutgoing), 'membership change entry: bad base configuration');
-  return { type: w.type, nodeId: w.nodeId, base: { voters: b.voters, learners: b.learners, votersOutgoing: b.votersOutgoing }, context: new Uint8Array(Buffer.from(w.context ?? '', 'base64')) };
+  assert(
+    Array.isArray(b?.voters) && Array.isArray(b.learners) && Array.isArray(b.votersOutgoing),
+    'membership change entry: bad base configuration',
+  );
+  return {
+    type: w.type,
+    nodeId: w.nodeId,
+    base: { voters: b.voters, learners: b.learners, votersOutgoing: b.votersOutgoing },
+    context: new Uint8Array(Buffer.from(w.context ?? '', 'base64')),
+  };
 }

@@ -83,7 +83,10 @@ export class RaftLog {
     const lastNew = index + entries.length;
     const conflict = this.findConflict(entries);
     if (conflict !== 0) {
-      assert(conflict > this.committed, `entry ${conflict} conflicts with committed entry (committed ${this.committed})`);
+      assert(
+        conflict > this.committed,
+        `entry ${conflict} conflicts with committed entry (committed ${this.committed})`,
+      );
       this.append(entries.slice(conflict - (index + 1)));
     }
     this.commitTo(Math.min(committed, lastNew));
@@ -195,7 +198,10 @@ export class RaftLog {
 
   appliedTo(index: number): void {
     if (index === 0) return;
-    assert(index <= this.committed && index >= this.applied, `applied ${index} outside [${this.applied}, ${this.committed}]`);
+    assert(
+      index <= this.committed && index >= this.applied,
+      `applied ${index} outside [${this.applied}, ${this.committed}]`,
+    );
     this.applied = index;
   }
 

@@ -4,7 +4,16 @@
 // commit coordinator compacts often, so the tail is short.
 
 import { assert } from '../util/assert.ts';
-import { emptyConfState, type ConfState, type Entry, type HardState, type Snapshot, EntryType, EMPTY, entryBytes } from './types.ts';
+import {
+  emptyConfState,
+  type ConfState,
+  type Entry,
+  type HardState,
+  type Snapshot,
+  EntryType,
+  EMPTY,
+  entryBytes,
+} from './types.ts';
 
 export class MemoryStorage {
   hardState: HardState = { term: 0, vote: '', commit: 0 };
@@ -41,7 +50,10 @@ export class MemoryStorage {
 
   /** Entries [lo, hi), at most `bytesMax` of them but never fewer than one. */
   entries(lo: number, hi: number, bytesMax: number): Entry[] {
-    assert(lo >= this.firstIndex() && hi <= this.lastIndex() + 1 && lo <= hi, `storage.entries(${lo}, ${hi}) outside [${this.firstIndex()}, ${this.lastIndex() + 1}]`);
+    assert(
+      lo >= this.firstIndex() && hi <= this.lastIndex() + 1 && lo <= hi,
+      `storage.entries(${lo}, ${hi}) outside [${this.firstIndex()}, ${this.lastIndex() + 1}]`,
+    );
     const off = this.offset();
     const out: Entry[] = [];
     let size = 0;
@@ -71,20 +83,29 @@ export class MemoryStorage {
     if (es[es.length - 1].index < first) return;
     if (es[0].index < first) es = es.slice(first - es[0].index);
     const off = es[0].index - this.offset();
-    assert(off >= 1 && off <= this.ents.length, `storage.append: gap (last ${this.lastIndex()}, appending ${es[0].index})`);
+    assert(
+      off >= 1 && off <= this.ents.length,
+      `storage.append: gap (last ${this.lastIndex()}, appending ${es[0].index})`,
+    );
     this.ents.length = off;
     for (const e of es) this.ents.push(e);
   }
 
   applySnapshot(snap: Snapshot): void {
-    assert(snap.metadata.index >= this.snap.metadata.index || this.snap.metadata.index === 0, 'storage: snapshot older than the current one');
+    assert(
+      snap.metadata.index >= this.snap.metadata.index || this.snap.metadata.index === 0,
+      'storage: snapshot older than the current one',
+    );
     this.snap = snap;
     this.ents = [{ term: snap.metadata.term, index: snap.metadata.index, type: EntryType.Normal, data: EMPTY }];
   }
 
   /** A local snapshot of the state machine at `index` (already applied). */
   createSnapshot(index: number, confState: ConfState, data: Uint8Array): Snapshot {
-    assert(index > this.snap.metadata.index && index <= this.lastIndex(), `storage: snapshot at ${index} outside (${this.snap.metadata.index}, ${this.lastIndex()}]`);
+    assert(
+      index > this.snap.metadata.index && index <= this.lastIndex(),
+      `storage: snapshot at ${index} outside (${this.snap.metadata.index}, ${this.lastIndex()}]`,
+    );
     const term = this.term(index);
     assert(term !== null, 'storage: snapshot term unknown');
     this.snap = { metadata: { index, term, confState }, data };
@@ -97,6 +118,9 @@ export class MemoryStorage {
     if (index <= off) return;
     assert(index <= this.lastIndex(), `storage: compact ${index} beyond last ${this.lastIndex()}`);
     const keep = this.ents[index - off];
-    this.ents = [{ term: keep.term, index: keep.index, type: EntryType.Normal, data: EMPTY }, ...this.ents.slice(index - off + 1)];
+    this.ents = [
+      { term: keep.term, index: keep.index, type: EntryType.Normal, data: EMPTY },
+      ...this.ents.slice(index - off + 1),
+    ];
   }
 }

@@ -68,7 +68,10 @@ export class Inflights {
     }
   }
 
-  /** Frees the oldest message: a heartbeat answer proves the follower alive, so lost appends must not stall the window forever. */
+  /**
+   * Frees the oldest message: a heartbeat answer proves the follower alive, so lost appends must not stall the window
+   * forever.
+   */
   freeFirstOne(): void {
     if (this.count() > 0) this.freeLE(this.indexes[this.head]);
   }

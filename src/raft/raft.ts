@@ -9,7 +9,15 @@
 // Roles are behaviour swapped in one place: becomeFollower / becomeCandidate /
 // becomePreCandidate / becomeLeader set `stepRole` and `tickRole`.
 
-import { checkConfChange, ConfChangeRefusedError, ConfChangeType, encodeConfChange, nextConfState, sameConfState, type ConfChange } from './confchange.ts';
+import {
+  checkConfChange,
+  ConfChangeRefusedError,
+  ConfChangeType,
+  encodeConfChange,
+  nextConfState,
+  sameConfState,
+  type ConfChange,
+} from './confchange.ts';
 import { RaftLog } from './log.ts';
 import { MemoryStorage } from './memory-storage.ts';
 import { Progress, ProgressState } from './progress.ts';
@@ -17,7 +25,22 @@ import { JointConfig, VoteResult } from './quorum.ts';
 import { ReadOnly } from './read-only.ts';
 import type { Random } from './rng.ts';
 import { assert } from '../util/assert.ts';
-import { EMPTY, entryBytes, EntryType, message, MessageType as MT, NONE, REJOINING_VOTE, Role, type ConfState, type Entry, type Message, type NodeId, type ReadState, type Snapshot } from './types.ts';
+import {
+  EMPTY,
+  entryBytes,
+  EntryType,
+  message,
+  MessageType as MT,
+  NONE,
+  REJOINING_VOTE,
+  Role,
+  type ConfState,
+  type Entry,
+  type Message,
+  type NodeId,
+  type ReadState,
+  type Snapshot,
+} from './types.ts';
 
 export interface RaftConfig {
   id: NodeId;
@@ -96,7 +119,9 @@ export class ProposalDroppedError extends Error {
  */
 export const LEADER_LOST_JITTER_TICKS = 2;
 export const LEADER_LOST_RANK_TICKS = 3;
-/** Quick campaigns (at the ranked delay) after a leader loss before the ordinary randomized timeout takes over again. */
+/**
+ * Quick campaigns (at the ranked delay) after a leader loss before the ordinary randomized timeout takes over again.
+ */
 export const LEADER_LOST_CAMPAIGNS_MAX = 3;
 
 /** Marks the votes of a leadership transfer: they bypass the leader lease. */
@@ -149,7 +174,10 @@ export class Raft {
   learners: Set<NodeId>;
   /** The log index whose configuration is in effect (a snapshot's, or the last applied change's). */
   confIndex = 0;
-  /** Leader: the index of the last membership change it proposed (or its first entry); a new change waits until it is applied. */
+  /**
+   * Leader: the index of the last membership change it proposed (or its first entry); a new change waits until it is
+   * applied.
+   */
   pendingConfIndex = 0;
   readonly progress = new Map<NodeId, Progress>();
   private readonly votes = new Map<NodeId, boolean>();
@@ -231,7 +259,10 @@ export class Raft {
 
   constructor(readonly cfg: RaftConfig) {
     assert(cfg.id !== NONE, 'raft: node id must not be empty');
-    assert(cfg.heartbeatTicks > 0 && cfg.electionTicks > cfg.heartbeatTicks, 'raft: need electionTicks > heartbeatTicks > 0');
+    assert(
+      cfg.heartbeatTicks > 0 && cfg.electionTicks > cfg.heartbeatTicks,
+      'raft: need electionTicks > heartbeatTicks > 0',
+    );
     this.id = cfg.id;
     this.log = new RaftLog(cfg.storage, cfg.applyBytesMax);
     const hs = cfg.storage.hardState;
@@ -240,14 +271,19 @@ export class Raft {
     this.learners = new Set(cs.learners);
     this.confIndex = cfg.storage.snapshot().metadata.index;
     this.readOnly = new ReadOnly(cfg.readIndexMax);
-    this.recoverIndex = cfg.recoverIndex !== undefined && cfg.recoverIndex > this.log.lastIndex() ? cfg.recoverIndex : 0;
+    this.recoverIndex =
+      cfg.recoverIndex !== undefined && cfg.recoverIndex > this.log.lastIndex() ? cfg.recoverIndex : 0;
     this.rejoining = cfg.rejoining === true || hs.vote === REJOINING_VOTE;
-    // Drawn only when needed: a node that is not rejoining now never will be in this start (it is a new start that rejoins).
+    // Drawn only when needed: a node that is not rejoining now never will be in this start (it is a new start that
+    // rejoins).
     this.rejoinNonce = this.rejoining ? Uint8Array.from({ length: REJOIN_NONCE_BYTES }, () => cfg.random(256)) : EMPTY;
     if (hs.term > 0 || hs.commit > 0) {
       // The commit index may lag the snapshot (a commit-only write is not
       // synced and may be lost); it may never pass the log.
-      assert(hs.commit <= this.log.lastIndex(), `raft: hard state commit ${hs.commit} beyond the last index ${this.log.lastIndex()}`);
+      assert(
+        hs.commit <= this.log.lastIndex(),
+        `raft: hard state commit ${hs.commit} beyond the last index ${this.log.lastIndex()}`,
+      );
       this.log.commitTo(hs.commit);
       this.term = hs.term;
       this.vote = hs.vote === REJOINING_VOTE ? NONE : hs.vote;
@@ -260,7 +296,11 @@ export class Raft {
   // ---- configuration -------------------------------------------------
 
   confState(): ConfState {
-    return { voters: [...this.config.incoming], learners: [...this.learners], votersOutgoing: [...this.config.outgoing] };
+    return {
+      voters: [...this.config.incoming],
+      learners: [...this.learners],
+      votersOutgoing: [...this.config.outgoing],
+    };
   }
 
   private applyConfState(cs: ConfState, index: number): void {
@@ -277,9 +317,12 @@ export class Raft {
    * for the current configuration. Returns the entry's index.
    */
   proposeConfChange(change: Omit<ConfChange, 'base'>): number {
-    if (this.role !== Role.Leader) throw new ProposalDroppedError(this.lead === NONE ? 'no leader' : `not the leader (leader is ${this.lead})`);
+    if (this.role !== Role.Leader)
+      throw new ProposalDroppedError(this.lead === NONE ? 'no leader' : `not the leader (leader is ${this.lead})`);
     if (this.pendingConfIndex > this.log.applied) {
-      throw new ProposalDroppedError(`a membership change is in progress (entry ${this.pendingConfIndex} is not applied yet; applied ${this.log.applied}); retry once it is`);
+      throw new ProposalDroppedError(
+        `a membership change is in progress (entry ${this.pendingConfIndex} is not applied yet; applied ${this.log.applied}); retry once it is`,
+      );
     }
     const base = this.confState();
     const why = checkConfChange(base, change);
@@ -303,7 +346,10 @@ export class Raft {
       this.learners = new Set(cc.base.learners);
       cur = cc.base;
     }
-    assert(sameConfState(cur, cc.base), `raft: membership change at ${index} was proposed for ${JSON.stringify(cc.base)} but ${this.id} has ${JSON.stringify(cur)}`);
+    assert(
+      sameConfState(cur, cc.base),
+      `raft: membership change at ${index} was proposed for ${JSON.stringify(cc.base)} but ${this.id} has ${JSON.stringify(cur)}`,
+    );
     const why = checkConfChange(cur, cc);
     assert(why === null, `raft: committed membership change at ${index} is invalid: ${why}`);
     const next = nextConfState(cur, cc);
@@ -318,7 +364,13 @@ export class Raft {
         pr.isLearner = this.learners.has(id);
         continue;
       }
-      const np = new Progress(id, this.log.lastIndex() + 1, this.cfg.inflightMsgsMax, this.cfg.inflightBytesMax, this.learners.has(id));
+      const np = new Progress(
+        id,
+        this.log.lastIndex() + 1,
+        this.cfg.inflightMsgsMax,
+        this.cfg.inflightBytesMax,
+        this.learners.has(id),
+      );
       // Give a new member the benefit of the doubt, so it can be sent a snapshot at once.
       np.recentActive = true;
       if (id === this.id) np.match = this.log.stableLastIndex();
@@ -354,9 +406,17 @@ export class Raft {
     this.becomeFollower(this.term, NONE);
   }
 
-  /** This node may campaign: it is a voter, its log is whole, it is not rejoining, and no snapshot waits to be persisted. */
+  /**
+   * This node may campaign: it is a voter, its log is whole, it is not rejoining, and no snapshot waits to be
+   * persisted.
+   */
   promotable(): boolean {
-    return this.config.ids().has(this.id) && this.recoverIndex === 0 && !this.rejoining && this.log.pendingSnapshot() === null;
+    return (
+      this.config.ids().has(this.id) &&
+      this.recoverIndex === 0 &&
+      !this.rejoining &&
+      this.log.pendingSnapshot() === null
+    );
   }
 
   /** What this follower's answers to `to` carry: its rejoin mark, or on a refusal the recovering mark, or nothing. */
@@ -411,7 +471,10 @@ export class Raft {
     return pr.rejoinFence > 0 && pr.match >= pr.rejoinFence && this.log.committed >= pr.rejoinFence;
   }
 
-  /** Whether `id`'s acknowledgements count towards a commit, a read or CheckQuorum (a rejoining follower's do not, until proven). */
+  /**
+   * Whether `id`'s acknowledgements count towards a commit, a read or CheckQuorum (a rejoining follower's do not, until
+   * proven).
+   */
   counts(id: NodeId): boolean {
     const pr = this.progress.get(id);
     return pr !== undefined && (pr.rejoinNonce === null || this.rejoinProven(pr));
@@ -462,8 +525,11 @@ export class Raft {
     let bytes = 0;
     for (const e of entries) bytes += entryBytes(e);
     // A rejoining follower proven whole is told so by every append, until it answers without its mark.
-    const context = pr.rejoinNonce !== null && this.rejoinProven(pr) ? rejoinContext(REJOINED_TAG, pr.rejoinNonce) : EMPTY;
-    this.send(message({ type: MT.App, to, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed, context }));
+    const context =
+      pr.rejoinNonce !== null && this.rejoinProven(pr) ? rejoinContext(REJOINED_TAG, pr.rejoinNonce) : EMPTY;
+    this.send(
+      message({ type: MT.App, to, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed, context }),
+    );
     pr.sentEntries(entries.length, prevIndex + entries.length, bytes);
     // In Probe state one message per round trip; Replicate streams on.
     return entries.length > 0;
@@ -529,7 +595,8 @@ export class Raft {
     this.lead = lead;
     this.role = Role.Follower;
     if (lead !== NONE) this.endLeaderLoss();
-    // A campaign after a leader loss that lost (or met a higher term): the next one comes at the ranked delay, not a full timeout.
+    // A campaign after a leader loss that lost (or met a higher term): the next one comes at the ranked delay, not a
+    // full timeout.
     else if (this.quickCampaignsLeft > 0) this.quickTimeout();
   }
 
@@ -620,7 +687,10 @@ export class Raft {
    */
   private leaderLostDelayTicks(): number {
     const rank = Math.max(0, this.rankOf(this.id));
-    return Math.min(this.cfg.electionTicks, 1 + rank * LEADER_LOST_RANK_TICKS + this.cfg.random(LEADER_LOST_JITTER_TICKS));
+    return Math.min(
+      this.cfg.electionTicks,
+      1 + rank * LEADER_LOST_RANK_TICKS + this.cfg.random(LEADER_LOST_JITTER_TICKS),
+    );
   }
 
   /** Our place in the order of campaigns after the loss of lostLeader (0 goes first). */
@@ -737,17 +807,19 @@ export class Raft {
 
   // ---- step ------------------------------------------------------------
 
-  step(m: Message): void {
+  /** The term rules every message passes first (ours moves on; a stale one is answered or dropped); false: dropped. */
+  private stepTerm(m: Message): boolean {
     if (m.term === 0) {
       // Local message.
     } else if (m.term > this.term) {
       if (m.type === MT.Vote || m.type === MT.PreVote) {
         const force = m.context.length === 1 && m.context[0] === CAMPAIGN_TRANSFER[0];
-        const inLease = this.cfg.checkQuorum && this.lead !== NONE && this.electionElapsedTicks < this.cfg.electionTicks;
+        const inLease =
+          this.cfg.checkQuorum && this.lead !== NONE && this.electionElapsedTicks < this.cfg.electionTicks;
         // Leader lease: while we hear from a live leader, ignore disruptive
         // candidates (a node rejoining from a partition), unless the leader
         // itself asked for the transfer.
-        if (!force && inLease) return;
+        if (!force && inLease) return false;
       }
       if (m.type === MT.PreVote) {
         // A pre-vote never changes our term.
@@ -766,9 +838,13 @@ export class Raft {
       } else if (m.type === MT.PreVote) {
         this.send(message({ type: MT.PreVoteResp, to: m.from, term: this.term, reject: true }));
       }
-      return;
+      return false;
     }
+    return true;
+  }
 
+  step(m: Message): void {
+    if (!this.stepTerm(m)) return;
     switch (m.type) {
       case MT.Hup:
         this.hup(false);
@@ -779,9 +855,13 @@ export class Raft {
           this.send(message({ type: MT.PreVoteResp, to: m.from, term: this.term, reject: true }));
           return;
         }
-        const canVote = this.vote === m.from || (this.vote === NONE && this.lead === NONE) || (m.type === MT.PreVote && m.term > this.term);
+        const canVote =
+          this.vote === m.from ||
+          (this.vote === NONE && this.lead === NONE) ||
+          (m.type === MT.PreVote && m.term > this.term);
         const respType = m.type === MT.Vote ? MT.VoteResp : MT.PreVoteResp;
-        // A recovering node's log is not evidence of what it acknowledged; a rejoining one remembers nothing it promised.
+        // A recovering node's log is not evidence of what it acknowledged; a rejoining one remembers nothing it
+        // promised.
         if (canVote && this.recoverIndex === 0 && !this.rejoining && this.log.isUpToDate(m.index, m.logTerm)) {
           this.send(message({ type: respType, to: m.from, term: m.term }));
           if (m.type === MT.Vote) {
@@ -793,7 +873,8 @@ export class Raft {
             this.becomeFollower(this.term, NONE);
           }
         } else if (this.term > 0) {
-          // (A node at term 0 has nothing to refuse with: it started empty and heard no leader yet. Silence refuses as well.)
+          // (A node at term 0 has nothing to refuse with: it started empty and heard no leader yet. Silence refuses as
+          // well.)
           this.send(message({ type: respType, to: m.from, term: this.term, reject: true }));
         }
         return;
@@ -873,7 +954,9 @@ export class Raft {
     for (const e of entries) bytes += e.data.byteLength;
     // Back-pressure: a leader that cannot commit (no quorum) must not buffer forever.
     if (this.uncommittedBytes > 0 && this.uncommittedBytes + bytes > this.cfg.uncommittedBytesMax) {
-      throw new ProposalDroppedError(`${this.uncommittedBytes} bytes of proposals await commit (limit ${this.cfg.uncommittedBytesMax})`);
+      throw new ProposalDroppedError(
+        `${this.uncommittedBytes} bytes of proposals await commit (limit ${this.cfg.uncommittedBytesMax})`,
+      );
     }
     this.uncommittedBytes += bytes;
     let li = this.log.lastIndex();
@@ -912,12 +995,17 @@ export class Raft {
     else this.bcastAppend();
   }
 
-  /** Leader, commitNoticeLazy: the commit index advanced and no append or heartbeat has carried it to every follower since. */
+  /**
+   * Leader, commitNoticeLazy: the commit index advanced and no append or heartbeat has carried it to every follower
+   * since.
+   */
   get commitNoticeDue(): boolean {
     return this.commitNoticePending && this.role === Role.Leader;
   }
 
-  /** Tells every follower the commit index now (an empty append where nothing else is due), if a notice is still due. */
+  /**
+   * Tells every follower the commit index now (an empty append where nothing else is due), if a notice is still due.
+   */
   noticeCommit(): void {
     if (this.commitNoticeDue) this.bcastAppend();
     this.commitNoticePending = false;
@@ -985,7 +1073,8 @@ export class Raft {
       const lost = Math.max(0, Math.min(m.rejectHint, m.index - 1));
       return lost < pr.match ? lost : null;
     }
-    const refusedMatch = pr.state === ProgressState.Probe && m.index === pr.next - 1 && m.index > 0 && m.index <= pr.match;
+    const refusedMatch =
+      pr.state === ProgressState.Probe && m.index === pr.next - 1 && m.index > 0 && m.index <= pr.match;
     return refusedMatch ? Math.max(0, Math.min(m.rejectHint, m.index - 1)) : null;
   }
 
@@ -1145,12 +1234,15 @@ export class Raft {
 
   private handleAppendEntries(m: Message): void {
     if (m.index < this.log.committed) {
-      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.committed, context: this.answerContext(false) }));
+      this.send(
+        message({ type: MT.AppResp, to: m.from, index: this.log.committed, context: this.answerContext(false) }),
+      );
       return;
     }
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (lastNew !== null) {
-      // The leader proved this node whole (see `rejoining`), for this start of it (the nonce), and the logs agree up to m.index.
+      // The leader proved this node whole (see `rejoining`), for this start of it (the nonce), and the logs agree up to
+      // m.index.
       const proof = rejoinNonceIn(REJOINED_TAG, m.context);
       if (this.rejoining && proof !== null && sameBytes(proof, this.rejoinNonce)) this.endRejoin(m.from);
       this.send(message({ type: MT.AppResp, to: m.from, index: lastNew, context: this.answerContext(false) }));
@@ -1159,7 +1251,17 @@ export class Raft {
     // Tell the leader where our log might agree with its own, so it can skip
     // a whole term of conflicting entries in one round trip.
     const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
-    this.send(message({ type: MT.AppResp, to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term, context: this.answerContext(true) }));
+    this.send(
+      message({
+        type: MT.AppResp,
+        to: m.from,
+        index: m.index,
+        reject: true,
+        rejectHint: hint.index,
+        logTerm: hint.term,
+        context: this.answerContext(true),
+      }),
+    );
   }
 
   private handleHeartbeat(m: Message): void {
@@ -1167,22 +1269,30 @@ export class Raft {
     // may be of the log its disk lost, so the commit index comes only from appends, which check the log.
     if (!this.rejoining) this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
     // Rejoining, the answer carries the mark instead of the read's context: it must confirm no read.
-    this.send(message({ type: MT.HeartbeatResp, to: m.from, context: this.rejoining ? this.answerContext(false) : m.context }));
+    this.send(
+      message({ type: MT.HeartbeatResp, to: m.from, context: this.rejoining ? this.answerContext(false) : m.context }),
+    );
     if (this.recoverIndex > 0) {
       // The leader may still count acknowledgements this node's disk lost:
       // tell it where the log really ends, so it sends the missing entries
       // even when no new proposal would make it.
       const last = this.log.lastIndex();
-      this.send(message({ type: MT.AppResp, to: m.from, index: last, reject: true, rejectHint: last, context: LOST_ENTRIES }));
+      this.send(
+        message({ type: MT.AppResp, to: m.from, index: last, reject: true, rejectHint: last, context: LOST_ENTRIES }),
+      );
     }
   }
 
   private handleSnapshot(m: Message): void {
     assert(m.snapshot !== null, 'raft: snapshot message without a snapshot');
     if (this.restore(m.snapshot)) {
-      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.lastIndex(), context: this.answerContext(false) }));
+      this.send(
+        message({ type: MT.AppResp, to: m.from, index: this.log.lastIndex(), context: this.answerContext(false) }),
+      );
     } else {
-      this.send(message({ type: MT.AppResp, to: m.from, index: this.log.committed, context: this.answerContext(false) }));
+      this.send(
+        message({ type: MT.AppResp, to: m.from, index: this.log.committed, context: this.answerContext(false) }),
+      );
     }
   }
 

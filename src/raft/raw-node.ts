@@ -59,7 +59,8 @@ export interface Ready {
   mustSync: boolean;
 }
 
-export type RawNodeConfig = Pick<RaftConfig, 'id' | 'storage' | 'random' | 'recoverIndex' | 'rejoining'> & Partial<RaftTuning>;
+export type RawNodeConfig = Pick<RaftConfig, 'id' | 'storage' | 'random' | 'recoverIndex' | 'rejoining'> &
+  Partial<RaftTuning>;
 
 /**
  * Whether a node's durable state is that of a node that never held any:
@@ -68,7 +69,12 @@ export type RawNodeConfig = Pick<RaftConfig, 'id' | 'storage' | 'random' | 'reco
  * never starts from it: founding records term 1 first (foundingHardState).
  */
 export function holdsNoRaftState(recovered: { hardState: HardState; snapshot: Snapshot; entries: Entry[] }): boolean {
-  return recovered.hardState.term === 0 && recovered.hardState.vote === NONE && isEmptySnapshot(recovered.snapshot) && recovered.entries.length === 0;
+  return (
+    recovered.hardState.term === 0 &&
+    recovered.hardState.vote === NONE &&
+    isEmptySnapshot(recovered.snapshot) &&
+    recovered.entries.length === 0
+  );
 }
 
 /**
@@ -94,7 +100,10 @@ export class RawNode {
     const hs = this.hardState();
     // A rejoining node's first Ready makes its state durable (REJOINING_VOTE), before it sends anything:
     // restarted from the same directory, it is still rejoining.
-    this.prevHard = hs.vote === REJOINING_VOTE && cfg.storage.hardState.vote !== REJOINING_VOTE ? { ...hs, vote: cfg.storage.hardState.vote } : hs;
+    this.prevHard =
+      hs.vote === REJOINING_VOTE && cfg.storage.hardState.vote !== REJOINING_VOTE
+        ? { ...hs, vote: cfg.storage.hardState.vote }
+        : hs;
     this.prevSoft = this.softState();
   }
 
@@ -115,11 +124,20 @@ export class RawNode {
       snapshot = { ...snapshot, metadata: { ...snapshot.metadata, confState: initialConf } };
     }
     const storage = MemoryStorage.from(recovered.hardState, snapshot, recovered.entries);
-    return new RawNode({ ...cfg, storage, recoverIndex: recovered.recoverIndex ?? 0, rejoining: holdsNoRaftState(recovered) });
+    return new RawNode({
+      ...cfg,
+      storage,
+      recoverIndex: recovered.recoverIndex ?? 0,
+      rejoining: holdsNoRaftState(recovered),
+    });
   }
 
   hardState(): HardState {
-    return { term: this.raft.term, vote: this.raft.rejoining ? REJOINING_VOTE : this.raft.vote, commit: this.raft.log.committed };
+    return {
+      term: this.raft.term,
+      vote: this.raft.rejoining ? REJOINING_VOTE : this.raft.vote,
+      commit: this.raft.log.committed,
+    };
   }
 
   softState(): SoftState {
@@ -143,7 +161,13 @@ export class RawNode {
     // A follower acknowledges only what its leader sent; an acknowledgement
     // past our log (at our term, where we lead) would move progress past
     // anything we can send and make us look for a snapshot that cannot exist.
-    if (m.type === MT.AppResp && !m.reject && m.term === r.term && r.role === Role.Leader && m.index > r.log.lastIndex()) {
+    if (
+      m.type === MT.AppResp &&
+      !m.reject &&
+      m.term === r.term &&
+      r.role === Role.Leader &&
+      m.index > r.log.lastIndex()
+    ) {
       return `acknowledges index ${m.index} beyond the last index ${r.log.lastIndex()}`;
     }
     this.raft.step(m);
@@ -208,9 +232,15 @@ export class RawNode {
     const soft = this.softState();
     if (soft.leader !== this.prevSoft.leader || soft.role !== this.prevSoft.role) return true;
     const hs = this.hardState();
-    if (hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote || hs.commit !== this.prevHard.commit) return true;
+    if (hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote || hs.commit !== this.prevHard.commit)
+      return true;
     if (r.log.pendingSnapshot() !== null) return true;
-    return r.msgs.length > 0 || r.log.unstableEntries().length > 0 || r.log.hasNextCommittedEntries() || r.readStates.length > 0;
+    return (
+      r.msgs.length > 0 ||
+      r.log.unstableEntries().length > 0 ||
+      r.log.hasNextCommittedEntries() ||
+      r.readStates.length > 0
+    );
   }
 
   ready(): Ready {
@@ -219,7 +249,8 @@ export class RawNode {
     const soft = this.softState();
     const hs = this.hardState();
     const softChanged = soft.leader !== this.prevSoft.leader || soft.role !== this.prevSoft.role;
-    const hardChanged = hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote || hs.commit !== this.prevHard.commit;
+    const hardChanged =
+      hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote || hs.commit !== this.prevHard.commit;
     const entries = r.log.unstableEntries();
     const snapshot = r.log.pendingSnapshot();
     const msgs = r.msgs;
@@ -234,7 +265,8 @@ export class RawNode {
       messagesNow: early ? msgs : [],
       messages: early ? [] : msgs,
       readStates: r.readStates,
-      mustSync: entries.length > 0 || snapshot !== null || hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote,
+      mustSync:
+        entries.length > 0 || snapshot !== null || hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote,
     };
     r.readStates = [];
     if (softChanged) this.prevSoft = soft;
@@ -312,11 +344,32 @@ export class RawNode {
     applied: number;
     lastIndex: number;
     firstIndex: number;
-    /** `rejoining`: the follower started on an empty data directory and is not proven whole yet (it counts in no quorum). */
+    /**
+     * `rejoining`: the follower started on an empty data directory and is not proven whole yet (it counts in no
+     * quorum).
+     */
     progress: { id: NodeId; match: number; next: number; state: string; learner: boolean; rejoining: boolean }[];
   } {
     const r = this.raft;
-    const progress = r.role === Role.Leader ? [...r.progress.values()].map((p) => ({ id: p.id, match: p.match, next: p.next, state: p.state, learner: p.isLearner, rejoining: !r.counts(p.id) })) : [];
-    return { id: r.id, hardState: this.hardState(), softState: this.softState(), applied: r.log.applied, lastIndex: r.log.lastIndex(), firstIndex: r.log.firstIndex(), progress };
+    const progress =
+      r.role === Role.Leader
+        ? [...r.progress.values()].map((p) => ({
+            id: p.id,
+            match: p.match,
+            next: p.next,
+            state: p.state,
+            learner: p.isLearner,
+            rejoining: !r.counts(p.id),
+          }))
+        : [];
+    return {
+      id: r.id,
+      hardState: this.hardState(),
+      softState: this.softState(),
+      applied: r.log.applied,
+      lastIndex: r.log.lastIndex(),
+      firstIndex: r.log.firstIndex(),
+      progress,
+    };
   }
 }

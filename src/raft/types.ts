@@ -88,7 +88,13 @@ export enum MessageType {
   CheckQuorum = 18,
 }
 
-export const LOCAL_MESSAGES: ReadonlySet<MessageType> = new Set([MessageType.Hup, MessageType.Beat, MessageType.Unreachable, MessageType.SnapStatus, MessageType.CheckQuorum]);
+export const LOCAL_MESSAGES: ReadonlySet<MessageType> = new Set([
+  MessageType.Hup,
+  MessageType.Beat,
+  MessageType.Unreachable,
+  MessageType.SnapStatus,
+  MessageType.CheckQuorum,
+]);
 
 export interface Message {
   type: MessageType;

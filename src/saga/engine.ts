@@ -100,7 +100,12 @@ export interface SagaEngineIO {
   nowMs(): number;
   random(): number;
   propose(cmd: SagaCommand, cb: (err: Error | null, result?: SagaApplyResult) => void): void;
-  callStep(to: ParticipantRecord, req: StepRequest, timeoutMs: number, cb: (err: Error | null, answer?: StepAnswer) => void): void;
+  callStep(
+    to: ParticipantRecord,
+    req: StepRequest,
+    timeoutMs: number,
+    cb: (err: Error | null, answer?: StepAnswer) => void,
+  ): void;
   /** Tells a step service that a saga ended: it may drop the saga's keys. */
   endSaga(to: ParticipantRecord, sagaId: string, timeoutMs: number, cb: (err: Error | null) => void): void;
 }
@@ -109,7 +114,10 @@ export interface SagaEngineConfig extends NewnessRules {
   retryMinMs: number;
   retryMaxMs: number;
   rpcTimeoutMs: number;
-  /** An action at or before the pivot that errored this many times is abandoned and compensated (once actionAbandonAfterMs passed too). */
+  /**
+   * An action at or before the pivot that errored this many times is abandoned and compensated (once
+   * actionAbandonAfterMs passed too).
+   */
   actionAttemptsMax: number;
   /** ... and not before this long after its first failure: long enough to ride out a step service's restart. */
   actionAbandonAfterMs: number;
@@ -158,7 +166,10 @@ export class SagaError extends Error {
 
 export type SagaCallback = (err: SagaError | null, saga?: SagaRecord) => void;
 
-/** The leader's working state for one saga: the call in flight and its retries. Volatile; the table holds the truth (attempts included). */
+/**
+ * The leader's working state for one saga: the call in flight and its retries. Volatile; the table holds the truth
+ * (attempts included).
+ */
 interface Run {
   id: string;
   /** The call this run is making, as the table named it when the run last looked. */
@@ -168,9 +179,14 @@ interface Run {
   inFlight: boolean;
   /** A result is being logged: no new call until it is applied or fails. */
   proposing: boolean;
-  /** A failed attempt not yet in the table (saga.attempt): no new call until it is, so that every call but this leader's last is counted. */
+  /**
+   * A failed attempt not yet in the table (saga.attempt): no new call until it is, so that every call but this leader's
+   * last is counted.
+   */
   unlogged: { error: string; atMs: number } | null;
-  /** A result being logged, or whose proposal failed: it is proposed again at logAgainAtMs (no call goes out meanwhile). */
+  /**
+   * A result being logged, or whose proposal failed: it is proposed again at logAgainAtMs (no call goes out meanwhile).
+   */
   unloggedResult: { outcome: 'done' | 'failed' | 'abandoned'; output: string; reason: string } | null;
   /** saga.attempt for `unlogged` is proposed; when it fails, it is proposed again at logAgainAtMs. */
   logging: boolean;
@@ -210,7 +226,14 @@ export class SagaEngine {
   /** Starts proposed and not yet applied, per starter: they count toward its quota. */
   private readonly starting = new Map<string, number>();
   private startingBytes = 0;
-  private readonly stats: SagaCounters = { started: 0, stepAttempts: 0, stepErrors: 0, stuck: 0, stepLatencyMsSum: 0, stepLatencyCount: 0 };
+  private readonly stats: SagaCounters = {
+    started: 0,
+    stepAttempts: 0,
+    stepErrors: 0,
+    stuck: 0,
+    stepLatencyMsSum: 0,
+    stepLatencyCount: 0,
+  };
 
   constructor(
     private readonly table: SagaTable,
@@ -255,14 +278,29 @@ export class SagaEngine {
    * clientOf); the caller has checked that a repeated start comes from
    * whoever may read the saga.
    */
-  start(sagaId: string, steps: SagaStepDef[], pivot: number | null, cb: SagaCallback, owner = '', tags: { type?: string; labels?: SagaLabels } = {}): void {
+  start(
+    sagaId: string,
+    steps: SagaStepDef[],
+    pivot: number | null,
+    cb: SagaCallback,
+    owner = '',
+    tags: { type?: string; labels?: SagaLabels } = {},
+  ): void {
     if (!this.isLeader()) return cb(new SagaError('not-leader', 'not the leader'));
     const existing = this.table.sagas.get(sagaId);
     if (existing) {
       if (JSON.stringify(existing.steps) !== JSON.stringify(steps) || existing.pivot !== pivot)
         return cb(new SagaError('precondition', `saga ${sagaId} already exists with other steps; use a new id`));
-      if ((existing.type ?? '') !== (tags.type ?? '') || JSON.stringify(sortedLabels(existing.labels)) !== JSON.stringify(sortedLabels(tags.labels)))
-        return cb(new SagaError('precondition', `saga ${sagaId} already exists with another type or other labels; use a new id`));
+      if (
+        (existing.type ?? '') !== (tags.type ?? '') ||
+        JSON.stringify(sortedLabels(existing.labels)) !== JSON.stringify(sortedLabels(tags.labels))
+      )
+        return cb(
+          new SagaError(
+            'precondition',
+            `saga ${sagaId} already exists with another type or other labels; use a new id`,
+          ),
+        );
       return cb(null, existing);
     }
     const problem = sagaDefProblem(sagaId, steps, pivot) ?? sagaTagsProblem(sagaId, tags.type, tags.labels);
@@ -272,7 +310,13 @@ export class SagaEngine {
     const stale = newnessRefusal('saga', sagaId, this.table.horizonAtMs, this.io.nowMs(), this.cfg);
     if (stale !== null) return cb(new SagaError(stale.code, stale.message));
     for (const [k, s] of steps.entries())
-      if (!this.services.has(s.service)) return cb(new SagaError('precondition', `saga ${sagaId} step ${k}: step service ${s.service} is not registered with this cluster`));
+      if (!this.services.has(s.service))
+        return cb(
+          new SagaError(
+            'precondition',
+            `saga ${sagaId} step ${k}: step service ${s.service} is not registered with this cluster`,
+          ),
+        );
     const bytes = sagaBytes({ id: sagaId, steps, outputs: [], type: tags.type, labels: tags.labels });
     const full = this.fullFor(owner, bytes);
     if (full !== null) return cb(new SagaError('exhausted', full));
@@ -287,8 +331,15 @@ export class SagaEngine {
       if (n > 0) this.starting.set(owner, n);
       else this.starting.delete(owner);
       this.startingBytes -= bytes;
-      if (err || !r) return cb(new SagaError('outcome-unknown', `the start of saga ${sagaId} could not be confirmed (${err?.message ?? 'no result'}); start it again with the same id`));
-      if (r.problem !== null && !r.saga) return cb(new SagaError(this.table.forgottenProblem(sagaId) !== null ? 'precondition' : 'invalid', r.problem));
+      if (err || !r)
+        return cb(
+          new SagaError(
+            'outcome-unknown',
+            `the start of saga ${sagaId} could not be confirmed (${err?.message ?? 'no result'}); start it again with the same id`,
+          ),
+        );
+      if (r.problem !== null && !r.saga)
+        return cb(new SagaError(this.table.forgottenProblem(sagaId) !== null ? 'precondition' : 'invalid', r.problem));
       if (r.changed) this.stats.started++;
       cb(null, r.saga ?? undefined);
     });
@@ -296,23 +347,34 @@ export class SagaEngine {
 
   /** Why one more running saga of `owner`, of `bytes`, would break a bound, or null. */
   private fullFor(owner: string, bytes: number): string | null {
-    if (this.runs.size >= this.cfg.runningMax) return `the leader runs ${this.runs.size} sagas (limit runningMax=${this.cfg.runningMax}); retry later`;
+    if (this.runs.size >= this.cfg.runningMax)
+      return `the leader runs ${this.runs.size} sagas (limit runningMax=${this.cfg.runningMax}); retry later`;
     const mine = this.table.runningOf(owner) + (this.starting.get(owner) ?? 0);
     if (mine >= this.cfg.clientRunningMax)
       return `client ${owner || '(unnamed)'} has ${mine} sagas running (limit sagaClientRunningMax=${this.cfg.clientRunningMax}); wait for some to end before starting more`;
     const all = this.table.runningBytes + this.startingBytes;
-    if (all + bytes > this.cfg.runningBytesMax) return `running sagas hold ${all} bytes of definitions and outputs (limit ${this.cfg.runningBytesMax}); retry later`;
+    if (all + bytes > this.cfg.runningBytesMax)
+      return `running sagas hold ${all} bytes of definitions and outputs (limit ${this.cfg.runningBytesMax}); retry later`;
     return null;
   }
 
-  /** `verdict saga retry`: a stuck saga's call is made again now, attempts counted afresh; recorded with who and why. */
+  /**
+   * `verdict saga retry`: a stuck saga's call is made again now, attempts counted afresh; recorded with who and why.
+   */
   retry(sagaId: string, operator: string, reason: string, cb: SagaCallback): void {
     if (!this.isLeader()) return cb(new SagaError('not-leader', 'not the leader'));
     const s = this.table.sagas.get(sagaId);
     if (!s) return cb(new SagaError('not-found', `no saga ${sagaId}`));
-    if (!s.stuck) return cb(new SagaError('precondition', `saga ${sagaId} is not stuck (${s.state}); nothing to retry`));
+    if (!s.stuck)
+      return cb(new SagaError('precondition', `saga ${sagaId} is not stuck (${s.state}); nothing to retry`));
     this.io.propose({ t: 'saga.retry', sagaId, operator, reason, atMs: this.io.nowMs() }, (err, r) => {
-      if (err || !r) return cb(new SagaError('outcome-unknown', `the retry of saga ${sagaId} could not be logged (${err?.message ?? 'no result'}); retry`));
+      if (err || !r)
+        return cb(
+          new SagaError(
+            'outcome-unknown',
+            `the retry of saga ${sagaId} could not be logged (${err?.message ?? 'no result'}); retry`,
+          ),
+        );
       if (!r.changed) return cb(new SagaError('precondition', r.problem ?? `saga ${sagaId} is not stuck`));
       const run = this.runs.get(sagaId);
       if (run) {
@@ -329,7 +391,14 @@ export class SagaEngine {
    * says the stuck call's effect happened by hand. Logged with who, when, why;
    * refused unless the saga is stuck on exactly that call.
    */
-  resolve(sagaId: string, step: number, as: 'done' | 'compensated', operator: string, reason: string, cb: SagaCallback): void {
+  resolve(
+    sagaId: string,
+    step: number,
+    as: 'done' | 'compensated',
+    operator: string,
+    reason: string,
+    cb: SagaCallback,
+  ): void {
     if (!this.isLeader()) return cb(new SagaError('not-leader', 'not the leader'));
     const s = this.table.sagas.get(sagaId);
     if (!s) return cb(new SagaError('not-found', `no saga ${sagaId}`));
@@ -342,11 +411,30 @@ export class SagaEngine {
         ),
       );
     const atMs = this.io.nowMs();
-    this.io.propose({ t: 'saga.result', sagaId, step, kind, outcome: 'done', output: '', reason, atMs, operator: { operator, reason, atMs } }, (err, r) => {
-      if (err || !r) return cb(new SagaError('outcome-unknown', `the resolution of saga ${sagaId} could not be logged (${err?.message ?? 'no result'}); retry`));
-      if (!r.changed) return cb(new SagaError('precondition', r.problem ?? `saga ${sagaId} was not changed`));
-      cb(null, r.saga ?? undefined);
-    });
+    this.io.propose(
+      {
+        t: 'saga.result',
+        sagaId,
+        step,
+        kind,
+        outcome: 'done',
+        output: '',
+        reason,
+        atMs,
+        operator: { operator, reason, atMs },
+      },
+      (err, r) => {
+        if (err || !r)
+          return cb(
+            new SagaError(
+              'outcome-unknown',
+              `the resolution of saga ${sagaId} could not be logged (${err?.message ?? 'no result'}); retry`,
+            ),
+          );
+        if (!r.changed) return cb(new SagaError('precondition', r.problem ?? `saga ${sagaId} was not changed`));
+        cb(null, r.saga ?? undefined);
+      },
+    );
   }
 
   // ---- the protocol ------------------------------------------------------
@@ -377,7 +465,10 @@ export class SagaEngine {
       // when the last one failed, so the backoff carries on where it was (never longer than retryMaxMs from now).
       const t = triesOf(s, call.step, call.kind);
       const now = this.io.nowMs();
-      const nextAtMs = t === null || t.attempts === 0 ? 0 : Math.min(now + this.cfg.retryMaxMs, t.lastFailureAtMs + this.backoffMs(t.attempts) / 2);
+      const nextAtMs =
+        t === null || t.attempts === 0
+          ? 0
+          : Math.min(now + this.cfg.retryMaxMs, t.lastFailureAtMs + this.backoffMs(t.attempts) / 2);
       run = {
         id: s.id,
         step: call.step,
@@ -413,7 +504,14 @@ export class SagaEngine {
 
   /** Sends the run's call if nothing holds it back (in flight, a result being logged, backoff). */
   private poke(run: Run): void {
-    if (run.inFlight || run.proposing || run.unlogged !== null || run.unloggedResult !== null || this.io.nowMs() < run.nextAtMs) return;
+    if (
+      run.inFlight ||
+      run.proposing ||
+      run.unlogged !== null ||
+      run.unloggedResult !== null ||
+      this.io.nowMs() < run.nextAtMs
+    )
+      return;
     const s = this.table.sagas.get(run.id);
     const call = s ? currentCall(s) : null;
     // Persist before send: only the call the applied table names goes out.
@@ -447,7 +545,12 @@ export class SagaEngine {
       if (a.status === 'done') return this.log(run, 'done', a.output, '');
       // FAILED: a refusal. Only an action at or before the pivot may fail; anything else is retried.
       if (run.kind === 'action' && this.table.compensatable(s, run.step)) return this.log(run, 'failed', '', a.reason);
-      this.failed(run, s, `${run.kind === 'action' ? 'step after the pivot' : 'compensation'} answered FAILED (${a.reason || 'no reason'}); it is retried until done`, attempt);
+      this.failed(
+        run,
+        s,
+        `${run.kind === 'action' ? 'step after the pivot' : 'compensation'} answered FAILED (${a.reason || 'no reason'}); it is retried until done`,
+        attempt,
+      );
     });
   }
 
@@ -466,7 +569,13 @@ export class SagaEngine {
     run.nextAtMs = now + base / 2 + this.io.random() * (base / 2);
     if (run.kind === 'action' && this.table.compensatable(s, run.step) && attempt >= this.cfg.actionAttemptsMax) {
       const firstAtMs = triesOf(s, run.step, run.kind)?.firstFailureAtMs ?? now;
-      if (now - firstAtMs >= this.cfg.actionAbandonAfterMs) return this.log(run, 'abandoned', '', `gave up after ${attempt} attempts over ${((now - firstAtMs) / 1000).toFixed(1)} s: ${why}`);
+      if (now - firstAtMs >= this.cfg.actionAbandonAfterMs)
+        return this.log(
+          run,
+          'abandoned',
+          '',
+          `gave up after ${attempt} attempts over ${((now - firstAtMs) / 1000).toFixed(1)} s: ${why}`,
+        );
     }
     run.unlogged = { error: why, atMs: now };
     this.logAttempt(run);
@@ -475,23 +584,30 @@ export class SagaEngine {
   /** Logs the run's failed attempt; once applied, the next call may go out (and the saga may be flagged stuck). */
   private logAttempt(run: Run): void {
     const u = run.unlogged;
-    assert(u !== null && !run.inFlight && run.unloggedResult === null, `saga ${run.id}: only a failed attempt is logged, with no call in flight and no result to log`);
+    assert(
+      u !== null && !run.inFlight && run.unloggedResult === null,
+      `saga ${run.id}: only a failed attempt is logged, with no call in flight and no result to log`,
+    );
     if (run.logging) return;
     run.logging = true;
-    this.io.propose({ t: 'saga.attempt', sagaId: run.id, step: run.step, kind: run.kind, error: u.error, atMs: u.atMs }, (err, r) => {
-      run.logging = false;
-      if (this.runs.get(run.id) !== run) return;
-      if (err || !r) {
-        // Not logged, or not known to be: log it again, never call again before it is (a repeat counts it twice, which only abandons sooner).
-        run.logAgainAtMs = this.io.nowMs() + this.cfg.retryMinMs;
-        return;
-      }
-      run.unlogged = null;
-      const s = this.table.sagas.get(run.id);
-      if (!s) return;
-      this.maybeStuck(run, s);
-      this.poke(run);
-    });
+    this.io.propose(
+      { t: 'saga.attempt', sagaId: run.id, step: run.step, kind: run.kind, error: u.error, atMs: u.atMs },
+      (err, r) => {
+        run.logging = false;
+        if (this.runs.get(run.id) !== run) return;
+        if (err || !r) {
+          // Not logged, or not known to be: log it again, never call again before it is (a repeat counts it twice,
+          // which only abandons sooner).
+          run.logAgainAtMs = this.io.nowMs() + this.cfg.retryMinMs;
+          return;
+        }
+        run.unlogged = null;
+        const s = this.table.sagas.get(run.id);
+        if (!s) return;
+        this.maybeStuck(run, s);
+        this.poke(run);
+      },
+    );
   }
 
   /**
@@ -506,24 +622,53 @@ export class SagaEngine {
     if (t === null || t.attempts < this.cfg.stuckAfterAttempts) return;
     run.stuckLogged = true;
     this.stats.stuck++;
-    this.io.propose({ t: 'saga.stuck', sagaId: run.id, step: run.step, kind: run.kind, attempts: t.attempts, lastError: t.lastError, atMs: this.io.nowMs() }, (err) => {
-      if (err && this.runs.get(run.id) === run) run.stuckLogged = false;
-    });
+    this.io.propose(
+      {
+        t: 'saga.stuck',
+        sagaId: run.id,
+        step: run.step,
+        kind: run.kind,
+        attempts: t.attempts,
+        lastError: t.lastError,
+        atMs: this.io.nowMs(),
+      },
+      (err) => {
+        if (err && this.runs.get(run.id) === run) run.stuckLogged = false;
+      },
+    );
   }
 
   private log(run: Run, outcome: 'done' | 'failed' | 'abandoned', output: string, reason: string): void {
-    assert(!run.inFlight && !run.proposing && run.unlogged === null, `saga ${run.id} step ${run.step} ${run.kind}: a result is logged once at a time, with no call in flight and no attempt to log`);
-    assert(run.unloggedResult === null || run.unloggedResult.outcome === outcome, `saga ${run.id} step ${run.step} ${run.kind}: the result logged again is the one logged before`);
+    assert(
+      !run.inFlight && !run.proposing && run.unlogged === null,
+      `saga ${run.id} step ${run.step} ${run.kind}: a result is logged once at a time, with no call in flight and no attempt to log`,
+    );
+    assert(
+      run.unloggedResult === null || run.unloggedResult.outcome === outcome,
+      `saga ${run.id} step ${run.step} ${run.kind}: the result logged again is the one logged before`,
+    );
     run.proposing = true;
     run.unloggedResult = { outcome, output, reason };
-    this.io.propose({ t: 'saga.result', sagaId: run.id, step: run.step, kind: run.kind, outcome, output, reason, atMs: this.io.nowMs() }, (err) => {
-      // Success is handled in onApplied, where every node sees it.
-      if (!err || this.runs.get(run.id) !== run) return;
-      // Not logged (or not known to be): log the same answer again later, never call again for it (a repeated
-      // result changes nothing once one is applied), so that a leader's calls stay counted.
-      run.proposing = false;
-      run.logAgainAtMs = this.io.nowMs() + this.cfg.retryMinMs;
-    });
+    this.io.propose(
+      {
+        t: 'saga.result',
+        sagaId: run.id,
+        step: run.step,
+        kind: run.kind,
+        outcome,
+        output,
+        reason,
+        atMs: this.io.nowMs(),
+      },
+      (err) => {
+        // Success is handled in onApplied, where every node sees it.
+        if (!err || this.runs.get(run.id) !== run) return;
+        // Not logged (or not known to be): log the same answer again later, never call again for it (a repeated
+        // result changes nothing once one is applied), so that a leader's calls stay counted.
+        run.proposing = false;
+        run.logAgainAtMs = this.io.nowMs() + this.cfg.retryMinMs;
+      },
+    );
   }
 
   // ---- the end of a saga ---------------------------------------------------
@@ -531,7 +676,13 @@ export class SagaEngine {
   private beginEnding(s: SagaRecord): void {
     const services = new Set(s.steps.map((d) => d.service));
     const delayMs = this.cfg.endNoticeDelayMs;
-    const e: Ending = { id: s.id, pending: services, inFlight: new Set(), attempts: 0, nextAtMs: delayMs > 0 ? this.io.nowMs() + delayMs : 0 };
+    const e: Ending = {
+      id: s.id,
+      pending: services,
+      inFlight: new Set(),
+      attempts: 0,
+      nextAtMs: delayMs > 0 ? this.io.nowMs() + delayMs : 0,
+    };
     this.endings.set(s.id, e);
     if (delayMs <= 0) this.sendEnds(e);
   }
@@ -602,7 +753,13 @@ export class SagaEngine {
   running(): { id: string; step: number; kind: StepKind; attempts: number; lastError: string }[] {
     return [...this.runs.values()].map((r) => {
       const s = this.table.sagas.get(r.id);
-      return { id: r.id, step: r.step, kind: r.kind, attempts: s ? (triesOf(s, r.step, r.kind)?.attempts ?? 0) : 0, lastError: r.lastError };
+      return {
+        id: r.id,
+        step: r.step,
+        kind: r.kind,
+        attempts: s ? (triesOf(s, r.step, r.kind)?.attempts ?? 0) : 0,
+        lastError: r.lastError,
+      };
     });
   }
 }
@@ -640,14 +797,17 @@ export function sortedLabels(labels: SagaLabels | undefined): SagaLabels {
  */
 export function answerProblem(a: StepAnswer | undefined, outputBytesLeft = SAGA_TEXT_BYTES_MAX): string | null {
   if (a === undefined || a === null || typeof a !== 'object') return 'the step service gave no answer';
-  if (a.status !== 'done' && a.status !== 'failed') return `the step service answered an unknown status ${JSON.stringify(String(a.status)).slice(0, 40)}`;
-  if (typeof a.output !== 'string' || typeof a.reason !== 'string') return 'the step service answered without output or reason';
+  if (a.status !== 'done' && a.status !== 'failed')
+    return `the step service answered an unknown status ${JSON.stringify(String(a.status)).slice(0, 40)}`;
+  if (typeof a.output !== 'string' || typeof a.reason !== 'string')
+    return 'the step service answered without output or reason';
   // The output is logged and handed to every later step: bounded as an input is.
   for (const [what, text] of [
     ['output', a.output],
     ['reason', a.reason],
   ] as const)
-    if (Buffer.byteLength(text) > STEP_TEXT_BYTES_MAX) return `the step service answered an ${what} of ${Buffer.byteLength(text)} bytes (limit ${STEP_TEXT_BYTES_MAX})`;
+    if (Buffer.byteLength(text) > STEP_TEXT_BYTES_MAX)
+      return `the step service answered an ${what} of ${Buffer.byteLength(text)} bytes (limit ${STEP_TEXT_BYTES_MAX})`;
   if (a.status === 'done' && Buffer.byteLength(a.output) > outputBytesLeft)
     return `the step service answered an output of ${Buffer.byteLength(a.output)} bytes, past what the saga's outputs may still hold (${Math.max(0, outputBytesLeft)} of ${SAGA_TEXT_BYTES_MAX} bytes together)`;
   return null;

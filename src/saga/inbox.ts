@@ -51,7 +51,9 @@ export interface InboxJournal {
  * output and the effect to apply, or FAILED (a refusal: nothing applied).
  * Throwing is a transient error: nothing is recorded and the orchestrator retries.
  */
-export type StepHandler = (req: StepRequest) => { status: 'done'; output: string; effect: string } | { status: 'failed'; reason: string };
+export type StepHandler = (
+  req: StepRequest,
+) => { status: 'done'; output: string; effect: string } | { status: 'failed'; reason: string };
 
 /** Ended sagas remembered to refuse late duplicates of their calls. */
 export const ENDED_MAX = 100_000;
@@ -76,7 +78,11 @@ export class SagaInbox {
   ) {}
 
   /** Rebuilds the inbox from the records a journal kept, in order. */
-  static recover(records: readonly InboxRecord[], journal: InboxJournal, applyEffect?: (r: InboxRecord) => void): SagaInbox {
+  static recover(
+    records: readonly InboxRecord[],
+    journal: InboxJournal,
+    applyEffect?: (r: InboxRecord) => void,
+  ): SagaInbox {
     return new SagaInbox(journal, applyEffect).replay(records);
   }
 
@@ -119,14 +125,34 @@ export class SagaInbox {
     }
     const seen = this.records.get(req.key);
     if (seen) return cb(null, answerOf(seen));
-    if (this.ended.has(req.sagaId)) return cb(new Error(`saga ${req.sagaId} has ended; its step ${req.step} ${req.kind} is not run again`));
-    const base = { t: 'step' as const, sagaId: req.sagaId, step: req.step, kind: req.kind, key: req.key, output: '', reason: '', effect: '' };
+    if (this.ended.has(req.sagaId))
+      return cb(new Error(`saga ${req.sagaId} has ended; its step ${req.step} ${req.kind} is not run again`));
+    const base = {
+      t: 'step' as const,
+      sagaId: req.sagaId,
+      step: req.step,
+      kind: req.kind,
+      key: req.key,
+      output: '',
+      reason: '',
+      effect: '',
+    };
     let rec: InboxRecord;
     const other = this.records.get(counterpartKey(req));
     if (req.kind === 'action' && this.actionRefused(other)) {
-      rec = { ...base, status: 'refused', reason: `step ${req.step} of saga ${req.sagaId} was compensated before its action arrived; the action is refused` };
+      rec = {
+        ...base,
+        status: 'refused',
+        reason: `step ${req.step} of saga ${req.sagaId} was compensated before its action arrived; the action is refused`,
+      };
     } else if (req.kind === 'compensate' && this.compensationEmpty(other)) {
-      rec = { ...base, status: 'empty', reason: other ? `the action answered ${other.status.toUpperCase()}: nothing to compensate` : 'the action never ran here: an empty compensation is recorded' };
+      rec = {
+        ...base,
+        status: 'empty',
+        reason: other
+          ? `the action answered ${other.status.toUpperCase()}: nothing to compensate`
+          : 'the action never ran here: an empty compensation is recorded',
+      };
     } else {
       let d: ReturnType<StepHandler>;
       try {
@@ -134,7 +160,10 @@ export class SagaInbox {
       } catch (err) {
         return cb(err as Error);
       }
-      rec = d.status === 'done' ? { ...base, status: 'done', output: d.output, effect: d.effect } : { ...base, status: 'failed', reason: d.reason };
+      rec =
+        d.status === 'done'
+          ? { ...base, status: 'done', output: d.output, effect: d.effect }
+          : { ...base, status: 'failed', reason: d.reason };
     }
     // The record and its effect are one write: both or neither survive a crash.
     this.records.set(req.key, rec);
@@ -147,10 +176,23 @@ export class SagaInbox {
     });
   }
 
-  /** The saga ended and the orchestrator logged it: its keys may go. Durable first, then dropped. A repeated end writes nothing. */
+  /**
+   * The saga ended and the orchestrator logged it: its keys may go. Durable first, then dropped. A repeated end writes
+   * nothing.
+   */
   end(sagaId: string, cb: (err: Error | null) => void): void {
     if (this.ended.has(sagaId)) return cb(null);
-    const rec: InboxRecord = { t: 'end', sagaId, step: 0, kind: 'action', key: '', status: 'done', output: '', reason: '', effect: '' };
+    const rec: InboxRecord = {
+      t: 'end',
+      sagaId,
+      step: 0,
+      kind: 'action',
+      key: '',
+      status: 'done',
+      output: '',
+      reason: '',
+      effect: '',
+    };
     this.journal.append(rec, (err) => {
       if (!err) this.drop(sagaId);
       cb(err);

@@ -20,4 +20,11 @@ export { localClusterTls } from '../transport/local-cluster.ts';
 export type { PgStepHandler } from './postgres-inbox.ts';
 export type { StepAnswer, StepRequest } from './engine.ts';
 export type { StepKind } from './state.ts';
-export { clearPending, markPending, pendingFor, postgresSemanticLock, type PgConnection, type SemanticLock } from './semantic-lock.ts';
+export {
+  clearPending,
+  markPending,
+  pendingFor,
+  postgresSemanticLock,
+  type PgConnection,
+  type SemanticLock,
+} from './semantic-lock.ts';

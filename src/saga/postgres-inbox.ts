@@ -36,7 +36,10 @@ CREATE TABLE IF NOT EXISTS verdict_saga_ended (
  * and answer DONE, or answer FAILED having applied nothing (the inbox rolls
  * back to before the handler either way on FAILED). Throwing is transient.
  */
-export type PgStepHandler = (tx: pg.PoolClient, req: StepRequest) => Promise<{ status: 'done'; output: string } | { status: 'failed'; reason: string }>;
+export type PgStepHandler = (
+  tx: pg.PoolClient,
+  req: StepRequest,
+) => Promise<{ status: 'done'; output: string } | { status: 'failed'; reason: string }>;
 
 export class PgSagaInbox {
   constructor(private readonly pool: pg.Pool) {}
@@ -74,7 +77,9 @@ export class PgSagaInbox {
         reason = `step ${req.step} of saga ${req.sagaId} was compensated before its action arrived; the action is refused`;
       } else if (req.kind === 'compensate' && (!other || other.status !== 'done')) {
         status = 'empty';
-        reason = other ? `the action answered ${other.status.toUpperCase()}: nothing to compensate` : 'the action never ran here: an empty compensation is recorded';
+        reason = other
+          ? `the action answered ${other.status.toUpperCase()}: nothing to compensate`
+          : 'the action never ran here: an empty compensation is recorded';
       } else {
         await tx.query('SAVEPOINT step');
         const d = await handler(tx, req);
@@ -87,15 +92,10 @@ export class PgSagaInbox {
           reason = d.reason;
         }
       }
-      await tx.query('INSERT INTO verdict_saga_inbox (key, saga_id, step, kind, status, output, reason) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-        req.key,
-        req.sagaId,
-        req.step,
-        req.kind,
-        status,
-        output,
-        reason,
-      ]);
+      await tx.query(
+        'INSERT INTO verdict_saga_inbox (key, saga_id, step, kind, status, output, reason) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [req.key, req.sagaId, req.step, req.kind, status, output, reason],
+      );
       await tx.query('COMMIT');
       return answerOf({ status, output, reason });
     } catch (err) {

@@ -23,7 +23,15 @@ import type { ParticipantRecord } from '../commit/state.ts';
 import type { ProductApplyResult } from '../commit/product-table.ts';
 import { assert } from '../util/assert.ts';
 import { SagaEngine, type SagaCallback, type SagaEngineConfig, type SagaEngineIO } from './engine.ts';
-import { isSagaResult, isTerminal, triesOf, type SagaLabels, type SagaRecord, type SagaStepDef, type SagaTable } from './state.ts';
+import {
+  isSagaResult,
+  isTerminal,
+  triesOf,
+  type SagaLabels,
+  type SagaRecord,
+  type SagaStepDef,
+  type SagaTable,
+} from './state.ts';
 
 /** SagaStatus calls waiting for an end at once; beyond it they are answered at once. */
 export const WAITERS_MAX = 10_000;
@@ -46,7 +54,12 @@ export interface SagaLog {
 }
 
 /** Builds the orchestrator; test code hands in a broken one (test/sim/system-saga.ts), as for the commit engine. */
-export type SagaEngineFactory = (table: SagaTable, services: ReadonlyMap<string, ParticipantRecord>, io: SagaEngineIO, cfg: Partial<SagaEngineConfig>) => SagaEngine;
+export type SagaEngineFactory = (
+  table: SagaTable,
+  services: ReadonlyMap<string, ParticipantRecord>,
+  io: SagaEngineIO,
+  cfg: Partial<SagaEngineConfig>,
+) => SagaEngine;
 
 /** Watchers of what the saga core does; none of them changes it. */
 export interface SagaCoreObserver {
@@ -90,9 +103,17 @@ export class SagaCore {
     this.log = o.log;
     this.observe = o.observe ?? {};
     this.stuckLogIntervalMs = o.stuckLogIntervalMs ?? STUCK_LOG_INTERVAL_MS_DEFAULT;
-    const engineIO: SagaEngineIO = { nowMs: o.io.nowMs, random: o.io.random, propose: o.io.propose, callStep: o.io.callStep, endSaga: o.io.endSaga };
+    const engineIO: SagaEngineIO = {
+      nowMs: o.io.nowMs,
+      random: o.io.random,
+      propose: o.io.propose,
+      callStep: o.io.callStep,
+      endSaga: o.io.endSaga,
+    };
     const cfg = o.engine ?? {};
-    this.engine = o.newEngine ? o.newEngine(o.table, o.services, engineIO, cfg) : new SagaEngine(o.table, o.services, engineIO, cfg);
+    this.engine = o.newEngine
+      ? o.newEngine(o.table, o.services, engineIO, cfg)
+      : new SagaEngine(o.table, o.services, engineIO, cfg);
   }
 
   isLeader(): boolean {
@@ -139,7 +160,14 @@ export class SagaCore {
   // ---- what clients and operators ask (the node's gRPC service, the console, the simulator's clients) ----
 
   /** Starts a saga for `owner` (or answers a repeated start, R7): see SagaEngine.start. */
-  start(sagaId: string, steps: SagaStepDef[], pivot: number | null, cb: SagaCallback, owner = '', tags: { type?: string; labels?: SagaLabels } = {}): void {
+  start(
+    sagaId: string,
+    steps: SagaStepDef[],
+    pivot: number | null,
+    cb: SagaCallback,
+    owner = '',
+    tags: { type?: string; labels?: SagaLabels } = {},
+  ): void {
     this.engine.start(sagaId, steps, pivot, cb, owner, tags);
   }
 
@@ -147,7 +175,14 @@ export class SagaCore {
     this.engine.retry(sagaId, operator, reason, cb);
   }
 
-  resolve(sagaId: string, step: number, as: 'done' | 'compensated', operator: string, reason: string, cb: SagaCallback): void {
+  resolve(
+    sagaId: string,
+    step: number,
+    as: 'done' | 'compensated',
+    operator: string,
+    reason: string,
+    cb: SagaCallback,
+  ): void {
     this.engine.resolve(sagaId, step, as, operator, reason, cb);
   }
 
@@ -229,6 +264,8 @@ export class SagaCore {
   /** A new leader takes over the stuck sagas in its table: each is logged at its first scan. */
   private takeOverStuck(term: number): void {
     this.stuckSeen.clear();
-    if (term > 0) for (const s of this.table.sagas.values()) if (s.stuck !== null) this.stuckSeen.set(s.id, Number.NEGATIVE_INFINITY);
+    if (term > 0)
+      for (const s of this.table.sagas.values())
+        if (s.stuck !== null) this.stuckSeen.set(s.id, Number.NEGATIVE_INFINITY);
   }
 }

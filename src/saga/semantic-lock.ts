@@ -16,7 +16,8 @@ import type pg from 'pg';
 const IDENT = /^[a-z_][a-z0-9_]{0,62}$/;
 
 function ident(name: string): string {
-  if (!IDENT.test(name)) throw new Error(`semantic lock: ${JSON.stringify(name)} is not a plain lower-case SQL identifier`);
+  if (!IDENT.test(name))
+    throw new Error(`semantic lock: ${JSON.stringify(name)} is not a plain lower-case SQL identifier`);
   return name;
 }
 
@@ -25,12 +26,27 @@ function ident(name: string): string {
  * holds it (the caller answers FAILED, or retries) or the row is missing.
  * Taking a mark the same saga already holds succeeds (a repeat is harmless).
  */
-export function markPending(tx: PgConnection, table: string, idColumn: string, id: string, sagaId: string): Promise<boolean> {
+export function markPending(
+  tx: PgConnection,
+  table: string,
+  idColumn: string,
+  id: string,
+  sagaId: string,
+): Promise<boolean> {
   return postgresSemanticLock(table, idColumn).mark(tx, id, sagaId);
 }
 
-/** Clears the mark `sagaId` holds on row `id` (its completion or its compensation); a mark of another saga is left alone. */
-export function clearPending(tx: PgConnection, table: string, idColumn: string, id: string, sagaId: string): Promise<void> {
+/**
+ * Clears the mark `sagaId` holds on row `id` (its completion or its compensation); a mark of another saga is left
+ * alone.
+ */
+export function clearPending(
+  tx: PgConnection,
+  table: string,
+  idColumn: string,
+  id: string,
+  sagaId: string,
+): Promise<void> {
   return postgresSemanticLock(table, idColumn).clear(tx, id, sagaId);
 }
 
@@ -48,7 +64,10 @@ export type PgConnection = pg.ClientBase | pg.Pool;
  * or rolls back with the step's effect and its inbox record.
  */
 export interface SemanticLock<Tx> {
-  /** Marks row `id` pending for `sagaId`; false when another saga holds it or the row is missing. Repeating it is harmless. */
+  /**
+   * Marks row `id` pending for `sagaId`; false when another saga holds it or the row is missing. Repeating it is
+   * harmless.
+   */
   mark(tx: Tx, id: string, sagaId: string): Promise<boolean>;
   /** Clears the mark `sagaId` holds on row `id` (its completion or compensation); another saga's mark is left alone. */
   clear(tx: Tx, id: string, sagaId: string): Promise<void>;
@@ -62,7 +81,10 @@ export function postgresSemanticLock(table: string, idColumn = 'id'): SemanticLo
   const c = ident(idColumn);
   return {
     async mark(tx, id, sagaId) {
-      const r = await tx.query(`UPDATE ${t} SET saga_pending = $2 WHERE ${c} = $1 AND (saga_pending IS NULL OR saga_pending = $2)`, [id, sagaId]);
+      const r = await tx.query(
+        `UPDATE ${t} SET saga_pending = $2 WHERE ${c} = $1 AND (saga_pending IS NULL OR saga_pending = $2)`,
+        [id, sagaId],
+      );
       return (r.rowCount ?? 0) > 0;
     },
     async clear(tx, id, sagaId) {

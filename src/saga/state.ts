@@ -318,19 +318,42 @@ export class SagaTable implements ProductTable {
     if (cmd.t === 'saga.ended') return this.ended(cmd);
     if (cmd.t === 'saga.start') return this.start(cmd, index);
     const s = this.sagas.get(cmd.sagaId) ?? null;
-    const out = (changed: boolean, problem: string | null = null): SagaApplyResult => ({ t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga: s, changed, problem });
+    const out = (changed: boolean, problem: string | null = null): SagaApplyResult => ({
+      t: 'product',
+      product: 'saga',
+      op: cmd.t,
+      sagaId: cmd.sagaId,
+      saga: s,
+      changed,
+      problem,
+    });
     if (!s) return out(false, `no saga ${cmd.sagaId}`);
     switch (cmd.t) {
       case 'saga.stuck': {
         const call = currentCall(s);
-        if (!call || call.step !== cmd.step || call.kind !== cmd.kind) return out(false, `saga ${s.id} is not waiting on step ${cmd.step} ${cmd.kind}`);
-        s.stuck = { step: cmd.step, kind: cmd.kind, attempts: cmd.attempts, lastError: cut(cmd.lastError), atMs: cmd.atMs };
-        note(s, { atMs: cmd.atMs, index, what: 'stuck', step: cmd.step, kind: cmd.kind, detail: `${cmd.attempts} attempts; last error: ${cmd.lastError}` });
+        if (!call || call.step !== cmd.step || call.kind !== cmd.kind)
+          return out(false, `saga ${s.id} is not waiting on step ${cmd.step} ${cmd.kind}`);
+        s.stuck = {
+          step: cmd.step,
+          kind: cmd.kind,
+          attempts: cmd.attempts,
+          lastError: cut(cmd.lastError),
+          atMs: cmd.atMs,
+        };
+        note(s, {
+          atMs: cmd.atMs,
+          index,
+          what: 'stuck',
+          step: cmd.step,
+          kind: cmd.kind,
+          detail: `${cmd.attempts} attempts; last error: ${cmd.lastError}`,
+        });
         return out(true);
       }
       case 'saga.attempt': {
         const call = currentCall(s);
-        if (!call || call.step !== cmd.step || call.kind !== cmd.kind) return out(false, `saga ${s.id} is not waiting on step ${cmd.step} ${cmd.kind}`);
+        if (!call || call.step !== cmd.step || call.kind !== cmd.kind)
+          return out(false, `saga ${s.id} is not waiting on step ${cmd.step} ${cmd.kind}`);
         countAttempt(s, cmd);
         return out(true);
       }
@@ -344,7 +367,15 @@ export class SagaTable implements ProductTable {
           t.attempts = 0;
           t.firstFailureAtMs = null;
         }
-        note(s, { atMs: cmd.atMs, index, what: 'retry', step: st.step, kind: st.kind, detail: cmd.reason, operator: cmd.operator });
+        note(s, {
+          atMs: cmd.atMs,
+          index,
+          what: 'retry',
+          step: st.step,
+          kind: st.kind,
+          detail: cmd.reason,
+          operator: cmd.operator,
+        });
         return out(true);
       }
       case 'saga.result':
@@ -362,17 +393,36 @@ export class SagaTable implements ProductTable {
       n++;
     }
     this.evict();
-    return { t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaIds[0] ?? '', saga: null, changed: n > 0, problem: null };
+    return {
+      t: 'product',
+      product: 'saga',
+      op: cmd.t,
+      sagaId: cmd.sagaIds[0] ?? '',
+      saga: null,
+      changed: n > 0,
+      problem: null,
+    };
   }
 
   /** saga.start: the saga's record, with step 0 running, in the same entry (its call goes out once this applies). */
   private start(cmd: Extract<SagaCommand, { t: 'saga.start' }>, index: number): SagaApplyResult {
-    const answer = (saga: SagaRecord | null, changed: boolean, problem: string | null): SagaApplyResult => ({ t: 'product', product: 'saga', op: cmd.t, sagaId: cmd.sagaId, saga, changed, problem });
+    const answer = (saga: SagaRecord | null, changed: boolean, problem: string | null): SagaApplyResult => ({
+      t: 'product',
+      product: 'saga',
+      op: cmd.t,
+      sagaId: cmd.sagaId,
+      saga,
+      changed,
+      problem,
+    });
     const existing = this.sagas.get(cmd.sagaId);
     // R7: a repeated start returns the saga as it is.
     if (existing) return answer(existing, false, null);
     // R9: a forgotten saga is never run again.
-    const problem = this.forgottenProblem(cmd.sagaId) ?? sagaDefProblem(cmd.sagaId, cmd.steps, cmd.pivot) ?? sagaTagsProblem(cmd.sagaId, cmd.type, cmd.labels);
+    const problem =
+      this.forgottenProblem(cmd.sagaId) ??
+      sagaDefProblem(cmd.sagaId, cmd.steps, cmd.pivot) ??
+      sagaTagsProblem(cmd.sagaId, cmd.type, cmd.labels);
     if (problem !== null) return answer(null, false, problem);
     const fresh: SagaRecord = {
       id: cmd.sagaId,
@@ -395,23 +445,39 @@ export class SagaTable implements ProductTable {
     this.sagas.set(cmd.sagaId, fresh);
     this.runningByOwner.set(fresh.owner, this.runningOf(fresh.owner) + 1);
     this.runningBytes += sagaBytes(fresh);
-    note(fresh, { atMs: cmd.atMs, index, what: 'started', detail: `${cmd.steps.length} steps, pivot ${cmd.pivot ?? 'none'}` });
+    note(fresh, {
+      atMs: cmd.atMs,
+      index,
+      what: 'started',
+      detail: `${cmd.steps.length} steps, pivot ${cmd.pivot ?? 'none'}`,
+    });
     stepTo(fresh, 0, 'running');
     note(fresh, { atMs: cmd.atMs, index, what: 'sent', step: 0, kind: 'action' });
     assertOneCall(fresh);
     return answer(fresh, true, null);
   }
 
-  private result(s: SagaRecord, cmd: Extract<SagaCommand, { t: 'saga.result' }>, index: number, out: (changed: boolean, problem?: string | null) => SagaApplyResult): SagaApplyResult {
+  private result(
+    s: SagaRecord,
+    cmd: Extract<SagaCommand, { t: 'saga.result' }>,
+    index: number,
+    out: (changed: boolean, problem?: string | null) => SagaApplyResult,
+  ): SagaApplyResult {
     const call = currentCall(s);
     const k = cmd.step;
     const where = `saga ${s.id} step ${k} ${cmd.kind}`;
     // A repeated or late answer (a redelivery, a duplicate, an earlier leader's) changes nothing.
-    if (!call || call.step !== k || call.kind !== cmd.kind) return out(false, `${where}: not the saga's current call (${call ? `step ${call.step} ${call.kind}` : s.state})`);
+    if (!call || call.step !== k || call.kind !== cmd.kind)
+      return out(false, `${where}: not the saga's current call (${call ? `step ${call.step} ${call.kind}` : s.state})`);
     if (cmd.operator && (s.stuck === null || s.stuck.step !== k || s.stuck.kind !== cmd.kind))
-      return out(false, `${where} is not stuck${s.stuck ? ` (stuck: step ${s.stuck.step} ${s.stuck.kind})` : ''}; only a stuck step is resolved by hand`);
-    if (cmd.kind === 'compensate' && cmd.outcome !== 'done') return out(false, `${where}: a compensation never fails; it is retried`);
-    if (cmd.kind === 'action' && cmd.outcome !== 'done' && !this.compensatable(s, k)) return out(false, `${where} is after the pivot (step ${s.pivot}): it is retried until done, never compensated`);
+      return out(
+        false,
+        `${where} is not stuck${s.stuck ? ` (stuck: step ${s.stuck.step} ${s.stuck.kind})` : ''}; only a stuck step is resolved by hand`,
+      );
+    if (cmd.kind === 'compensate' && cmd.outcome !== 'done')
+      return out(false, `${where}: a compensation never fails; it is retried`);
+    if (cmd.kind === 'action' && cmd.outcome !== 'done' && !this.compensatable(s, k))
+      return out(false, `${where} is after the pivot (step ${s.pivot}): it is retried until done, never compensated`);
     s.stuck = null;
     if (cmd.kind === 'compensate') this.compensated(s, cmd, index);
     else if (cmd.outcome === 'done') this.done(s, cmd, index);
@@ -420,10 +486,19 @@ export class SagaTable implements ProductTable {
     return out(true);
   }
 
-  /** A compensation answered DONE (or was resolved by hand): the next lower done step is compensated, or the saga is. */
+  /**
+   * A compensation answered DONE (or was resolved by hand): the next lower done step is compensated, or the saga is.
+   */
   private compensated(s: SagaRecord, cmd: Extract<SagaCommand, { t: 'saga.result' }>, index: number): void {
     stepTo(s, cmd.step, 'compensated');
-    note(s, { atMs: cmd.atMs, index, what: cmd.operator ? 'resolved compensated' : 'compensated', step: cmd.step, kind: 'compensate', ...byOperator(cmd) });
+    note(s, {
+      atMs: cmd.atMs,
+      index,
+      what: cmd.operator ? 'resolved compensated' : 'compensated',
+      step: cmd.step,
+      kind: 'compensate',
+      ...byOperator(cmd),
+    });
     this.compensateNext(s, cmd.step, cmd.atMs, index);
   }
 
@@ -437,7 +512,14 @@ export class SagaTable implements ProductTable {
     stepTo(s, k, 'done');
     s.outputs[k] = cmd.output;
     this.runningBytes += Buffer.byteLength(cmd.output);
-    note(s, { atMs: cmd.atMs, index, what: cmd.operator ? 'resolved done' : 'done', step: k, kind: 'action', ...byOperator(cmd) });
+    note(s, {
+      atMs: cmd.atMs,
+      index,
+      what: cmd.operator ? 'resolved done' : 'done',
+      step: k,
+      kind: 'action',
+      ...byOperator(cmd),
+    });
     if (k + 1 < s.steps.length) {
       stepTo(s, k + 1, 'running');
       note(s, { atMs: cmd.atMs, index, what: 'sent', step: k + 1, kind: 'action' });
@@ -526,16 +608,36 @@ export class SagaTable implements ProductTable {
     this.horizonAtMs = null;
     this.runningBytes = 0;
     this.endedBytes = 0;
-    const o = (Array.isArray(json) ? { s: json, t: [], hz: null } : json) as { s?: unknown; t?: unknown; hz?: unknown } | null;
-    if (o === null || typeof o !== 'object' || !Array.isArray(o.s) || !Array.isArray(o.t) || !(o.hz === null || (typeof o.hz === 'number' && Number.isFinite(o.hz))))
+    const o = (Array.isArray(json) ? { s: json, t: [], hz: null } : json) as {
+      s?: unknown;
+      t?: unknown;
+      hz?: unknown;
+    } | null;
+    if (
+      o === null ||
+      typeof o !== 'object' ||
+      !Array.isArray(o.s) ||
+      !Array.isArray(o.t) ||
+      !(o.hz === null || (typeof o.hz === 'number' && Number.isFinite(o.hz)))
+    )
       throw new Error('saga table in the snapshot is malformed');
     for (const s of o.s as SagaRecord[]) {
-      if (s === null || typeof s !== 'object' || typeof s.id !== 'string' || !Array.isArray(s.steps) || !Array.isArray(s.status) || !Array.isArray(s.outputs))
+      if (
+        s === null ||
+        typeof s !== 'object' ||
+        typeof s.id !== 'string' ||
+        !Array.isArray(s.steps) ||
+        !Array.isArray(s.status) ||
+        !Array.isArray(s.outputs)
+      )
         throw new Error('a saga record in the snapshot is malformed');
       const rec: SagaRecord = { ...s, owner: s.owner ?? '' };
-      if (sagaOwnerProblem(rec.owner) !== null) throw new Error('a saga record in the snapshot is malformed: its starter');
-      if (sagaTagsProblem(rec.id, rec.type, rec.labels) !== null) throw new Error('a saga record in the snapshot is malformed: its type or labels');
-      if (rec.tries !== undefined && (!Array.isArray(rec.tries) || !rec.tries.every(isCallTries))) throw new Error('a saga record in the snapshot is malformed: its attempts');
+      if (sagaOwnerProblem(rec.owner) !== null)
+        throw new Error('a saga record in the snapshot is malformed: its starter');
+      if (sagaTagsProblem(rec.id, rec.type, rec.labels) !== null)
+        throw new Error('a saga record in the snapshot is malformed: its type or labels');
+      if (rec.tries !== undefined && (!Array.isArray(rec.tries) || !rec.tries.every(isCallTries)))
+        throw new Error('a saga record in the snapshot is malformed: its attempts');
       this.sagas.set(rec.id, rec);
       if (isTerminal(rec.state)) this.endedBytes += sagaBytes(rec);
       else {
@@ -544,7 +646,8 @@ export class SagaTable implements ProductTable {
       }
     }
     for (const e of o.t as unknown[]) {
-      if (!Array.isArray(e) || typeof e[0] !== 'string' || (e[1] !== 'finished' && e[1] !== 'compensated')) throw new Error('a saga tombstone in the snapshot is malformed');
+      if (!Array.isArray(e) || typeof e[0] !== 'string' || (e[1] !== 'finished' && e[1] !== 'compensated'))
+        throw new Error('a saga tombstone in the snapshot is malformed');
       this.tombstones.set(e[0], e[1]);
     }
     this.horizonAtMs = o.hz as number | null;
@@ -568,7 +671,9 @@ function isCallTries(t: unknown): t is CallTries {
 
 /** A reason or an error text is for a person, and bounded: cut the same way on every replica. */
 function cut(text: string): string {
-  return text.length > TIMELINE_DETAIL_CHARS_MAX ? `${text.slice(0, TIMELINE_DETAIL_CHARS_MAX)}… (${text.length} characters)` : text;
+  return text.length > TIMELINE_DETAIL_CHARS_MAX
+    ? `${text.slice(0, TIMELINE_DETAIL_CHARS_MAX)}… (${text.length} characters)`
+    : text;
 }
 
 function note(s: SagaRecord, e: TimelineEntry): void {
@@ -595,15 +700,31 @@ function sagaTo(s: SagaRecord, to: SagaState): void {
 function assertOneCall(s: SagaRecord): void {
   let calls = 0;
   for (const st of s.status) if (st === 'running' || st === 'compensating') calls++;
-  assert(calls === (isTerminal(s.state) ? 0 : 1), `saga ${s.id} (${s.state}) waits on ${calls} calls: ${s.status.join(' ')}`);
-  assert(s.state !== 'running' || !s.status.includes('compensating'), `saga ${s.id}: a running saga compensates nothing`);
+  assert(
+    calls === (isTerminal(s.state) ? 0 : 1),
+    `saga ${s.id} (${s.state}) waits on ${calls} calls: ${s.status.join(' ')}`,
+  );
+  assert(
+    s.state !== 'running' || !s.status.includes('compensating'),
+    `saga ${s.id}: a running saga compensates nothing`,
+  );
 }
 
-/** saga.attempt: one more failed call of the current call, counted in the table (what abandonment and the stuck flag read). */
+/**
+ * saga.attempt: one more failed call of the current call, counted in the table (what abandonment and the stuck flag
+ * read).
+ */
 function countAttempt(s: SagaRecord, cmd: Extract<SagaCommand, { t: 'saga.attempt' }>): void {
   let t = triesOf(s, cmd.step, cmd.kind);
   if (t === null) {
-    t = { step: cmd.step, kind: cmd.kind, attempts: 0, firstFailureAtMs: null, lastFailureAtMs: cmd.atMs, lastError: '' };
+    t = {
+      step: cmd.step,
+      kind: cmd.kind,
+      attempts: 0,
+      firstFailureAtMs: null,
+      lastFailureAtMs: cmd.atMs,
+      lastError: '',
+    };
     s.tries = [...(s.tries ?? []), t];
   }
   t.attempts++;

@@ -27,7 +27,12 @@ import { insecureWarning, plaintextRefusal } from '../transport/listen-policy.ts
 import { loadTls, TlsSetupError, type TlsFiles, type TlsMaterial } from '../transport/tls.ts';
 import { nodeChannelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
 import { guardService } from '../transport/validate.ts';
-import { sagaStepService, type SagaStepHandlers, type StepRequest as WireStepRequest, type StepResult } from '../transport/saga-rpc.ts';
+import {
+  sagaStepService,
+  type SagaStepHandlers,
+  type StepRequest as WireStepRequest,
+  type StepResult,
+} from '../transport/saga-rpc.ts';
 import type { StepRequest } from './engine.ts';
 import { ENDED_MAX, SagaInbox, type InboxRecord, type StepHandler } from './inbox.ts';
 import type { StepAnswer } from './engine.ts';
@@ -66,7 +71,10 @@ export interface StepServiceOptions {
    * listen address) serves the nodes' calls and presents this service to them.
    */
   tls?: TlsFiles;
-  /** Serve and call plaintext: without TLS a step service starts only with this (src/transport/listen-policy.ts), and warns at every start; false by default. */
+  /**
+   * Serve and call plaintext: without TLS a step service starts only with this (src/transport/listen-policy.ts), and
+   * warns at every start; false by default.
+   */
   insecure?: boolean;
 }
 
@@ -78,7 +86,12 @@ export class StepServiceStartupError extends Error {
 /** The step service's TLS material, checked as a participant's; null without TLS (refused unless insecure). */
 function stepServiceTls(o: StepServiceOptions): TlsMaterial | null {
   if (o.tls === undefined) {
-    const refusal = plaintextRefusal({ listen: o.listen, insecure: o.insecure === true, tlsHow: 'tls (ca, cert and key; --ca, --cert and --key)', insecureHow: 'insecure: true (--insecure)' });
+    const refusal = plaintextRefusal({
+      listen: o.listen,
+      insecure: o.insecure === true,
+      tlsHow: 'tls (ca, cert and key; --ca, --cert and --key)',
+      insecureHow: 'insecure: true (--insecure)',
+    });
     if (refusal !== null) throw new StepServiceStartupError(`step service ${o.serviceId}: ${refusal}`);
     return null;
   }
@@ -89,7 +102,10 @@ function stepServiceTls(o: StepServiceOptions): TlsMaterial | null {
     if (err instanceof TlsSetupError) throw new StepServiceStartupError(`step service ${o.serviceId}: ${err.message}`);
     throw err;
   }
-  if (tls.leaf === null) throw new StepServiceStartupError(`step service ${o.serviceId}: with TLS it serves the nodes' calls: give tls.cert and tls.key with tls.ca`);
+  if (tls.leaf === null)
+    throw new StepServiceStartupError(
+      `step service ${o.serviceId}: with TLS it serves the nodes' calls: give tls.cert and tls.key with tls.ca`,
+    );
   const problem = participantCertificateProblem(tls.leaf, o.tls.cert ?? '', o.serviceId, o.listen);
   if (problem !== null) throw new StepServiceStartupError(`step service ${o.serviceId}: ${problem}`);
   return tls;
@@ -135,23 +151,42 @@ class InboxFold {
 
 const isInboxRecord = (v: unknown): v is InboxRecord => {
   const r = v as InboxRecord | null;
-  return r !== null && typeof r === 'object' && (r.t === 'step' || r.t === 'end') && typeof r.sagaId === 'string' && typeof r.key === 'string' && typeof r.status === 'string';
+  return (
+    r !== null &&
+    typeof r === 'object' &&
+    (r.t === 'step' || r.t === 'end') &&
+    typeof r.sagaId === 'string' &&
+    typeof r.key === 'string' &&
+    typeof r.status === 'string'
+  );
 };
 
 export async function startStepService(o: StepServiceOptions): Promise<StepService> {
   const log = childLogger(o.logger, { stepService: o.serviceId });
   const tls = stepServiceTls(o);
   mkdirSync(o.dataDir, { recursive: true });
-  const link = new ClusterLink({ clusterId: o.clusterId, endpoints: o.endpointsOfCluster, ...(tls ? { credentials: nodeChannelCredentials(tls, { clusterId: o.clusterId }) } : {}) });
+  const link = new ClusterLink({
+    clusterId: o.clusterId,
+    endpoints: o.endpointsOfCluster,
+    ...(tls ? { credentials: nodeChannelCredentials(tls, { clusterId: o.clusterId }) } : {}),
+  });
   // With TLS, only the nodes of this cluster may ask for a step's effect.
-  const callers = tls === null ? null : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
+  const callers =
+    tls === null
+      ? null
+      : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
   const backend = o.postgres ? await pgBackend(o.postgres) : await memoryBackend(o);
   const handlers = stepHandlers(o, backend, link, nodesOnly(callers, o.serviceId, log), log);
   const server = new grpc.Server();
-  const guarded = guardService(sagaStepService, handlers, { requestBytesMax: 4 * 1024 * 1024, onRefused: (method, details) => log.warn({ method, details }, 'request refused') });
+  const guarded = guardService(sagaStepService, handlers, {
+    requestBytesMax: 4 * 1024 * 1024,
+    onRefused: (method, details) => log.warn({ method, details }, 'request refused'),
+  });
   server.addService(guarded.definition, guarded.implementation);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(o.listen, tls ? serverCredentials(tls) : grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
   );
   const address = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${port}`;
   if (tls === null && o.insecure === true) log.warn({ listen: o.listen, insecure: true }, insecureWarning(o.listen));
@@ -171,7 +206,10 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
 
 type NodesOnly = <Req, Res>(what: string, handler: grpc.handleUnaryCall<Req, Res>) => grpc.handleUnaryCall<Req, Res>;
 
-/** With TLS, a handler that takes calls only from the nodes of the cluster (PERMISSION_DENIED otherwise); without, the handler itself. */
+/**
+ * With TLS, a handler that takes calls only from the nodes of the cluster (PERMISSION_DENIED otherwise); without, the
+ * handler itself.
+ */
 function nodesOnly(callers: NodeCallers | null, serviceId: string, log: Logger): NodesOnly {
   return <Req, Res>(what: string, handler: grpc.handleUnaryCall<Req, Res>): grpc.handleUnaryCall<Req, Res> =>
     callers === null
@@ -180,28 +218,65 @@ function nodesOnly(callers: NodeCallers | null, serviceId: string, log: Logger):
           callers.check(call, (refusal) => {
             if (refusal === null) return handler(call, cb);
             log.warn({ peer: call.getPeer() }, `${what} refused: ${refusal}`);
-            cb({ code: grpc.status.PERMISSION_DENIED, details: `step service ${serviceId} takes ${what} only from a node of its cluster: ${refusal}` });
+            cb({
+              code: grpc.status.PERMISSION_DENIED,
+              details: `step service ${serviceId} takes ${what} only from a node of its cluster: ${refusal}`,
+            });
           });
 }
 
-/** The SagaStep service's handlers: Execute and Compensate run a step through the backend, End drops a saga's keys once the cluster confirms its end. */
-function stepHandlers(o: StepServiceOptions, backend: Backend, link: ClusterLink, fromNode: NodesOnly, log: Logger): SagaStepHandlers {
+/**
+ * The SagaStep service's handlers: Execute and Compensate run a step through the backend, End drops a saga's keys once
+ * the cluster confirms its end.
+ */
+function stepHandlers(
+  o: StepServiceOptions,
+  backend: Backend,
+  link: ClusterLink,
+  fromNode: NodesOnly,
+  log: Logger,
+): SagaStepHandlers {
   const serve =
     (kind: StepKind): grpc.handleUnaryCall<WireStepRequest, StepResult> =>
     (call, cb) => {
       const r = call.request;
       const bad = (details: string): void => cb({ code: grpc.status.INVALID_ARGUMENT, details });
-      if (r.clusterId !== o.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the call is for cluster "${r.clusterId}", this step service is in cluster "${o.clusterId}"` });
+      if (r.clusterId !== o.clusterId)
+        return cb({
+          code: grpc.status.FAILED_PRECONDITION,
+          details: `the call is for cluster "${r.clusterId}", this step service is in cluster "${o.clusterId}"`,
+        });
       if (r.step >= STEPS_MAX) return bad(`saga ${r.sagaId}: step ${r.step} is beyond the limit of ${STEPS_MAX} steps`);
       // The key is the saga's, the step's and the kind's: one rule, checked here.
-      if (r.key !== stepKey(r.sagaId, r.step, kind)) return bad(`saga ${r.sagaId} step ${r.step}: key ${JSON.stringify(r.key.slice(0, 80))} is not ${stepKey(r.sagaId, r.step, kind)}`);
+      if (r.key !== stepKey(r.sagaId, r.step, kind))
+        return bad(
+          `saga ${r.sagaId} step ${r.step}: key ${JSON.stringify(r.key.slice(0, 80))} is not ${stepKey(r.sagaId, r.step, kind)}`,
+        );
       if (!backend.has(r.name))
-        return cb({ code: grpc.status.UNIMPLEMENTED, details: `saga ${r.sagaId} step ${r.step}: step service ${o.serviceId} has no handler named ${JSON.stringify(r.name.slice(0, 80))}` });
-      const req: StepRequest = { sagaId: r.sagaId, step: r.step, kind, key: r.key, name: r.name, input: r.input, outputs: r.outputs, attempt: r.attempt };
+        return cb({
+          code: grpc.status.UNIMPLEMENTED,
+          details: `saga ${r.sagaId} step ${r.step}: step service ${o.serviceId} has no handler named ${JSON.stringify(r.name.slice(0, 80))}`,
+        });
+      const req: StepRequest = {
+        sagaId: r.sagaId,
+        step: r.step,
+        kind,
+        key: r.key,
+        name: r.name,
+        input: r.input,
+        outputs: r.outputs,
+        attempt: r.attempt,
+      };
       backend.handle(req, (err, a) => {
         if (err || !a) {
-          log.info({ sagaId: r.sagaId, step: r.step, kind, err: err?.message }, 'saga step failed; the orchestrator retries it');
-          return cb({ code: grpc.status.UNAVAILABLE, details: `saga ${r.sagaId} step ${r.step} ${kind}: ${err?.message ?? 'no answer'}` });
+          log.info(
+            { sagaId: r.sagaId, step: r.step, kind, err: err?.message },
+            'saga step failed; the orchestrator retries it',
+          );
+          return cb({
+            code: grpc.status.UNAVAILABLE,
+            details: `saga ${r.sagaId} step ${r.step} ${kind}: ${err?.message ?? 'no answer'}`,
+          });
         }
         cb(null, { status: a.status === 'done' ? 'STEP_DONE' : 'STEP_FAILED', output: a.output, reason: a.reason });
       });
@@ -211,7 +286,11 @@ function stepHandlers(o: StepServiceOptions, backend: Backend, link: ClusterLink
     Execute: fromNode('Execute', serve('action')),
     Compensate: fromNode('Compensate', serve('compensate')),
     End: fromNode('End', (call, cb) => {
-      if (call.request.clusterId !== o.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the call is for cluster "${call.request.clusterId}"` });
+      if (call.request.clusterId !== o.clusterId)
+        return cb({
+          code: grpc.status.FAILED_PRECONDITION,
+          details: `the call is for cluster "${call.request.clusterId}"`,
+        });
       endConfirmed(call.request.sagaId, cb);
     }),
   };
@@ -226,32 +305,60 @@ function stepHandlers(o: StepServiceOptions, backend: Backend, link: ClusterLink
  * which retries End until it is acknowledged, asks again. Without TLS this
  * is what stops a caller that is not a node; with TLS only nodes get here.
  */
-function endConfirmer(o: StepServiceOptions, backend: Backend, link: ClusterLink, log: Logger): (sagaId: string, cb: grpc.sendUnaryData<Record<string, never>>) => void {
+function endConfirmer(
+  o: StepServiceOptions,
+  backend: Backend,
+  link: ClusterLink,
+  log: Logger,
+): (sagaId: string, cb: grpc.sendUnaryData<Record<string, never>>) => void {
   let confirming = 0;
   return (sagaId, cb) => {
-    if (sagaId === '' || Buffer.byteLength(sagaId) > SAGA_ID_BYTES_MAX) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `saga id ${JSON.stringify(sagaId.slice(0, 40))} is not a saga id` });
+    if (sagaId === '' || Buffer.byteLength(sagaId) > SAGA_ID_BYTES_MAX)
+      return cb({
+        code: grpc.status.INVALID_ARGUMENT,
+        details: `saga id ${JSON.stringify(sagaId.slice(0, 40))} is not a saga id`,
+      });
     if (confirming >= END_CONFIRMATIONS_MAX)
-      return cb({ code: grpc.status.RESOURCE_EXHAUSTED, details: `step service ${o.serviceId} is confirming ${END_CONFIRMATIONS_MAX} saga ends with the cluster; retry later` });
+      return cb({
+        code: grpc.status.RESOURCE_EXHAUSTED,
+        details: `step service ${o.serviceId} is confirming ${END_CONFIRMATIONS_MAX} saga ends with the cluster; retry later`,
+      });
     confirming++;
     link.sagaState(sagaId).then(
       (state) => {
         confirming--;
         if (state !== 'finished' && state !== 'compensated') {
           log.warn({ sagaId, state }, 'End refused: the cluster does not have the saga ended');
-          return cb({ code: grpc.status.FAILED_PRECONDITION, details: `saga ${sagaId} is ${state === null ? 'unknown to the cluster' : `${state} on the cluster`}: not ended, its keys stay` });
+          return cb({
+            code: grpc.status.FAILED_PRECONDITION,
+            details: `saga ${sagaId} is ${state === null ? 'unknown to the cluster' : `${state} on the cluster`}: not ended, its keys stay`,
+          });
         }
-        backend.end(sagaId, (err) => (err ? cb({ code: grpc.status.UNAVAILABLE, details: err.message }) : cb(null, {})));
+        backend.end(sagaId, (err) =>
+          err ? cb({ code: grpc.status.UNAVAILABLE, details: err.message }) : cb(null, {}),
+        );
       },
       (err: Error) => {
         confirming--;
-        cb({ code: grpc.status.UNAVAILABLE, details: `saga ${sagaId}: its end could not be confirmed with the cluster (${err.message}); retry` });
+        cb({
+          code: grpc.status.UNAVAILABLE,
+          details: `saga ${sagaId}: its end could not be confirmed with the cluster (${err.message}); retry`,
+        });
       },
     );
   };
 }
 
-/** Registers the step service with the cluster, retrying every registerRetryMs until it is taken or the service stops. */
-function registerUntilDone(o: StepServiceOptions, link: ClusterLink, address: string, callers: NodeCallers | null, log: Logger): { registered: Promise<void>; stop(): void } {
+/**
+ * Registers the step service with the cluster, retrying every registerRetryMs until it is taken or the service stops.
+ */
+function registerUntilDone(
+  o: StepServiceOptions,
+  link: ClusterLink,
+  address: string,
+  callers: NodeCallers | null,
+  log: Logger,
+): { registered: Promise<void>; stop(): void } {
   let stopping = false;
   let timer: NodeJS.Timeout | null = null;
   const registered = new Promise<void>((resolve) => {
@@ -292,12 +399,17 @@ interface Backend {
 async function memoryBackend(o: StepServiceOptions): Promise<Backend> {
   const handlers = o.handlers ?? {};
   const fold = new InboxFold();
-  const journal = await FileJournal.open<InboxRecord>({ path: join(o.dataDir, 'saga-inbox.journal'), fold, isRecord: isInboxRecord });
+  const journal = await FileJournal.open<InboxRecord>({
+    path: join(o.dataDir, 'saga-inbox.journal'),
+    fold,
+    isRecord: isInboxRecord,
+  });
   const inbox = SagaInbox.recover(fold.snapshot(), journal, o.apply);
   return {
     inbox,
     has: (name) => Object.hasOwn(handlers, name),
-    handle: (req, cb) => inbox.handle(req, req.kind === 'action' ? handlers[req.name].action : handlers[req.name].compensate, cb),
+    handle: (req, cb) =>
+      inbox.handle(req, req.kind === 'action' ? handlers[req.name].action : handlers[req.name].compensate, cb),
     end: (sagaId, cb) => inbox.end(sagaId, cb),
     close: () => journal.close(),
   };

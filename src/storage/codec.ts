@@ -54,7 +54,10 @@ export const KEY_GROUP_LOG_STATE: Uint8Array = Uint8Array.of(0x06);
  * exactly the keys it always did.
  */
 export function groupKey(key: Uint8Array, group: number): Uint8Array {
-  assert(key.byteLength === 1 && Number.isInteger(group) && group >= 0 && group <= 0xffff, `group key for group ${group}`);
+  assert(
+    key.byteLength === 1 && Number.isInteger(group) && group >= 0 && group <= 0xffff,
+    `group key for group ${group}`,
+  );
   return group === 0 ? key : Uint8Array.of(0x10, key[0], group >> 8, group & 0xff);
 }
 
@@ -112,14 +115,22 @@ function seal(kind: RecordKind, payload: Uint8Array): Uint8Array {
 
 function open(value: Uint8Array, kind: RecordKind, dbPath: string, record: string): Uint8Array {
   if (value.byteLength < ENVELOPE_BYTES) {
-    throw new CorruptRecordError(dbPath, record, `record is ${value.byteLength} bytes, shorter than its ${ENVELOPE_BYTES}-byte header`);
+    throw new CorruptRecordError(
+      dbPath,
+      record,
+      `record is ${value.byteLength} bytes, shorter than its ${ENVELOPE_BYTES}-byte header`,
+    );
   }
   const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
   const payload = value.subarray(ENVELOPE_BYTES);
   const stored = view.getUint32(0);
   const computed = crc32(payload);
   if (stored !== computed) {
-    throw new CorruptRecordError(dbPath, record, `checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`);
+    throw new CorruptRecordError(
+      dbPath,
+      record,
+      `checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`,
+    );
   }
   const storedKind = view.getUint8(4);
   if (storedKind !== kind) {
@@ -130,7 +141,13 @@ function open(value: Uint8Array, kind: RecordKind, dbPath: string, record: strin
 }
 
 /** Opens the envelope and parses the payload, turning any parse failure into a CorruptRecordError. */
-function decodeRecord<T>(value: Uint8Array, kind: RecordKind, dbPath: string, record: string, parse: (r: Reader) => T): T {
+function decodeRecord<T>(
+  value: Uint8Array,
+  kind: RecordKind,
+  dbPath: string,
+  record: string,
+  parse: (r: Reader) => T,
+): T {
   const payload = open(value, kind, dbPath, record);
   try {
     const reader = new Reader(payload);
@@ -212,7 +229,10 @@ export interface LogState {
 }
 
 export function encodeLogState(s: LogState): Uint8Array {
-  assert(s.mayHoldIndex >= s.highWaterIndex, `log state: may-hold ${s.mayHoldIndex} is below acknowledged-through ${s.highWaterIndex}`);
+  assert(
+    s.mayHoldIndex >= s.highWaterIndex,
+    `log state: may-hold ${s.mayHoldIndex} is below acknowledged-through ${s.highWaterIndex}`,
+  );
   const w = new Writer(40);
   w.u64(s.highWaterIndex, 'high-water index');
   w.u64(s.highWaterTerm, 'high-water term');
@@ -229,7 +249,10 @@ export function decodeLogState(value: Uint8Array, dbPath: string): LogState {
     const firstSeq = r.u64();
     // Written before the two-field mark: the mark was synced after the entries it names.
     const mayHoldIndex = r.left() > 0 ? r.u64() : highWaterIndex;
-    if (mayHoldIndex < highWaterIndex) throw new MalformedPayload(`may-hold index ${mayHoldIndex} is below the acknowledged-through index ${highWaterIndex}`);
+    if (mayHoldIndex < highWaterIndex)
+      throw new MalformedPayload(
+        `may-hold index ${mayHoldIndex} is below the acknowledged-through index ${highWaterIndex}`,
+      );
     // Written before the mark file: the only mark there was.
     const markSeq = r.left() > 0 ? r.u64() : 0;
     return { highWaterIndex, highWaterTerm, firstSeq, mayHoldIndex, markSeq };
@@ -345,7 +368,8 @@ class Writer {
 
   string(s: string): void {
     const b = Buffer.from(s, 'utf8');
-    if (b.byteLength > STRING_BYTES_MAX) throw new RangeError(`string of ${b.byteLength} bytes exceeds ${STRING_BYTES_MAX}`);
+    if (b.byteLength > STRING_BYTES_MAX)
+      throw new RangeError(`string of ${b.byteLength} bytes exceeds ${STRING_BYTES_MAX}`);
     this.reserve(2 + b.byteLength);
     this.view.setUint16(this.at, b.byteLength);
     this.buf.set(b, this.at + 2);
@@ -439,6 +463,7 @@ class Reader {
 
   private need(n: number): void {
     const left = this.buf.byteLength - this.at;
-    if (n > left) throw new MalformedPayload(`payload truncated: needs ${n} more bytes at offset ${this.at}, has ${left}`);
+    if (n > left)
+      throw new MalformedPayload(`payload truncated: needs ${n} more bytes at offset ${this.at}, has ${left}`);
   }
 }

@@ -21,8 +21,12 @@ import { statfs } from 'node:fs/promises';
 import { mkdir, open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 
-/** What every refusal of a damaged Verdict database says to do (never "delete it": a voter's data may be what the cluster needs). */
-const REPAIR = "if it is a node's data directory, run `verdict node repair --config <that node's config>` with the node stopped (docs/storage.md)";
+/**
+ * What every refusal of a damaged Verdict database says to do (never "delete it": a voter's data may be what the
+ * cluster needs).
+ */
+const REPAIR =
+  "if it is a node's data directory, run `verdict node repair --config <that node's config>` with the node stopped (docs/storage.md)";
 
 /** How long the write probe may take before the directory is declared unusable. */
 export const DATA_DIR_PROBE_TIMEOUT_MS = 10_000;
@@ -76,7 +80,16 @@ export async function checkDataDir(dir: string, o: DataDirCheckOptions = {}): Pr
 async function bounded(path: string, what: string, timeoutMs: number, fn: () => Promise<void>): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DataDirError(path, `no answer from the filesystem within ${timeoutMs} ms while ${what}; check the disk or mount, or use another directory`)), timeoutMs);
+    timer = setTimeout(
+      () =>
+        reject(
+          new DataDirError(
+            path,
+            `no answer from the filesystem within ${timeoutMs} ms while ${what}; check the disk or mount, or use another directory`,
+          ),
+        ),
+      timeoutMs,
+    );
   });
   try {
     await Promise.race([fn(), late]);
@@ -125,7 +138,11 @@ async function checkFilesystem(path: string): Promise<void> {
       throw new DataDirError(path, `cannot inspect ${p}: ${explain(err)}`);
     }
     const pseudo = PSEUDO_FS.get(type);
-    if (pseudo !== undefined) throw new DataDirError(path, `${p} is on the kernel's ${pseudo} pseudo-filesystem, not on a disk; use a directory on a real filesystem`);
+    if (pseudo !== undefined)
+      throw new DataDirError(
+        path,
+        `${p} is on the kernel's ${pseudo} pseudo-filesystem, not on a disk; use a directory on a real filesystem`,
+      );
     return;
   }
 }
@@ -143,7 +160,11 @@ async function ensureDirectory(path: string): Promise<void> {
     }
     return;
   }
-  if (!isDir) throw new DataDirError(path, 'is a file, not a directory; point the configuration at a directory (or remove the file)');
+  if (!isDir)
+    throw new DataDirError(
+      path,
+      'is a file, not a directory; point the configuration at a directory (or remove the file)',
+    );
 }
 
 async function probeWrite(path: string): Promise<void> {
@@ -167,7 +188,10 @@ async function probeWrite(path: string): Promise<void> {
   }
 }
 
-/** Every folder directly inside `path` (and `path` itself) that holds a LevelDB CURRENT file must still have the MANIFEST it names. */
+/**
+ * Every folder directly inside `path` (and `path` itself) that holds a LevelDB CURRENT file must still have the
+ * MANIFEST it names.
+ */
 async function checkLevelDbs(path: string): Promise<void> {
   let names: string[];
   try {
@@ -190,12 +214,16 @@ async function checkLevelDbs(path: string): Promise<void> {
       throw new DataDirError(path, `cannot read the LevelDB file ${current}: ${explain(err)}`);
     }
     const manifest = text.trim();
-    if (!/^MANIFEST-\d+$/.test(manifest)) throw new DataDirError(path, `the LevelDB file ${current} is damaged (it does not name a MANIFEST); ${REPAIR}`);
+    if (!/^MANIFEST-\d+$/.test(manifest))
+      throw new DataDirError(path, `the LevelDB file ${current} is damaged (it does not name a MANIFEST); ${REPAIR}`);
     try {
       await stat(join(db, manifest));
     } catch (err) {
       const cause = codeOf(err) === 'ENOENT' ? 'is missing' : `cannot be read (${explain(err)})`;
-      throw new DataDirError(path, `the LevelDB manifest ${join(db, manifest)} named by ${current} ${cause}; the database cannot be opened: ${REPAIR}`);
+      throw new DataDirError(
+        path,
+        `the LevelDB manifest ${join(db, manifest)} named by ${current} ${cause}; the database cannot be opened: ${REPAIR}`,
+      );
     }
   }
 }

@@ -38,18 +38,25 @@ export class StorageIdentityError extends Error {
   }
 }
 
-export type DirIdentityRead = { state: 'none' } | { state: 'damaged'; file: string; problem: string } | { state: 'found'; file: string; owner: DirOwner };
+export type DirIdentityRead =
+  | { state: 'none' }
+  | { state: 'damaged'; file: string; problem: string }
+  | { state: 'found'; file: string; owner: DirOwner };
 
 /** The identity the directory's identity.json holds. */
 export async function readDirIdentity(dir: string): Promise<DirIdentityRead> {
   const file = join(dir, IDENTITY_FILE);
   const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return null;
-    throw new StorageIdentityError(`${file} cannot be read (${err.code ?? err.message}); it names the owner of data directory ${dir}`);
+    throw new StorageIdentityError(
+      `${file} cannot be read (${err.code ?? err.message}); it names the owner of data directory ${dir}`,
+    );
   });
   if (text === null) return { state: 'none' };
   const parsed = parseIdentity(text);
-  return typeof parsed === 'string' ? { state: 'damaged', file, problem: parsed } : { state: 'found', file, owner: parsed };
+  return typeof parsed === 'string'
+    ? { state: 'damaged', file, problem: parsed }
+    : { state: 'found', file, owner: parsed };
 }
 
 /** The owner the text names, or what is wrong with it. */
@@ -67,7 +74,9 @@ function parseIdentity(text: string): DirOwner | string {
   const node = nonEmpty(o.nodeId);
   const participant = nonEmpty(o.participantId);
   if (node === participant) return 'it names neither a nodeId nor a participantId, or both';
-  return node ? { clusterId: o.clusterId as string, role: 'node', id: o.nodeId as string } : { clusterId: o.clusterId as string, role: 'participant', id: o.participantId as string };
+  return node
+    ? { clusterId: o.clusterId as string, role: 'node', id: o.nodeId as string }
+    : { clusterId: o.clusterId as string, role: 'participant', id: o.participantId as string };
 }
 
 function nonEmpty(x: unknown): x is string {
@@ -84,7 +93,9 @@ export function sameOwner(a: DirOwner, b: DirOwner): boolean {
 
 /** The one line for a directory that belongs to another owner; `fix` says what to do. */
 export function ownerMismatch(dir: string, have: DirOwner, want: DirOwner, fix: string): StorageIdentityError {
-  return new StorageIdentityError(`data directory ${dir} belongs to ${describeOwner(have)}, but the config says ${describeOwner(want)}; ${fix}`);
+  return new StorageIdentityError(
+    `data directory ${dir} belongs to ${describeOwner(have)}, but the config says ${describeOwner(want)}; ${fix}`,
+  );
 }
 
 /** The file's bytes for an owner: one line of JSON. */
@@ -122,7 +133,9 @@ export async function removeDirIdentity(dir: string): Promise<void> {
 export async function claimDir(dir: string, want: DirOwner, fix: string): Promise<void> {
   const read = await readDirIdentity(dir);
   if (read.state === 'damaged') {
-    throw new StorageIdentityError(`${read.file} is damaged (${read.problem}); it names the owner of data directory ${dir}: restore it, or ${fix}`);
+    throw new StorageIdentityError(
+      `${read.file} is damaged (${read.problem}); it names the owner of data directory ${dir}: restore it, or ${fix}`,
+    );
   }
   if (read.state === 'found' && !sameOwner(read.owner, want)) throw ownerMismatch(dir, read.owner, want, fix);
   await writeDirIdentity(dir, want);

@@ -44,7 +44,12 @@ export async function raftStateIn(dir: string, identity: StorageIdentity, groups
   try {
     const held = storage.groups.find((g) => !holdsNoRaftState(g.recovered));
     if (held === undefined) return { kind: 'empty' };
-    return { kind: 'state', term: held.recovered.hardState.term, lastIndex: lastIndexOf(held.recovered), rejoining: held.recovered.hardState.vote === REJOINING_VOTE };
+    return {
+      kind: 'state',
+      term: held.recovered.hardState.term,
+      lastIndex: lastIndexOf(held.recovered),
+      rejoining: held.recovered.hardState.vote === REJOINING_VOTE,
+    };
   } finally {
     await storage.close();
   }
@@ -72,7 +77,17 @@ export async function foundDataDir(dir: string, identity: StorageIdentity, group
       storage.groups.map(
         (g) =>
           new Promise<void>((resolve, reject) =>
-            g.store.persist({ hardState: foundingHardState(), entries: [], snapshot: null, localSnapshot: null, compactTo: 0, sync: true }, (err) => (err ? reject(err) : resolve())),
+            g.store.persist(
+              {
+                hardState: foundingHardState(),
+                entries: [],
+                snapshot: null,
+                localSnapshot: null,
+                compactTo: 0,
+                sync: true,
+              },
+              (err) => (err ? reject(err) : resolve()),
+            ),
           ),
       ),
     );

@@ -52,7 +52,8 @@ export function encodeGroupSegmentHeader(seq: number): Buffer {
 
 /** Checks a group segment's header against its name; returns what is wrong, or null. */
 export function checkGroupSegmentHeader(buf: Buffer, seq: number): string | null {
-  if (buf.byteLength < SEGMENT_HEADER_BYTES) return `the file is ${buf.byteLength} bytes, shorter than its ${SEGMENT_HEADER_BYTES}-byte header`;
+  if (buf.byteLength < SEGMENT_HEADER_BYTES)
+    return `the file is ${buf.byteLength} bytes, shorter than its ${SEGMENT_HEADER_BYTES}-byte header`;
   const stored = buf.readUInt32BE(28);
   const computed = crc32(buf.subarray(0, 28));
   if (stored !== computed) return `header checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`;
@@ -78,20 +79,32 @@ export interface GroupRun {
 export function encodeGroupRecords(runs: readonly GroupRun[], groups: number): Buffer {
   let total = 0;
   for (const run of runs) {
-    assert(Number.isInteger(run.group) && run.group >= 0 && run.group < groups, `group ${run.group} is one of the node's ${groups}`);
+    assert(
+      Number.isInteger(run.group) && run.group >= 0 && run.group < groups,
+      `group ${run.group} is one of the node's ${groups}`,
+    );
     for (let i = 0; i < run.entries.length; i++) {
       const e = run.entries[i];
       assert(
         Number.isSafeInteger(e.index) && e.index >= 1 && Number.isSafeInteger(e.term) && e.term >= 0,
         `group ${run.group} entry ${e.index} (term ${e.term}) has a safe index from 1 and a safe term`,
       );
-      assert(e.type === EntryType.Normal || e.type === EntryType.ConfChange, `group ${run.group} entry ${e.index} has a known type, not ${e.type}`);
+      assert(
+        e.type === EntryType.Normal || e.type === EntryType.ConfChange,
+        `group ${run.group} entry ${e.index} has a known type, not ${e.type}`,
+      );
       if (i > 0) {
         const prev = run.entries[i - 1];
-        assert(e.index === prev.index + 1 && e.term >= prev.term, `group ${run.group} entry ${e.index} (term ${e.term}) follows entry ${prev.index} (term ${prev.term}) in one run`);
+        assert(
+          e.index === prev.index + 1 && e.term >= prev.term,
+          `group ${run.group} entry ${e.index} (term ${e.term}) follows entry ${prev.index} (term ${prev.term}) in one run`,
+        );
       }
       const bodyLen = BODY_HEADER_BYTES + (run.group === 0 ? 0 : GROUP_TAG_BYTES) + e.data.byteLength;
-      if (bodyLen > RECORD_BODY_BYTES_MAX) throw new RangeError(`group ${run.group} entry ${e.index} of ${e.data.byteLength} bytes exceeds the record limit ${RECORD_BODY_BYTES_MAX}`);
+      if (bodyLen > RECORD_BODY_BYTES_MAX)
+        throw new RangeError(
+          `group ${run.group} entry ${e.index} of ${e.data.byteLength} bytes exceeds the record limit ${RECORD_BODY_BYTES_MAX}`,
+        );
       total += RECORD_FRAME_BYTES + bodyLen;
     }
   }
@@ -146,7 +159,9 @@ export interface ScannedGroupSegment {
   problem: GroupRecordProblem | null;
 }
 
-/** Reads the records of one group segment (header already checked); stops at the first that cannot be read and says why. */
+/**
+ * Reads the records of one group segment (header already checked); stops at the first that cannot be read and says why.
+ */
 export function scanGroupRecords(buf: Buffer, groups: number): ScannedGroupSegment {
   const records: GroupRecord[] = [];
   let at = SEGMENT_HEADER_BYTES;
@@ -155,19 +170,38 @@ export function scanGroupRecords(buf: Buffer, groups: number): ScannedGroupSegme
   while (at < size) {
     const left = size - at;
     if (buf[at] === 0 && firstNonZero(buf, at) === -1) return done(null);
-    if (left < RECORD_FRAME_BYTES) return done({ kind: 'incomplete', offset: at, detail: `${left} bytes left, less than a record frame` });
+    if (left < RECORD_FRAME_BYTES)
+      return done({ kind: 'incomplete', offset: at, detail: `${left} bytes left, less than a record frame` });
     const bodyLen = buf.readUInt32BE(at);
     if (bodyLen === 0 && buf.readUInt32BE(at + 4) === 0) {
-      return done({ kind: 'incomplete', offset: at, detail: `zeros where a record should start, and data again at byte offset ${firstNonZero(buf, at + RECORD_FRAME_BYTES)}` });
+      return done({
+        kind: 'incomplete',
+        offset: at,
+        detail: `zeros where a record should start, and data again at byte offset ${firstNonZero(buf, at + RECORD_FRAME_BYTES)}`,
+      });
     }
     if (bodyLen < BODY_HEADER_BYTES || bodyLen > RECORD_BODY_BYTES_MAX)
-      return done({ kind: 'invalid', offset: at, detail: `record length ${bodyLen} is outside ${BODY_HEADER_BYTES}..${RECORD_BODY_BYTES_MAX}` });
-    if (RECORD_FRAME_BYTES + bodyLen > left) return done({ kind: 'incomplete', offset: at, detail: `the record needs ${RECORD_FRAME_BYTES + bodyLen} bytes, the file has ${left} left` });
+      return done({
+        kind: 'invalid',
+        offset: at,
+        detail: `record length ${bodyLen} is outside ${BODY_HEADER_BYTES}..${RECORD_BODY_BYTES_MAX}`,
+      });
+    if (RECORD_FRAME_BYTES + bodyLen > left)
+      return done({
+        kind: 'incomplete',
+        offset: at,
+        detail: `the record needs ${RECORD_FRAME_BYTES + bodyLen} bytes, the file has ${left} left`,
+      });
     const stored = buf.readUInt32BE(at + 4);
     const computed = recordCrc(buf, at, bodyLen);
     if (stored !== computed) {
       const atEnd = firstNonZero(buf, at + RECORD_FRAME_BYTES + bodyLen) === -1;
-      return done({ kind: 'checksum', offset: at, detail: `checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`, atEnd });
+      return done({
+        kind: 'checksum',
+        offset: at,
+        detail: `checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`,
+        atEnd,
+      });
     }
     const body = at + RECORD_FRAME_BYTES;
     const index = buf.readBigUInt64BE(body);
@@ -177,13 +211,25 @@ export function scanGroupRecords(buf: Buffer, groups: number): ScannedGroupSegme
     const type = typeByte & ~GROUP_BIT;
     if (index < 1n || index > BigInt(Number.MAX_SAFE_INTEGER) || term > BigInt(Number.MAX_SAFE_INTEGER))
       return done({ kind: 'invalid', offset: at, detail: `index ${index} or term ${term} out of range` });
-    if (type !== EntryType.Normal && type !== EntryType.ConfChange) return done({ kind: 'invalid', offset: at, detail: `unknown entry type ${type}` });
+    if (type !== EntryType.Normal && type !== EntryType.ConfChange)
+      return done({ kind: 'invalid', offset: at, detail: `unknown entry type ${type}` });
     let group = 0;
     if (tagged) {
-      if (bodyLen < BODY_HEADER_BYTES + GROUP_TAG_BYTES) return done({ kind: 'invalid', offset: at, detail: `a tagged record of ${bodyLen} bytes has no room for its group` });
+      if (bodyLen < BODY_HEADER_BYTES + GROUP_TAG_BYTES)
+        return done({
+          kind: 'invalid',
+          offset: at,
+          detail: `a tagged record of ${bodyLen} bytes has no room for its group`,
+        });
       group = buf.readUInt16BE(body + BODY_HEADER_BYTES);
-      if (group === 0) return done({ kind: 'invalid', offset: at, detail: 'a tagged record names group 0 (whose records carry no tag)' });
-      if (group >= groups) return done({ kind: 'invalid', offset: at, detail: `the record names group ${group}, the node has ${groups}` });
+      if (group === 0)
+        return done({
+          kind: 'invalid',
+          offset: at,
+          detail: 'a tagged record names group 0 (whose records carry no tag)',
+        });
+      if (group >= groups)
+        return done({ kind: 'invalid', offset: at, detail: `the record names group ${group}, the node has ${groups}` });
     }
     const dataAt = body + BODY_HEADER_BYTES + (tagged ? GROUP_TAG_BYTES : 0);
     // A copy, so the entry does not pin the whole file buffer.

@@ -65,7 +65,12 @@ export class GroupLog {
    * records the disk lost, which the store tells apart by each group's mark.
    * Anything else unreadable is refused naming the file and the offset.
    */
-  static async open(dir: string, groups: number, segmentBytes = SEGMENT_BYTES_DEFAULT, onTruncated?: (t: TruncatedTail, cut: Buffer) => void): Promise<{ log: GroupLog; records: ReadRecord[] }> {
+  static async open(
+    dir: string,
+    groups: number,
+    segmentBytes = SEGMENT_BYTES_DEFAULT,
+    onTruncated?: (t: TruncatedTail, cut: Buffer) => void,
+  ): Promise<{ log: GroupLog; records: ReadRecord[] }> {
     await mkdir(dir, { recursive: true });
     const listed = await readdir(dir, { withFileTypes: true });
     const named = listed.flatMap((e) => {
@@ -80,7 +85,8 @@ export class GroupLog {
     for (let i = 0; i < named.length; i++) {
       const { seq, path } = named[i];
       const last = i === named.length - 1;
-      if (i > 0 && seq !== named[i - 1].seq + 1) throw new CorruptRecordError(path, 'group log segment', `segment ${named[i - 1].seq + 1} before it is missing`);
+      if (i > 0 && seq !== named[i - 1].seq + 1)
+        throw new CorruptRecordError(path, 'group log segment', `segment ${named[i - 1].seq + 1} before it is missing`);
       const buf = await readFile(path);
       if (last && buf.byteLength < SEGMENT_HEADER_BYTES) {
         // Creating the segment was interrupted (its header is synced before any record goes in).
@@ -103,7 +109,10 @@ export class GroupLog {
       } finally {
         await fh.close();
       }
-      onTruncated?.({ file: path, offset: p.offset, index: 0, detail: p.detail, belowHighWater: false, savedAs: null }, buf.subarray(p.offset));
+      onTruncated?.(
+        { file: path, offset: p.offset, index: 0, detail: p.detail, belowHighWater: false, savedAs: null },
+        buf.subarray(p.offset),
+      );
     }
     const log = new GroupLog(dir, segments, segmentBytes, groups);
     if (segments.length === 0) await log.createSegment(named.at(-1)?.seq ?? 1);
@@ -152,7 +161,8 @@ export class GroupLog {
 
   /** Deletes every segment before `seq`, never the newest. */
   async dropBefore(seq: number): Promise<void> {
-    while (this.segments.length > 1 && this.segments[0].seq < seq) await rm(this.segments.shift()!.path, { force: true });
+    while (this.segments.length > 1 && this.segments[0].seq < seq)
+      await rm(this.segments.shift()!.path, { force: true });
   }
 
   async close(): Promise<void> {

@@ -43,7 +43,15 @@ import {
 } from './codec.ts';
 import { GroupLog, positionBefore, saveCut, type LogPosition, type ReadRecord } from './group-log.ts';
 import { groupsProblem } from '../domain/group.ts';
-import { checkFoundedGroups, checkIdentity, holdsOnlyIdentity, openLevel, writeIdentityFile, type Db, type Op } from './level.ts';
+import {
+  checkFoundedGroups,
+  checkIdentity,
+  holdsOnlyIdentity,
+  openLevel,
+  writeIdentityFile,
+  type Db,
+  type Op,
+} from './level.ts';
 import { DiskLogStore, PERSIST_QUEUE_MAX, type DiskLogStoreOptions, type OpenReport } from './store.ts';
 import type { TruncatedTail } from './segment-log.ts';
 import type { LogStore, PersistBatch, RecoveredState, StorageIdentity } from './types.ts';
@@ -80,7 +88,12 @@ export interface GroupStorage {
  * `dir`. Refuses a directory of another node or cluster, and one founded
  * with another number of groups (naming both), before writing anything.
  */
-export async function openGroupStorage(dir: string, identity: StorageIdentity, groups: number, opts: GroupStorageOptions = {}): Promise<GroupStorage> {
+export async function openGroupStorage(
+  dir: string,
+  identity: StorageIdentity,
+  groups: number,
+  opts: GroupStorageOptions = {},
+): Promise<GroupStorage> {
   const bad = groupsProblem(groups);
   if (bad !== null) throw new RangeError(`openGroupStorage: ${bad}`);
   if (groups === 1) {
@@ -145,7 +158,12 @@ class SharedGroupWriter implements GroupStorage {
     private readonly live: Live[],
   ) {}
 
-  static async open(dir: string, identity: StorageIdentity, groups: number, opts: GroupStorageOptions): Promise<SharedGroupWriter> {
+  static async open(
+    dir: string,
+    identity: StorageIdentity,
+    groups: number,
+    opts: GroupStorageOptions,
+  ): Promise<SharedGroupWriter> {
     assert(identity.clusterId !== '' && identity.nodeId !== '', 'storage identity needs a cluster id and a node id');
     const dbPath = join(dir, 'raft');
     const walPath = join(dir, 'wal');
@@ -155,13 +173,16 @@ class SharedGroupWriter implements GroupStorage {
       await checkIdentity(db, dir, dbPath, identity);
       await checkFoundedGroups(db, dir, dbPath, groups, () => holdsOnlyIdentity(db));
       const cuts: { t: TruncatedTail; cut: Buffer }[] = [];
-      const opened = await GroupLog.open(walPath, groups, opts.segmentBytes, (t, cut) => cuts.push({ t, cut: Buffer.from(cut) }));
+      const opened = await GroupLog.open(walPath, groups, opts.segmentBytes, (t, cut) =>
+        cuts.push({ t, cut: Buffer.from(cut) }),
+      );
       log = opened.log;
       const metas = await Promise.all(Array.from({ length: groups }, (_, g) => readGroupMeta(db, dbPath, g)));
       const replayed = replay(opened.records, metas, walPath);
       const lost = replayed.some((r) => r.recovered.recoverIndex > 0);
       const truncated: TruncatedTail[] = [];
-      for (const { t, cut } of cuts) truncated.push(lost ? { ...t, belowHighWater: true, savedAs: await saveCut(t, cut) } : t);
+      for (const { t, cut } of cuts)
+        truncated.push(lost ? { ...t, belowHighWater: true, savedAs: await saveCut(t, cut) } : t);
       await writeIdentityFile(dir, identity);
       const writer = new SharedGroupWriter(
         db,
@@ -171,7 +192,13 @@ class SharedGroupWriter implements GroupStorage {
       );
       for (let g = 0; g < groups; g++) {
         const r = replayed[g];
-        const report: OpenReport = { truncated: g === 0 ? truncated : [], highWater: metas[g].highWater, mayHoldIndex: metas[g].highWater.index, lastIndex: r.lastIndex, markProblems: [] };
+        const report: OpenReport = {
+          truncated: g === 0 ? truncated : [],
+          highWater: metas[g].highWater,
+          mayHoldIndex: metas[g].highWater.index,
+          lastIndex: r.lastIndex,
+          markProblems: [],
+        };
         writer.groups.push({ store: new GroupLane(g, writer, r.bounds), recovered: r.recovered, report });
       }
       return writer;
@@ -188,7 +215,10 @@ class SharedGroupWriter implements GroupStorage {
 
   accept(p: GroupPlan): void {
     assert(!this.closed, 'persist after close');
-    assert(this.pending.length < PERSIST_QUEUE_MAX * this.groups.length, `more than ${PERSIST_QUEUE_MAX} persist batches per group waiting for sync`);
+    assert(
+      this.pending.length < PERSIST_QUEUE_MAX * this.groups.length,
+      `more than ${PERSIST_QUEUE_MAX} persist batches per group waiting for sync`,
+    );
     this.pending.push(p);
     if (this.writing || this.scheduled) return;
     // The rest of this turn's Readys (every group's) join the batch.
@@ -202,7 +232,8 @@ class SharedGroupWriter implements GroupStorage {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.writing || this.scheduled || this.pending.length > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    if (this.writing || this.scheduled || this.pending.length > 0)
+      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     await this.log.close();
     await this.db.close();
   }
@@ -240,7 +271,8 @@ class SharedGroupWriter implements GroupStorage {
     if (head.preMark !== null) {
       const ops: Op[] = [];
       if (head.restart !== null) {
-        // The snapshot and where the group's log restarts land in one write: before it the old log is whole, after it the group's older records are dead.
+        // The snapshot and where the group's log restarts land in one write: before it the old log is whole, after it
+        // the group's older records are dead.
         this.restarts[head.group] = this.log.end();
         this.live[head.group] = { first: head.restart.metadata.index + 1, seqs: [] };
         ops.push({ type: 'put', key: groupKey(KEY_SNAPSHOT, head.group), value: encodeSnapshot(head.restart) });
@@ -254,15 +286,20 @@ class SharedGroupWriter implements GroupStorage {
       for (const run of runs) {
         const live = this.live[run.group];
         const from = run.entries[0].index;
-        assert(from >= live.first && from <= live.first + live.seqs.length, `group ${run.group}: entry ${from} against live entries from ${live.first}`);
+        assert(
+          from >= live.first && from <= live.first + live.seqs.length,
+          `group ${run.group}: entry ${from} against live entries from ${live.first}`,
+        );
         live.seqs.length = from - live.first;
         for (let k = 0; k < run.entries.length; k++) live.seqs.push(seq);
       }
     }
     const ops: Op[] = [];
     for (const p of batch) {
-      if (p.hardState) ops.push({ type: 'put', key: groupKey(KEY_HARD_STATE, p.group), value: encodeHardState(p.hardState) });
-      if (p.localSnapshot) ops.push({ type: 'put', key: groupKey(KEY_SNAPSHOT, p.group), value: encodeSnapshot(p.localSnapshot) });
+      if (p.hardState)
+        ops.push({ type: 'put', key: groupKey(KEY_HARD_STATE, p.group), value: encodeHardState(p.hardState) });
+      if (p.localSnapshot)
+        ops.push({ type: 'put', key: groupKey(KEY_SNAPSHOT, p.group), value: encodeSnapshot(p.localSnapshot) });
       if (p.mark) ops.push(this.markOp(p.group, p.mark));
     }
     if (ops.length > 0) await this.levelWrite(ops, runs.length > 0 || batch.some((p) => p.sync));
@@ -286,7 +323,16 @@ class SharedGroupWriter implements GroupStorage {
 
   private markOp(group: number, m: Mark): Op {
     const r = this.restarts[group];
-    return { type: 'put', key: groupKey(KEY_GROUP_LOG_STATE, group), value: encodeGroupLogState({ highWaterIndex: m.index, highWaterTerm: m.term, restartSeq: r.seq, restartOffset: r.offset }) };
+    return {
+      type: 'put',
+      key: groupKey(KEY_GROUP_LOG_STATE, group),
+      value: encodeGroupLogState({
+        highWaterIndex: m.index,
+        highWaterTerm: m.term,
+        restartSeq: r.seq,
+        restartOffset: r.offset,
+      }),
+    };
   }
 
   private async levelWrite(ops: Op[], sync: boolean): Promise<void> {
@@ -329,9 +375,16 @@ class GroupLane implements LogStore {
     };
     if (batch.snapshot) {
       const snapIndex = batch.snapshot.metadata.index;
-      assert(snapIndex >= b.snapIndex, `group ${g}: snapshot index ${snapIndex} is behind the stored snapshot ${b.snapIndex}`);
-      assert(snapIndex >= b.hardState.commit, `group ${g}: snapshot index ${snapIndex} would drop committed entries (commit ${b.hardState.commit})`);
-      // What this node acknowledged past the snapshot conflicts with the leader; unless the disk lost acknowledged entries, a debt that stays until paid.
+      assert(
+        snapIndex >= b.snapIndex,
+        `group ${g}: snapshot index ${snapIndex} is behind the stored snapshot ${b.snapIndex}`,
+      );
+      assert(
+        snapIndex >= b.hardState.commit,
+        `group ${g}: snapshot index ${snapIndex} would drop committed entries (commit ${b.hardState.commit})`,
+      );
+      // What this node acknowledged past the snapshot conflicts with the leader; unless the disk lost acknowledged
+      // entries, a debt that stays until paid.
       const owed = b.acked.index > b.lastIndex;
       b.snapIndex = snapIndex;
       b.snapTerm = batch.snapshot.metadata.term;
@@ -346,9 +399,13 @@ class GroupLane implements LogStore {
       const first = batch.entries[0].index;
       assert(first > b.snapIndex, `group ${g}: entry ${first} is at or below the snapshot index ${b.snapIndex}`);
       assert(first <= b.lastIndex + 1, `group ${g}: entry ${first} leaves a gap after the last index ${b.lastIndex}`);
-      assert(first > b.hardState.commit, `group ${g}: entry ${first} would overwrite committed entries (commit ${b.hardState.commit})`);
+      assert(
+        first > b.hardState.commit,
+        `group ${g}: entry ${first} would overwrite committed entries (commit ${b.hardState.commit})`,
+      );
       if (first <= b.lastIndex && first <= b.acked.index) {
-        // A leader replaces entries this node acknowledged (never committed ones): the mark goes back durably before the new records.
+        // A leader replaces entries this node acknowledged (never committed ones): the mark goes back durably before
+        // the new records.
         assert(plan.preMark === null, `group ${g}: a snapshot restart and a cut below the mark in one batch`);
         b.acked = { index: first - 1, term: first - 1 === b.snapIndex ? b.snapTerm : 0 };
         plan.preMark = { ...b.acked };
@@ -362,7 +419,10 @@ class GroupLane implements LogStore {
       const hs = batch.hardState;
       const prev = b.hardState;
       assert(hs.term >= prev.term, `group ${g}: hard state term goes back from ${prev.term} to ${hs.term}`);
-      assert(hs.term > prev.term || prev.vote === NONE || prev.vote === REJOINING_VOTE || hs.vote === prev.vote, `group ${g}: vote in term ${hs.term} changes from ${prev.vote} to ${hs.vote}`);
+      assert(
+        hs.term > prev.term || prev.vote === NONE || prev.vote === REJOINING_VOTE || hs.vote === prev.vote,
+        `group ${g}: vote in term ${hs.term} changes from ${prev.vote} to ${hs.vote}`,
+      );
       assert(hs.commit >= prev.commit, `group ${g}: commit goes back from ${prev.commit} to ${hs.commit}`);
       assert(hs.commit <= b.lastIndex, `group ${g}: commit ${hs.commit} is beyond the last index ${b.lastIndex}`);
       plan.hardState = { ...hs };
@@ -370,13 +430,23 @@ class GroupLane implements LogStore {
     }
     if (batch.localSnapshot) {
       const snapIndex = batch.localSnapshot.metadata.index;
-      assert(snapIndex >= b.snapIndex, `group ${g}: local snapshot index ${snapIndex} is behind the stored snapshot ${b.snapIndex}`);
-      assert(snapIndex <= b.lastIndex, `group ${g}: local snapshot index ${snapIndex} is beyond the last index ${b.lastIndex}`);
+      assert(
+        snapIndex >= b.snapIndex,
+        `group ${g}: local snapshot index ${snapIndex} is behind the stored snapshot ${b.snapIndex}`,
+      );
+      assert(
+        snapIndex <= b.lastIndex,
+        `group ${g}: local snapshot index ${snapIndex} is beyond the last index ${b.lastIndex}`,
+      );
       plan.localSnapshot = batch.localSnapshot;
       b.snapIndex = snapIndex;
       b.snapTerm = batch.localSnapshot.metadata.term;
     }
-    if (batch.compactTo > 0) assert(batch.compactTo <= b.snapIndex, `group ${g}: compactTo ${batch.compactTo} is beyond the snapshot index ${b.snapIndex}`);
+    if (batch.compactTo > 0)
+      assert(
+        batch.compactTo <= b.snapIndex,
+        `group ${g}: compactTo ${batch.compactTo} is beyond the snapshot index ${b.snapIndex}`,
+      );
     this.bounds = b;
     return plan;
   }
@@ -399,7 +469,10 @@ async function readGroupMeta(db: Db, dbPath: string, group: number): Promise<Gro
   return {
     hardState: hs === undefined ? { term: 0, vote: NONE, commit: 0 } : decodeHardState(hs, dbPath),
     snapshot,
-    highWater: state === null ? { index: snapshot.metadata.index, term: snapshot.metadata.term } : { index: state.highWaterIndex, term: state.highWaterTerm },
+    highWater:
+      state === null
+        ? { index: snapshot.metadata.index, term: snapshot.metadata.term }
+        : { index: state.highWaterIndex, term: state.highWaterTerm },
     restart: state === null ? { seq: 0, offset: 0 } : { seq: state.restartSeq, offset: state.restartOffset },
   };
 }
@@ -438,7 +511,12 @@ function replay(records: readonly ReadRecord[], metas: readonly GroupMeta[], wal
     let prevTerm = snap.term;
     for (const e of entries) {
       // Checked like the rest of the log: a record that passed its checksum may still not fit.
-      if (e.term < prevTerm) throw new CorruptRecordError(walPath, `group ${g} raft log record at index ${e.index}`, `term ${e.term} is lower than term ${prevTerm} before it`);
+      if (e.term < prevTerm)
+        throw new CorruptRecordError(
+          walPath,
+          `group ${g} raft log record at index ${e.index}`,
+          `term ${e.term} is lower than term ${prevTerm} before it`,
+        );
       prevTerm = e.term;
     }
     const last = entries.at(-1);
@@ -453,8 +531,16 @@ function replay(records: readonly ReadRecord[], metas: readonly GroupMeta[], wal
       lastIndex,
       lastTerm,
       hardState,
-      acked: recoverIndex > 0 ? { index: recoverIndex, term: recoverIndex === m.highWater.index ? m.highWater.term : 0 } : { index: lastIndex, term: lastTerm },
+      acked:
+        recoverIndex > 0
+          ? { index: recoverIndex, term: recoverIndex === m.highWater.index ? m.highWater.term : 0 }
+          : { index: lastIndex, term: lastTerm },
     };
-    return { recovered: { hardState, snapshot: m.snapshot, entries, recoverIndex }, bounds, live: { first: snap.index + 1, seqs }, lastIndex };
+    return {
+      recovered: { hardState, snapshot: m.snapshot, entries, recoverIndex },
+      bounds,
+      live: { first: snap.index + 1, seqs },
+      lastIndex,
+    };
   });
 }

@@ -23,7 +23,16 @@ import {
   KEY_SNAPSHOT,
   type LogState,
 } from './codec.ts';
-import { IDENTITY_FILE, ownerMismatch, readDirIdentity, removeDirIdentity, sameOwner, StorageIdentityError, writeDirIdentity, type DirOwner } from './dir-identity.ts';
+import {
+  IDENTITY_FILE,
+  ownerMismatch,
+  readDirIdentity,
+  removeDirIdentity,
+  sameOwner,
+  StorageIdentityError,
+  writeDirIdentity,
+  type DirOwner,
+} from './dir-identity.ts';
 
 import type { StorageIdentity } from './types.ts';
 
@@ -67,7 +76,9 @@ async function checkDataDir(dir: string, dbPath: string, walPath: string): Promi
     return;
   }
   if (!names.includes('raft') && names.includes('wal')) {
-    throw new StorageIdentityError(`${dir} holds a raft log (${walPath}) but no ${dbPath}: this node's raft state is damaged; ${REPAIR}`);
+    throw new StorageIdentityError(
+      `${dir} holds a raft log (${walPath}) but no ${dbPath}: this node's raft state is damaged; ${REPAIR}`,
+    );
   }
   if (names.some((n) => n !== IDENTITY_FILE) && !names.includes('raft')) {
     throw new StorageIdentityError(
@@ -76,7 +87,9 @@ async function checkDataDir(dir: string, dbPath: string, walPath: string): Promi
   }
   const raftNames = await readdirOrNull(dbPath);
   if (raftNames !== null && raftNames.length > 0 && !raftNames.includes('CURRENT')) {
-    throw new StorageIdentityError(`${dbPath} is not empty and holds no LevelDB database (its CURRENT file is missing); ${fix}`);
+    throw new StorageIdentityError(
+      `${dbPath} is not empty and holds no LevelDB database (its CURRENT file is missing); ${fix}`,
+    );
   }
 }
 
@@ -146,7 +159,8 @@ export async function checkIdentity(db: Db, dir: string, dbPath: string, want: S
       `${dbPath} was written in storage format ${have.formatVersion} but this build reads format ${FORMAT_VERSION} only; run a matching Verdict version, or ${REPAIR}: the node then rejoins the cluster empty`,
     );
   }
-  if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId) throw identityMismatch(dir, nodeOwner(have), want);
+  if (have.clusterId !== want.clusterId || have.nodeId !== want.nodeId)
+    throw identityMismatch(dir, nodeOwner(have), want);
 }
 
 /**
@@ -155,7 +169,13 @@ export async function checkIdentity(db: Db, dir: string, dbPath: string, want: S
  * opens with G only. A directory that holds nothing yet (`fresh`: a new
  * node, or one whose disk was wiped to rejoin) takes the config's G.
  */
-export async function checkFoundedGroups(db: Db, dir: string, dbPath: string, want: number, fresh: () => Promise<boolean>): Promise<void> {
+export async function checkFoundedGroups(
+  db: Db,
+  dir: string,
+  dbPath: string,
+  want: number,
+  fresh: () => Promise<boolean>,
+): Promise<void> {
   const stored = await levelGet(db, dbPath, KEY_GROUPS);
   const have = stored === undefined ? 1 : decodeGroups(stored, dbPath);
   if (have === want) return;
@@ -183,7 +203,8 @@ export interface Metadata {
 
 export async function readMetadata(db: Db, dbPath: string): Promise<Metadata> {
   const hsValue = await levelGet(db, dbPath, KEY_HARD_STATE);
-  const hardState: HardState = hsValue === undefined ? { term: 0, vote: NONE, commit: 0 } : decodeHardState(hsValue, dbPath);
+  const hardState: HardState =
+    hsValue === undefined ? { term: 0, vote: NONE, commit: 0 } : decodeHardState(hsValue, dbPath);
   const snapValue = await levelGet(db, dbPath, KEY_SNAPSHOT);
   const snapshot = snapValue === undefined ? emptySnapshot() : decodeSnapshot(snapValue, dbPath);
   const lsValue = await levelGet(db, dbPath, KEY_LOG_STATE);
@@ -198,7 +219,10 @@ export async function readMetadata(db: Db, dbPath: string): Promise<Metadata> {
  */
 function levelError(dbPath: string, what: 'opened' | 'read', err: unknown): Error {
   const cause = causeOf(err);
-  const detail = (cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ');
+  const detail = (cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err)).replace(
+    /\s+/g,
+    ' ',
+  );
   if (/corrupt/i.test(detail)) return new CorruptRecordError(dbPath, 'LevelDB database', detail);
   return new Error(`${dbPath} could not be ${what}: ${detail}`, { cause: err });
 }

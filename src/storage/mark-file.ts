@@ -34,7 +34,8 @@ export function encodeMarkSlot(record: Uint8Array): Uint8Array {
 /** A slot's record, or why it holds none (torn by a crash mid-write, or damaged). */
 function decodeMarkSlot(path: string, buf: Uint8Array, slot: number): { state: LogState } | { problem: string } {
   const at = slot * MARK_SLOT_BYTES;
-  if (buf.byteLength < at + LENGTH_BYTES) return { problem: `slot ${slot} is missing (the file is ${buf.byteLength} bytes)` };
+  if (buf.byteLength < at + LENGTH_BYTES)
+    return { problem: `slot ${slot} is missing (the file is ${buf.byteLength} bytes)` };
   const length = new DataView(buf.buffer, buf.byteOffset + at, LENGTH_BYTES).getUint32(0);
   if (length === 0 || length > MARK_SLOT_BYTES - LENGTH_BYTES || at + LENGTH_BYTES + length > buf.byteLength) {
     return { problem: `slot ${slot} has no record (length ${length})` };
@@ -75,7 +76,11 @@ export class MarkFile {
     const buf = await readOrNull(path);
     if (buf === null) {
       if (level.markSeq > 0) {
-        throw new CorruptRecordError(path, 'high-water mark file', `it is missing, but the log state record in LevelDB names mark ${level.markSeq}, so marks were written to it`);
+        throw new CorruptRecordError(
+          path,
+          'high-water mark file',
+          `it is missing, but the log state record in LevelDB names mark ${level.markSeq}, so marks were written to it`,
+        );
       }
       await create(path, level);
       return { file: new MarkFile(path, openSync(path, 'r+'), 0), newest: level, problems: [] };
@@ -83,7 +88,12 @@ export class MarkFile {
     const slots = [decodeMarkSlot(path, buf, 0), decodeMarkSlot(path, buf, 1)];
     const valid = slots.flatMap((s, i) => ('state' in s ? [{ slot: i, state: s.state }] : []));
     const problems = slots.flatMap((s) => ('problem' in s ? [s.problem] : []));
-    if (valid.length === 0) throw new CorruptRecordError(path, 'high-water mark file', `no slot holds a valid record (${problems.join('; ')})`);
+    if (valid.length === 0)
+      throw new CorruptRecordError(
+        path,
+        'high-water mark file',
+        `no slot holds a valid record (${problems.join('; ')})`,
+      );
     const newest = valid.reduce((a, b) => (b.state.markSeq > a.state.markSeq ? b : a));
     return { file: new MarkFile(path, openSync(path, 'r+'), 1 - newest.slot), newest: newest.state, problems };
   }
@@ -95,7 +105,9 @@ export class MarkFile {
   static async peek(path: string): Promise<LogState | null> {
     const buf = await readOrNull(path);
     if (buf === null) return null;
-    return newestMark([0, 1].map((slot) => decodeMarkSlot(path, buf, slot)).map((d) => ('state' in d ? d.state : null)));
+    return newestMark(
+      [0, 1].map((slot) => decodeMarkSlot(path, buf, slot)).map((d) => ('state' in d ? d.state : null)),
+    );
   }
 
   /** Where the next record goes (a byte offset), and that slot becomes the newest once written. */

@@ -56,7 +56,10 @@ function hex16(n: number): string {
 }
 
 export function encodeSegmentHeader(seq: number, firstIndex: number): Buffer {
-  assert(Number.isSafeInteger(seq) && seq >= 0 && Number.isSafeInteger(firstIndex) && firstIndex >= 0, `segment ${seq} from index ${firstIndex}: a seq and an index the header check reads back`);
+  assert(
+    Number.isSafeInteger(seq) && seq >= 0 && Number.isSafeInteger(firstIndex) && firstIndex >= 0,
+    `segment ${seq} from index ${firstIndex}: a seq and an index the header check reads back`,
+  );
   const b = Buffer.alloc(SEGMENT_HEADER_BYTES);
   MAGIC.copy(b, 0);
   b.writeBigUInt64BE(BigInt(seq), 8);
@@ -67,11 +70,13 @@ export function encodeSegmentHeader(seq: number, firstIndex: number): Buffer {
 
 /** Checks a segment's header against its name; returns what is wrong, or null. */
 export function checkSegmentHeader(buf: Buffer, want: SegmentName): string | null {
-  if (buf.byteLength < SEGMENT_HEADER_BYTES) return `the file is ${buf.byteLength} bytes, shorter than its ${SEGMENT_HEADER_BYTES}-byte header`;
+  if (buf.byteLength < SEGMENT_HEADER_BYTES)
+    return `the file is ${buf.byteLength} bytes, shorter than its ${SEGMENT_HEADER_BYTES}-byte header`;
   const stored = buf.readUInt32BE(28);
   const computed = crc32(buf.subarray(0, 28));
   if (stored !== computed) return `header checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`;
-  if (!buf.subarray(0, 8).equals(MAGIC)) return `header does not start with the segment magic (format ${buf[7]}, expected ${MAGIC[7]})`;
+  if (!buf.subarray(0, 8).equals(MAGIC))
+    return `header does not start with the segment magic (format ${buf[7]}, expected ${MAGIC[7]})`;
   const seq = buf.readBigUInt64BE(8);
   const first = buf.readBigUInt64BE(16);
   if (seq !== BigInt(want.seq) || first !== BigInt(want.firstIndex)) {
@@ -86,11 +91,20 @@ export function encodeRecords(entries: readonly Entry[]): { buf: Buffer; sizes: 
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i];
     // Paired with scanRecords: nothing is written that the scan would refuse as invalid.
-    assert(Number.isSafeInteger(e.index) && e.index >= 0 && Number.isSafeInteger(e.term) && e.term >= 0, `entry ${e.index} (term ${e.term}) has a safe non-negative index and term`);
-    assert(e.type === EntryType.Normal || e.type === EntryType.ConfChange, `entry ${e.index} has a known type, not ${e.type}`);
+    assert(
+      Number.isSafeInteger(e.index) && e.index >= 0 && Number.isSafeInteger(e.term) && e.term >= 0,
+      `entry ${e.index} (term ${e.term}) has a safe non-negative index and term`,
+    );
+    assert(
+      e.type === EntryType.Normal || e.type === EntryType.ConfChange,
+      `entry ${e.index} has a known type, not ${e.type}`,
+    );
     if (i > 0) {
       const prev = entries[i - 1];
-      assert(e.index === prev.index + 1 && e.term >= prev.term, `entry ${e.index} (term ${e.term}) follows entry ${prev.index} (term ${prev.term}) in one write`);
+      assert(
+        e.index === prev.index + 1 && e.term >= prev.term,
+        `entry ${e.index} (term ${e.term}) follows entry ${prev.index} (term ${prev.term}) in one write`,
+      );
     }
     total += RECORD_FRAME_BYTES + BODY_HEADER_BYTES + e.data.byteLength;
   }
@@ -99,7 +113,10 @@ export function encodeRecords(entries: readonly Entry[]): { buf: Buffer; sizes: 
   let at = 0;
   for (const e of entries) {
     const bodyLen = BODY_HEADER_BYTES + e.data.byteLength;
-    if (bodyLen > RECORD_BODY_BYTES_MAX) throw new RangeError(`entry ${e.index} of ${e.data.byteLength} bytes exceeds the record limit ${RECORD_BODY_BYTES_MAX}`);
+    if (bodyLen > RECORD_BODY_BYTES_MAX)
+      throw new RangeError(
+        `entry ${e.index} of ${e.data.byteLength} bytes exceeds the record limit ${RECORD_BODY_BYTES_MAX}`,
+      );
     buf.writeUInt32BE(bodyLen, at);
     const body = at + RECORD_FRAME_BYTES;
     buf.writeBigUInt64BE(BigInt(e.index), body);
@@ -155,14 +172,25 @@ export function scanRecords(buf: Buffer, firstIndex: number): ScannedSegment {
     const left = size - at;
     // The zeros written ahead of the records (see the top of this file), however few are left.
     if (buf[at] === 0 && firstNonZero(buf, at) === -1) return done(null);
-    if (left < RECORD_FRAME_BYTES) return done({ kind: 'incomplete', offset: at, index, detail: `${left} bytes left, less than a record frame` });
+    if (left < RECORD_FRAME_BYTES)
+      return done({ kind: 'incomplete', offset: at, index, detail: `${left} bytes left, less than a record frame` });
     const bodyLen = buf.readUInt32BE(at);
     if (bodyLen === 0 && buf.readUInt32BE(at + 4) === 0) {
       const data = firstNonZero(buf, at + RECORD_FRAME_BYTES);
-      return done({ kind: 'incomplete', offset: at, index, detail: `zeros where a record should start, and data again at byte offset ${data}` });
+      return done({
+        kind: 'incomplete',
+        offset: at,
+        index,
+        detail: `zeros where a record should start, and data again at byte offset ${data}`,
+      });
     }
     if (bodyLen < BODY_HEADER_BYTES || bodyLen > RECORD_BODY_BYTES_MAX) {
-      return done({ kind: 'invalid', offset: at, index, detail: `record length ${bodyLen} is outside ${BODY_HEADER_BYTES}..${RECORD_BODY_BYTES_MAX}` });
+      return done({
+        kind: 'invalid',
+        offset: at,
+        index,
+        detail: `record length ${bodyLen} is outside ${BODY_HEADER_BYTES}..${RECORD_BODY_BYTES_MAX}`,
+      });
     }
     if (RECORD_FRAME_BYTES + bodyLen > left) {
       // A write cut short ends the file; a damaged length field does not:
@@ -176,23 +204,46 @@ export function scanRecords(buf: Buffer, firstIndex: number): ScannedSegment {
           detail: `record length ${bodyLen} runs past the end of the file, but a whole record of index ${next.index} follows at byte offset ${next.offset}`,
         });
       }
-      return done({ kind: 'incomplete', offset: at, index, detail: `the record needs ${RECORD_FRAME_BYTES + bodyLen} bytes, the file has ${left} left` });
+      return done({
+        kind: 'incomplete',
+        offset: at,
+        index,
+        detail: `the record needs ${RECORD_FRAME_BYTES + bodyLen} bytes, the file has ${left} left`,
+      });
     }
     const stored = buf.readUInt32BE(at + 4);
     const computed = recordCrc(buf, at, bodyLen);
     if (stored !== computed) {
       const atEnd = firstNonZero(buf, at + RECORD_FRAME_BYTES + bodyLen) === -1;
-      return done({ kind: 'checksum', offset: at, index, detail: `checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`, atEnd });
+      return done({
+        kind: 'checksum',
+        offset: at,
+        index,
+        detail: `checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`,
+        atEnd,
+      });
     }
     const body = at + RECORD_FRAME_BYTES;
     const gotIndex = buf.readBigUInt64BE(body);
     const term = buf.readBigUInt64BE(body + 8);
     const type = buf.readUInt8(body + 16);
-    if (gotIndex !== BigInt(index)) return done({ kind: 'invalid', offset: at, index, detail: `the record holds index ${gotIndex}, expected ${index}` });
+    if (gotIndex !== BigInt(index))
+      return done({
+        kind: 'invalid',
+        offset: at,
+        index,
+        detail: `the record holds index ${gotIndex}, expected ${index}`,
+      });
     if (term > BigInt(Number.MAX_SAFE_INTEGER) || Number(term) < prevTerm) {
-      return done({ kind: 'invalid', offset: at, index, detail: `term ${term} is below term ${prevTerm} before it or out of range` });
+      return done({
+        kind: 'invalid',
+        offset: at,
+        index,
+        detail: `term ${term} is below term ${prevTerm} before it or out of range`,
+      });
     }
-    if (type !== EntryType.Normal && type !== EntryType.ConfChange) return done({ kind: 'invalid', offset: at, index, detail: `unknown entry type ${type}` });
+    if (type !== EntryType.Normal && type !== EntryType.ConfChange)
+      return done({ kind: 'invalid', offset: at, index, detail: `unknown entry type ${type}` });
     // A copy, so the entry does not pin the whole file buffer.
     const data = new Uint8Array(buf.subarray(body + BODY_HEADER_BYTES, body + bodyLen));
     entries.push({ index, term: Number(term), type, data });

@@ -30,7 +30,15 @@ import { writeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Entry } from '../raft/types.ts';
 import { CorruptRecordError } from './codec.ts';
-import { checkSegmentHeader, encodeRecords, encodeSegmentHeader, parseSegmentFileName, scanRecords, SEGMENT_HEADER_BYTES, segmentFileName } from './segment-format.ts';
+import {
+  checkSegmentHeader,
+  encodeRecords,
+  encodeSegmentHeader,
+  parseSegmentFileName,
+  scanRecords,
+  SEGMENT_HEADER_BYTES,
+  segmentFileName,
+} from './segment-format.ts';
 
 /** Segments roll over once they reach this size (a batch is never split). */
 export const SEGMENT_BYTES_DEFAULT = 64 << 20;
@@ -90,9 +98,15 @@ export class SegmentLog {
   static async open(dir: string, o: SegmentLogOpenOptions): Promise<{ log: SegmentLog; entries: Entry[] }> {
     await mkdir(dir, { recursive: true });
     const listed = await readdir(dir, { withFileTypes: true });
-    // Something that is named like a segment but is not a file (a directory put in its place) is refused naming its path.
+    // Something that is named like a segment but is not a file (a directory put in its place) is refused naming its
+    // path.
     const odd = listed.find((e) => parseSegmentFileName(e.name) !== null && !e.isFile());
-    if (odd !== undefined) throw new CorruptRecordError(join(dir, odd.name), 'raft log segment', `it is ${odd.isDirectory() ? 'a directory' : 'not a regular file'}, not a segment file`);
+    if (odd !== undefined)
+      throw new CorruptRecordError(
+        join(dir, odd.name),
+        'raft log segment',
+        `it is ${odd.isDirectory() ? 'a directory' : 'not a regular file'}, not a segment file`,
+      );
     const named = listed
       .map((e) => ({ name: e.name, parsed: parseSegmentFileName(e.name) }))
       .filter((n): n is { name: string; parsed: { seq: number; firstIndex: number } } => n.parsed !== null)
@@ -102,7 +116,16 @@ export class SegmentLog {
       const path = join(dir, n.name);
       // A leader's snapshot replaced the log these belong to; the removal was interrupted.
       if (n.parsed.seq < o.firstSeq) await rm(path, { force: true });
-      else segments.push({ seq: n.parsed.seq, firstIndex: n.parsed.firstIndex, path, offsets: [], terms: [], size: 0, allocated: 0 });
+      else
+        segments.push({
+          seq: n.parsed.seq,
+          firstIndex: n.parsed.firstIndex,
+          path,
+          offsets: [],
+          terms: [],
+          size: 0,
+          allocated: 0,
+        });
     }
     // Segments wholly covered by the snapshot are compaction that was interrupted.
     while (segments.length > 1 && segments[1].firstIndex <= o.snapIndex + 1) {
@@ -121,7 +144,11 @@ export class SegmentLog {
       const s = segments[i];
       const last = i === segments.length - 1;
       if (i > 0 && s.seq !== segments[i - 1].seq + 1) {
-        throw new CorruptRecordError(s.path, 'raft log segment', `segment ${segments[i - 1].seq + 1} before it is missing`);
+        throw new CorruptRecordError(
+          s.path,
+          'raft log segment',
+          `segment ${segments[i - 1].seq + 1} before it is missing`,
+        );
       }
       const buf = await readFile(s.path);
       if (s.firstIndex !== expected) {
@@ -132,17 +159,33 @@ export class SegmentLog {
           segments.pop();
           break;
         }
-        throw new CorruptRecordError(s.path, 'raft log segment', `it starts at index ${s.firstIndex} but the segment before it ends at ${expected - 1}`);
+        throw new CorruptRecordError(
+          s.path,
+          'raft log segment',
+          `it starts at index ${s.firstIndex} but the segment before it ends at ${expected - 1}`,
+        );
       }
       if (last && buf.byteLength < SEGMENT_HEADER_BYTES) {
         // Creating the segment was interrupted (it is synced before its first record is written).
-        o.onTruncated?.({ file: s.path, offset: 0, index: expected, detail: `segment header incomplete (${buf.byteLength} bytes)`, belowHighWater: expected <= o.highWaterIndex, savedAs: null });
+        o.onTruncated?.({
+          file: s.path,
+          offset: 0,
+          index: expected,
+          detail: `segment header incomplete (${buf.byteLength} bytes)`,
+          belowHighWater: expected <= o.highWaterIndex,
+          savedAs: null,
+        });
         await rm(s.path, { force: true });
         segments.pop();
         break;
       }
       const headerProblem = checkSegmentHeader(buf, s);
-      if (headerProblem) throw new CorruptRecordError(s.path, `raft log segment header (byte offset 0, index ${s.firstIndex})`, headerProblem);
+      if (headerProblem)
+        throw new CorruptRecordError(
+          s.path,
+          `raft log segment header (byte offset 0, index ${s.firstIndex})`,
+          headerProblem,
+        );
       const scanned = scanRecords(buf, s.firstIndex);
       s.offsets = scanned.offsets;
       s.terms = scanned.entries.map((e) => e.term);
@@ -153,7 +196,8 @@ export class SegmentLog {
       const p = scanned.problem;
       if (p === null) continue;
       const recordName = `raft log record at byte offset ${p.offset}, index ${p.index}`;
-      const torn = last && (p.kind === 'incomplete' || (p.kind === 'checksum' && p.atEnd && p.index > o.highWaterIndex));
+      const torn =
+        last && (p.kind === 'incomplete' || (p.kind === 'checksum' && p.atEnd && p.index > o.highWaterIndex));
       if (!torn) throw new CorruptRecordError(s.path, recordName, p.detail);
       const belowHighWater = p.index <= o.highWaterIndex;
       let savedAs: string | null = null;
@@ -173,8 +217,16 @@ export class SegmentLog {
       o.onTruncated?.({ file: s.path, offset: p.offset, index: p.index, detail: p.detail, belowHighWater, savedAs });
     }
     const snapCovered = entries.length > 0 ? entries[0].index : expected;
-    assert(snapCovered >= o.snapIndex + 1 || segments.length === 0, 'segment log: entries before the snapshot were returned');
-    const log = new SegmentLog(dir, segments, o.segmentBytes ?? SEGMENT_BYTES_DEFAULT, o.preallocBytes ?? PREALLOC_BYTES_DEFAULT);
+    assert(
+      snapCovered >= o.snapIndex + 1 || segments.length === 0,
+      'segment log: entries before the snapshot were returned',
+    );
+    const log = new SegmentLog(
+      dir,
+      segments,
+      o.segmentBytes ?? SEGMENT_BYTES_DEFAULT,
+      o.preallocBytes ?? PREALLOC_BYTES_DEFAULT,
+    );
     if (segments.length === 0) await log.createSegment(Math.max(1, o.firstSeq), o.snapIndex + 1);
     else {
       await log.openLast();
@@ -268,12 +320,16 @@ export class SegmentLog {
 
   /** Deletes every segment before `seq` (they belong to a replaced log). */
   async dropBefore(seq: number): Promise<void> {
-    while (this.segments.length > 1 && this.segments[0].seq < seq) await rm(this.segments.shift()!.path, { force: true });
+    while (this.segments.length > 1 && this.segments[0].seq < seq)
+      await rm(this.segments.shift()!.path, { force: true });
   }
 
-  /** Deletes the segments whose records all lie at or below `index` (a synced snapshot covers them); the newest stays. */
+  /**
+   * Deletes the segments whose records all lie at or below `index` (a synced snapshot covers them); the newest stays.
+   */
   async compact(index: number): Promise<void> {
-    while (this.segments.length > 1 && this.segments[1].firstIndex <= index + 1) await rm(this.segments.shift()!.path, { force: true });
+    while (this.segments.length > 1 && this.segments[1].firstIndex <= index + 1)
+      await rm(this.segments.shift()!.path, { force: true });
   }
 
   async close(): Promise<void> {
@@ -322,7 +378,15 @@ export class SegmentLog {
     await syncDir(this.dir);
     await this.handle?.close();
     this.handle = fh;
-    this.segments.push({ seq, firstIndex, path, offsets: [], terms: [], size: SEGMENT_HEADER_BYTES, allocated: SEGMENT_HEADER_BYTES });
+    this.segments.push({
+      seq,
+      firstIndex,
+      path,
+      offsets: [],
+      terms: [],
+      size: SEGMENT_HEADER_BYTES,
+      allocated: SEGMENT_HEADER_BYTES,
+    });
   }
 
   private async openLast(): Promise<void> {
@@ -336,7 +400,8 @@ function writeAllSync(fd: number, bufs: Uint8Array[], position: number): void {
   let done = writevSync(fd, bufs, position);
   let at = position;
   for (const b of bufs) {
-    for (let k = Math.min(Math.max(done, 0), b.byteLength); k < b.byteLength; ) k += writeSync(fd, b, k, b.byteLength - k, at + k);
+    for (let k = Math.min(Math.max(done, 0), b.byteLength); k < b.byteLength; )
+      k += writeSync(fd, b, k, b.byteLength - k, at + k);
     done -= b.byteLength;
     at += b.byteLength;
   }

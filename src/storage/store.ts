@@ -23,8 +23,25 @@
 import { assert } from '../util/assert.ts';
 import { join } from 'node:path';
 import { NONE, REJOINING_VOTE, type Entry, type HardState } from '../raft/types.ts';
-import { CorruptRecordError, encodeHardState, encodeLogState, encodeSnapshot, KEY_HARD_STATE, KEY_LOG_STATE, KEY_SNAPSHOT, type LogState } from './codec.ts';
-import { checkFoundedGroups, checkIdentity, openLevel, readMetadata, writeIdentityFile, type Db, type Op } from './level.ts';
+import {
+  CorruptRecordError,
+  encodeHardState,
+  encodeLogState,
+  encodeSnapshot,
+  KEY_HARD_STATE,
+  KEY_LOG_STATE,
+  KEY_SNAPSHOT,
+  type LogState,
+} from './codec.ts';
+import {
+  checkFoundedGroups,
+  checkIdentity,
+  openLevel,
+  readMetadata,
+  writeIdentityFile,
+  type Db,
+  type Op,
+} from './level.ts';
 import { MARK_FILE, MarkFile, encodeMarkSlot, newestMark } from './mark-file.ts';
 import { SegmentLog, type TruncatedTail } from './segment-log.ts';
 import { SyncWorker } from './sync-worker.ts';
@@ -181,7 +198,11 @@ export class DiskLogStore implements LogStore {
    * file, the byte offset and the index; refuses a directory in another
    * storage format (earlier development builds) with a StorageIdentityError.
    */
-  static async open(dir: string, identity: StorageIdentity, opts: DiskLogStoreOptions = {}): Promise<{ store: DiskLogStore; recovered: RecoveredState; report: OpenReport }> {
+  static async open(
+    dir: string,
+    identity: StorageIdentity,
+    opts: DiskLogStoreOptions = {},
+  ): Promise<{ store: DiskLogStore; recovered: RecoveredState; report: OpenReport }> {
     assert(identity.clusterId !== '' && identity.nodeId !== '', 'storage identity needs a cluster id and a node id');
     const dbPath = join(dir, 'raft');
     const walPath = join(dir, 'wal');
@@ -190,11 +211,18 @@ export class DiskLogStore implements LogStore {
     let markFile: MarkFile | null = null;
     try {
       await checkIdentity(db, dir, dbPath, identity);
-      // A directory founded with more groups keeps them in the shared group log (src/storage/group-store.ts): refused here.
+      // A directory founded with more groups keeps them in the shared group log (src/storage/group-store.ts): refused
+      // here.
       await checkFoundedGroups(db, dir, dbPath, 1, async () => false);
       const meta = await readMetadata(db, dbPath);
       const snapIndex = meta.snapshot.metadata.index;
-      const inLevel: LogState = meta.logState ?? { highWaterIndex: snapIndex, highWaterTerm: meta.snapshot.metadata.term, firstSeq: 1, mayHoldIndex: snapIndex, markSeq: 0 };
+      const inLevel: LogState = meta.logState ?? {
+        highWaterIndex: snapIndex,
+        highWaterTerm: meta.snapshot.metadata.term,
+        firstSeq: 1,
+        mayHoldIndex: snapIndex,
+        markSeq: 0,
+      };
       const marks = await MarkFile.open(join(dbPath, MARK_FILE), inLevel);
       markFile = marks.file;
       // The newest mark wins, wherever it was written.
@@ -215,7 +243,11 @@ export class DiskLogStore implements LogStore {
       const lastTerm = last?.term ?? meta.snapshot.metadata.term;
       if (entries.length > 0 && entries[0].term < meta.snapshot.metadata.term) {
         // Checked like the rest of the log: a record that passed its checksum may still not fit.
-        throw new CorruptRecordError(walPath, `raft log record at index ${entries[0].index}`, `term ${entries[0].term} is lower than the snapshot's term ${meta.snapshot.metadata.term}`);
+        throw new CorruptRecordError(
+          walPath,
+          `raft log record at index ${entries[0].index}`,
+          `term ${entries[0].term} is lower than the snapshot's term ${meta.snapshot.metadata.term}`,
+        );
       }
       // Synced entries are missing when the log ends below what this node
       // acknowledged: "acknowledged through", or a commit index (a stored
@@ -233,10 +265,29 @@ export class DiskLogStore implements LogStore {
         lastTerm,
         hardState,
         // What was read back is synced (SegmentLog.open syncs the last segment), so the next mark may claim it.
-        acked: recoverIndex > 0 ? { index: recoverIndex, term: recoverIndex === ls.highWaterIndex ? ls.highWaterTerm : 0 } : { index: lastIndex, term: lastTerm },
+        acked:
+          recoverIndex > 0
+            ? { index: recoverIndex, term: recoverIndex === ls.highWaterIndex ? ls.highWaterTerm : 0 }
+            : { index: lastIndex, term: lastTerm },
       };
-      const store = new DiskLogStore(db, wal, markFile, dbPath, bounds, ls.firstSeq, ls.highWaterIndex, ls.markSeq, opts.markBesideSegment === true);
-      const report: OpenReport = { truncated, highWater: { index: ls.highWaterIndex, term: ls.highWaterTerm }, mayHoldIndex: ls.mayHoldIndex, lastIndex, markProblems: marks.problems };
+      const store = new DiskLogStore(
+        db,
+        wal,
+        markFile,
+        dbPath,
+        bounds,
+        ls.firstSeq,
+        ls.highWaterIndex,
+        ls.markSeq,
+        opts.markBesideSegment === true,
+      );
+      const report: OpenReport = {
+        truncated,
+        highWater: { index: ls.highWaterIndex, term: ls.highWaterTerm },
+        mayHoldIndex: ls.mayHoldIndex,
+        lastIndex,
+        markProblems: marks.problems,
+      };
       return { store, recovered: { hardState, snapshot: meta.snapshot, entries, recoverIndex }, report };
     } catch (err) {
       await wal?.close();
@@ -302,7 +353,8 @@ export class DiskLogStore implements LogStore {
       await this.levelWrite([p.snapshotOp, this.logStateOp(p.restartMark)], true);
       await this.wal.dropBefore(seq);
     }
-    if (p.lowerMark) await this.levelWrite([this.logStateOp({ acked: p.lowerMark, mayHoldIndex: p.lowerMark.index })], true);
+    if (p.lowerMark)
+      await this.levelWrite([this.logStateOp({ acked: p.lowerMark, mayHoldIndex: p.lowerMark.index })], true);
     if (p.mark !== null && !p.parallel) {
       // The segment's fdatasync, then the mark's slot written and synced:
       // one trip to the sync worker. LevelDB takes what else the batch holds
@@ -436,7 +488,10 @@ export class DiskLogStore implements LogStore {
       // belong to a history the snapshot overrode.
       const snapIndex = batch.snapshot.metadata.index;
       assert(snapIndex >= b.snapIndex, `snapshot index ${snapIndex} is behind the stored snapshot ${b.snapIndex}`);
-      assert(snapIndex >= b.hardState.commit, `snapshot index ${snapIndex} would drop committed entries (commit ${b.hardState.commit})`);
+      assert(
+        snapIndex >= b.hardState.commit,
+        `snapshot index ${snapIndex} would drop committed entries (commit ${b.hardState.commit})`,
+      );
       plan.restartAfterSnapshot = snapIndex;
       plan.snapshotOp = { type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(batch.snapshot) };
       // A leader sends its snapshot only when this log lacks the entry at its
@@ -459,10 +514,14 @@ export class DiskLogStore implements LogStore {
       assert(first > b.snapIndex, `entry ${first} is at or below the snapshot index ${b.snapIndex}`);
       assert(first <= b.lastIndex + 1, `entry ${first} leaves a gap after the last index ${b.lastIndex}`);
       // Committed entries are never replaced: doing so would break state machine safety.
-      assert(first > b.hardState.commit, `entry ${first} would overwrite committed entries (commit ${b.hardState.commit})`);
+      assert(
+        first > b.hardState.commit,
+        `entry ${first} would overwrite committed entries (commit ${b.hardState.commit})`,
+      );
       // The segment log may lag this plan by queued batches; a mark's term
       // is for the operator's log line only (recovery compares indexes).
-      const termAt = (i: number): number => (i === b.lastIndex ? b.lastTerm : i === b.snapIndex ? b.snapTerm : (this.wal.termAt(i) ?? 0));
+      const termAt = (i: number): number =>
+        i === b.lastIndex ? b.lastTerm : i === b.snapIndex ? b.snapTerm : (this.wal.termAt(i) ?? 0);
       if (first <= b.lastIndex && first <= b.acked.index) {
         // A leader replaces entries this node acknowledged. They were not
         // committed (a leader holds every committed entry), so the mark may go
@@ -474,7 +533,9 @@ export class DiskLogStore implements LogStore {
       // What is synced before these entries: every earlier batch, up to where these start.
       const before = Math.min(b.lastIndex, first - 1);
       syncedBefore = before;
-      const synced: Mark = plan.parallel ? { index: before, term: termAt(before) } : { index: lastOf.index, term: lastOf.term };
+      const synced: Mark = plan.parallel
+        ? { index: before, term: termAt(before) }
+        : { index: lastOf.index, term: lastOf.term };
       // While recovering "acknowledged through" stays above the log: it still names what is owed.
       if (synced.index >= b.acked.index) b.acked = synced;
       b.lastIndex = lastOf.index;
@@ -486,8 +547,12 @@ export class DiskLogStore implements LogStore {
       const hs = batch.hardState;
       const prev = b.hardState;
       assert(hs.term >= prev.term, `hard state term goes back from ${prev.term} to ${hs.term}`);
-      // REJOINING_VOTE promises no vote; the leader that proves the node whole replaces it (src/raft/raft.ts, Raft.rejoining).
-      assert(hs.term > prev.term || prev.vote === NONE || prev.vote === REJOINING_VOTE || hs.vote === prev.vote, `vote in term ${hs.term} changes from ${prev.vote} to ${hs.vote}`);
+      // REJOINING_VOTE promises no vote; the leader that proves the node whole replaces it (src/raft/raft.ts,
+      // Raft.rejoining).
+      assert(
+        hs.term > prev.term || prev.vote === NONE || prev.vote === REJOINING_VOTE || hs.vote === prev.vote,
+        `vote in term ${hs.term} changes from ${prev.vote} to ${hs.vote}`,
+      );
       assert(hs.commit >= prev.commit, `commit goes back from ${prev.commit} to ${hs.commit}`);
       assert(hs.commit <= b.lastIndex, `commit ${hs.commit} is beyond the last index ${b.lastIndex}`);
       // A commit index stored beside entries being synced names only what was
@@ -510,7 +575,10 @@ export class DiskLogStore implements LogStore {
     if (batch.localSnapshot) {
       // This node's own snapshot: the log stays, so slow followers can still be sent entries.
       const snapIndex = batch.localSnapshot.metadata.index;
-      assert(snapIndex >= b.snapIndex, `local snapshot index ${snapIndex} is behind the stored snapshot ${b.snapIndex}`);
+      assert(
+        snapIndex >= b.snapIndex,
+        `local snapshot index ${snapIndex} is behind the stored snapshot ${b.snapIndex}`,
+      );
       assert(snapIndex <= b.lastIndex, `local snapshot index ${snapIndex} is beyond the last index ${b.lastIndex}`);
       plan.meta.push({ type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(batch.localSnapshot) });
       b.snapIndex = snapIndex;
@@ -520,7 +588,10 @@ export class DiskLogStore implements LogStore {
     if (batch.compactTo > 0) {
       // Recovery rebuilds the log from the snapshot onward: compacting past
       // the stored snapshot would lose the only copy of those entries.
-      assert(batch.compactTo <= b.snapIndex, `compactTo ${batch.compactTo} is beyond the snapshot index ${b.snapIndex}`);
+      assert(
+        batch.compactTo <= b.snapIndex,
+        `compactTo ${batch.compactTo} is beyond the snapshot index ${b.snapIndex}`,
+      );
     }
 
     this.bounds = b;

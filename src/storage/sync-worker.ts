@@ -70,7 +70,15 @@ export class SyncWorker {
       this.pending = null;
       if (p === null) return;
       if (f === null) p.resolve();
-      else p.reject(Object.assign(new Error(`${label}: ${f.step === 'sync' ? 'fdatasync of the segment' : 'write and fdatasync of the mark'} failed: ${f.message}`), { code: f.code }));
+      else
+        p.reject(
+          Object.assign(
+            new Error(
+              `${label}: ${f.step === 'sync' ? 'fdatasync of the segment' : 'write and fdatasync of the mark'} failed: ${f.message}`,
+            ),
+            { code: f.code },
+          ),
+        );
     });
     const gone = (err: Error): void => {
       this.dead ??= err;
@@ -78,7 +86,9 @@ export class SyncWorker {
       this.pending = null;
       p?.reject(this.dead);
     };
-    this.worker.on('error', (err) => gone(new Error(`${label}: the sync worker failed: ${err.message}`, { cause: err })));
+    this.worker.on('error', (err) =>
+      gone(new Error(`${label}: the sync worker failed: ${err.message}`, { cause: err })),
+    );
     this.worker.on('exit', (code) => gone(new Error(`${label}: the sync worker exited (code ${code})`)));
   }
 
@@ -90,7 +100,10 @@ export class SyncWorker {
   run(segmentFd: number, markFd: number, record: Uint8Array, offset: number): Promise<void> {
     if (this.dead) return Promise.reject(this.dead);
     if (this.pending !== null) return Promise.reject(new Error(`${this.label}: a sync trip is already in flight`));
-    if (record.byteLength > SYNC_WORKER_BYTES_MAX) return Promise.reject(new Error(`${this.label}: a mark of ${record.byteLength} bytes is over ${SYNC_WORKER_BYTES_MAX}`));
+    if (record.byteLength > SYNC_WORKER_BYTES_MAX)
+      return Promise.reject(
+        new Error(`${this.label}: a mark of ${record.byteLength} bytes is over ${SYNC_WORKER_BYTES_MAX}`),
+      );
     this.bytes.set(record);
     this.ctl[1] = segmentFd;
     this.ctl[2] = markFd;

@@ -49,10 +49,9 @@ export interface StorageIdentity {
 }
 
 /**
- * The durable side of a Raft node. The real version is a segment log for
- * the entries and LevelDB for the rest, with synced writes (store.ts); the simulator's version loses whatever was not synced when it
- * crashes. `persist` calls back once the batch is on stable storage (or
- * failed: the node must then stop, it cannot know what reached the disk).
+ * The durable side of a Raft node. The real version is a segment log for the entries and LevelDB for the rest, with
+ * synced writes (store.ts); the simulator's version loses whatever was not synced when it crashes. `persist` calls back
+ * once the batch is on stable storage (or failed: the node must then stop, it cannot know what reached the disk).
  */
 export interface LogStore {
   persist(batch: PersistBatch, onSynced: (err: Error | null) => void): void;

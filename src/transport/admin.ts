@@ -85,7 +85,11 @@ export class RaftNodeClient {
     this.client.close();
   }
 
-  private unary<Req, Res>(name: 'Status' | 'Put' | 'Get' | 'TransferLeader' | 'AddMember' | 'RemoveMember' | 'ListMembers' | 'History', req: Req, timeoutMs: number): Promise<Res> {
+  private unary<Req, Res>(
+    name: 'Status' | 'Put' | 'Get' | 'TransferLeader' | 'AddMember' | 'RemoveMember' | 'ListMembers' | 'History',
+    req: Req,
+    timeoutMs: number,
+  ): Promise<Res> {
     return unaryCall(this.client, raftNodeService[name] as grpc.MethodDefinition<Req, Res>, req, timeoutMs);
   }
 }

@@ -9,15 +9,12 @@
 // - access.starterOrAdmin(call, starter, what): reads of what one client
 //   started (a saga's definition, inputs and outputs): that client or an admin.
 //
-// Without TLS there are no identities: the node trusts every caller that
-// can reach its port, and every check passes (a node serves plaintext only
-// when told `insecure`, see listen-policy.ts).
-// With TLS, identity is the verified client certificate (signed by the
-// cluster's CA): an admin is a certificate whose CN is in tls.adminNames
-// (none when the list is absent), and participant P of cluster C is the
-// certificate with CN=P and OU=C, without the node mark (tls.ts: certificateRole). Binding a participant id to a name rather
-// than to one certificate's key lets the owner renew its certificate; the
-// CA decides who holds the name. docs/security.md states the whole model.
+// Without TLS there are no identities: the node trusts every caller that can reach its port, and every check passes (a
+// node serves plaintext only when told `insecure`, see listen-policy.ts). With TLS, identity is the verified client
+// certificate (signed by the cluster's CA): an admin is a certificate whose CN is in tls.adminNames (none when the list
+// is absent), and participant P of cluster C is the certificate with CN=P and OU=C, without the node mark (tls.ts:
+// certificateRole). Binding a participant id to a name rather than to one certificate's key lets the owner renew its
+// certificate; the CA decides who holds the name. docs/security.md states the whole model.
 import * as grpc from '@grpc/grpc-js';
 import { certificateRole, peerCertificate, subjectField, type AuthenticatedCall } from './tls.ts';
 
@@ -40,45 +37,74 @@ export function callerName(call: AuthenticatedCall): string {
 }
 
 export function permissionDenied(details: string): grpc.ServiceError {
-  return Object.assign(new Error(`PERMISSION_DENIED: ${details}`), { code: grpc.status.PERMISSION_DENIED, details, metadata: new grpc.Metadata() });
+  return Object.assign(new Error(`PERMISSION_DENIED: ${details}`), {
+    code: grpc.status.PERMISSION_DENIED,
+    details,
+    metadata: new grpc.Metadata(),
+  });
 }
 
 /** PERMISSION_DENIED with a reason, or null when the caller may run admin operations. */
-export function checkAdmin(call: AuthenticatedCall, policy: AuthPolicy, what = 'this operation'): grpc.ServiceError | null {
+export function checkAdmin(
+  call: AuthenticatedCall,
+  policy: AuthPolicy,
+  what = 'this operation',
+): grpc.ServiceError | null {
   const why = adminRefusal(subjectField(peerCertificate(call)?.subject, 'CN'), policy, what);
   return why === null ? null : permissionDenied(why);
 }
 
-/** Why a caller whose verified certificate has CN `cn` (undefined: none) may not run admin operations, or null when it may. */
+/**
+ * Why a caller whose verified certificate has CN `cn` (undefined: none) may not run admin operations, or null when it
+ * may.
+ */
 function adminRefusal(cn: string | undefined, policy: AuthPolicy, what: string): string | null {
   if (policy.tls === null) return null;
   const names = policy.tls.adminNames;
   if (cn !== undefined && names.includes(cn)) return null;
-  if (names.length === 0) return `${what} needs an admin certificate, and this node has none: set tls.adminNames to the CNs of the operators' client certificates`;
+  if (names.length === 0)
+    return `${what} needs an admin certificate, and this node has none: set tls.adminNames to the CNs of the operators' client certificates`;
   const who = cn === undefined ? 'a caller without a verified client certificate' : `client certificate CN=${cn}`;
   return `${what} needs an admin certificate: ${who} is not in the node's tls.adminNames; use a certificate whose CN is one of them`;
 }
 
 /** PERMISSION_DENIED with a reason, or null when the caller is participant `participantId` of the cluster. */
-export function checkParticipant(call: AuthenticatedCall, policy: AuthPolicy, participantId: string, what: string): grpc.ServiceError | null {
+export function checkParticipant(
+  call: AuthenticatedCall,
+  policy: AuthPolicy,
+  participantId: string,
+  what: string,
+): grpc.ServiceError | null {
   if (policy.tls === null) return null;
   const subject = peerCertificate(call)?.subject;
   const { clusterId } = policy.tls;
-  if (subjectField(subject, 'CN') === participantId && certificateRole(subject, clusterId) === 'participant') return null;
+  if (subjectField(subject, 'CN') === participantId && certificateRole(subject, clusterId) === 'participant')
+    return null;
   // Bounded: the id comes from the request and is echoed back (a valid one is at most 64 characters).
   const id = participantId.slice(0, 64);
-  return permissionDenied(`${what} is for participant "${id}" only, whose certificate has CN=${id}, OU=${clusterId}; the caller presented ${callerName(call)}`);
+  return permissionDenied(
+    `${what} is for participant "${id}" only, whose certificate has CN=${id}, OU=${clusterId}; the caller presented ${callerName(call)}`,
+  );
 }
 
-/** PERMISSION_DENIED with a reason, or null when the caller is `starter` (`CN=<name>` of its certificate) or an admin. */
-export function checkStarterOrAdmin(call: AuthenticatedCall, policy: AuthPolicy, starter: string, what: string): grpc.ServiceError | null {
+/**
+ * PERMISSION_DENIED with a reason, or null when the caller is `starter` (`CN=<name>` of its certificate) or an admin.
+ */
+export function checkStarterOrAdmin(
+  call: AuthenticatedCall,
+  policy: AuthPolicy,
+  starter: string,
+  what: string,
+): grpc.ServiceError | null {
   if (policy.tls === null) return null;
   const cn = subjectField(peerCertificate(call)?.subject, 'CN');
   if (cn !== undefined && `CN=${cn}` === starter) return null;
   if (adminRefusal(cn, policy, what) === null) return null;
   // Bounded: the starter is at most 256 characters, the CN the caller's own.
   const by = starter === '' ? 'an unrecorded client' : starter.slice(0, 64);
-  return permissionDenied(`${what} is for the client that started it (${by}) and for admins only; the caller presented ${callerName(call)}`);
+  return permissionDenied(
+    `${what} is for the client that started it (${by}) and for admins only; the caller presented ${callerName(call)}`,
+  );
 }
 
 /**
@@ -98,7 +124,9 @@ export class Access {
     return refused;
   }
 
-  /** The admin check for a caller known by its certificate's CN (the web console); a PERMISSION_DENIED reason, or null. */
+  /**
+   * The admin check for a caller known by its certificate's CN (the web console); a PERMISSION_DENIED reason, or null.
+   */
   adminNameOnly(cn: string | undefined, what = 'this operation'): string | null {
     const why = this.adminNameRefusal(cn, what);
     if (why !== null) this.denials.admin++;
@@ -127,7 +155,9 @@ export class Access {
     if (this.policy.tls === null) return true;
     const subject = peerCertificate(call)?.subject;
     const cn = subjectField(subject, 'CN');
-    return cn !== undefined && ids.includes(cn) && certificateRole(subject, this.policy.tls.clusterId) === 'participant';
+    return (
+      cn !== undefined && ids.includes(cn) && certificateRole(subject, this.policy.tls.clusterId) === 'participant'
+    );
   }
 
   /** Whether the caller may read what every client started (an admin; everyone without TLS). Counts nothing. */

@@ -41,14 +41,26 @@ import type { StreamedCommits__Output as GenStreamedCommits } from './gen/coordi
 import type { StreamedOutcomes__Output as GenStreamedOutcomes } from './gen/coordinator/verdict/coordinator/StreamedOutcomes.ts';
 import type { Lease__Output as GenLease } from './gen/coordinator/verdict/coordinator/Lease.ts';
 import type { Outcome__Output } from './gen/coordinator/verdict/coordinator/Outcome.ts';
-import type { CoordinatorDefinition, CoordinatorHandlers as GenCoordinatorHandlers } from './gen/coordinator/verdict/coordinator/Coordinator.ts';
+import type {
+  CoordinatorDefinition,
+  CoordinatorHandlers as GenCoordinatorHandlers,
+} from './gen/coordinator/verdict/coordinator/Coordinator.ts';
 import type { Wire, WireHandlers } from './wire.ts';
 
 export const COORDINATOR_PROTO_PATH = protoFile('coordinator.proto');
 
-export const COORDINATOR_LOAD_OPTIONS: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
+export const COORDINATOR_LOAD_OPTIONS: protoLoader.Options = {
+  keepCase: false,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+};
 
-export const coordinatorPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(COORDINATOR_PROTO_PATH, COORDINATOR_LOAD_OPTIONS);
+export const coordinatorPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(
+  COORDINATOR_PROTO_PATH,
+  COORDINATOR_LOAD_OPTIONS,
+);
 
 // ---- Wire shapes: the generated types (src/transport/gen/coordinator/) ----
 
@@ -94,7 +106,11 @@ export type LeaseInfo = Wire<GenLease>;
 /** Every Coordinator RPC but CommitStream, whose messages are the unary calls the SDK retries. */
 export type CoordinatorHandlers = WireHandlers<GenCoordinatorHandlers, CoordinatorDefinition, 'CommitStream'>;
 /** Every Coordinator RPC but CommitStream and the lease ones (src/node/coordinator-service.ts). */
-export type CoordinatorCoreHandlers = WireHandlers<GenCoordinatorHandlers, CoordinatorDefinition, 'CommitStream' | LeaseMethod>;
+export type CoordinatorCoreHandlers = WireHandlers<
+  GenCoordinatorHandlers,
+  CoordinatorDefinition,
+  'CommitStream' | LeaseMethod
+>;
 
 /** The lease RPCs (handlers: src/node/lease-service.ts). */
 export const LEASE_METHODS = ['AcquireLease', 'RenewLease', 'ReleaseLease'] as const;
@@ -116,15 +132,20 @@ export const COORDINATOR_METHODS = [
 ] as const;
 export type CoordinatorMethod = (typeof COORDINATOR_METHODS)[number];
 
-const def = protoService<CoordinatorHandlers & { CommitStream: unknown }>(coordinatorPackageDefinition, COORDINATOR_PROTO_PATH, 'verdict.coordinator.Coordinator', [
-  ...COORDINATOR_METHODS,
-  'CommitStream',
-]);
+const def = protoService<CoordinatorHandlers & { CommitStream: unknown }>(
+  coordinatorPackageDefinition,
+  COORDINATOR_PROTO_PATH,
+  'verdict.coordinator.Coordinator',
+  [...COORDINATOR_METHODS, 'CommitStream'],
+);
 
 export const coordinatorService = def as unknown as grpc.ServiceDefinition<CoordinatorHandlers>;
 
 /** Coordinator.CommitStream (kept out of CoordinatorHandlers, whose methods are the unary calls the SDK retries). */
-export const commitStreamMethod = def.CommitStream as unknown as grpc.MethodDefinition<StreamedCommits, StreamedOutcomes>;
+export const commitStreamMethod = def.CommitStream as unknown as grpc.MethodDefinition<
+  StreamedCommits,
+  StreamedOutcomes
+>;
 
 /** Metadata key under which a node names, machine-readably, why it refused a request (e.g. `wrong-cluster-id`). */
 export const REASON_KEY = 'verdict-reason';
@@ -132,7 +153,10 @@ export const REASON_KEY = 'verdict-reason';
 /** Metadata keys by which a follower points at the leader. */
 export const LEADER_ID_KEY = 'verdict-leader-id';
 export const LEADER_ADDRESS_KEY = 'verdict-leader-address';
-/** Metadata key naming the decision group a NOT_LEADER or NO_LEADER redirect is about (a cluster of more than one group; docs/architecture.md). */
+/**
+ * Metadata key naming the decision group a NOT_LEADER or NO_LEADER redirect is about (a cluster of more than one group;
+ * docs/architecture.md).
+ */
 export const GROUP_KEY = 'verdict-group';
 /**
  * Metadata key of a refusal's machine-readable reason, one of STATUS_REASONS:

@@ -80,7 +80,10 @@ export class GroupRoutes {
 
   /** The routing as a status answer would give it: G and each group's known leader. */
   view(): GroupsView {
-    return { groupCount: this.count, groups: this.finders.map((f, group) => ({ group, leaderAddress: f.leader ?? '' })) };
+    return {
+      groupCount: this.count,
+      groups: this.finders.map((f, group) => ({ group, leaderAddress: f.leader ?? '' })),
+    };
   }
 
   /**

@@ -7,8 +7,25 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LOCAL_MESSAGES, MessageType, NONE, type EntryType, type Message, type NodeId } from '../raft/types.ts';
 import { PeerLink } from './peer.ts';
-import { fromWireEnvelope, raftService, streamMethod, WireDecodeError, type RaftHandlers, type WireBatch, type WireStreamAck } from './proto.ts';
-import { checkEnvelope, checkMessage, clip, DEFAULT_EDGE_LIMITS, RELAYED_TYPES, type RaftEdgeLimits, type RaftEdgeView, type Refusal } from './raft-edge.ts';
+import {
+  fromWireEnvelope,
+  raftService,
+  streamMethod,
+  WireDecodeError,
+  type RaftHandlers,
+  type WireBatch,
+  type WireStreamAck,
+} from './proto.ts';
+import {
+  checkEnvelope,
+  checkMessage,
+  clip,
+  DEFAULT_EDGE_LIMITS,
+  RELAYED_TYPES,
+  type RaftEdgeLimits,
+  type RaftEdgeView,
+  type Refusal,
+} from './raft-edge.ts';
 import { RefusalLog } from './refusal-log.ts';
 import type { GroupMessage, GroupTransport, InboundHandler, Transport, UnreachableHandler } from './types.ts';
 import type { AuthenticatedCall } from './tls.ts';
@@ -80,7 +97,10 @@ export interface GrpcTransportOptions {
 type RejectStatus = Pick<grpc.StatusObject, 'code' | 'details'>;
 type Finish = (status: RejectStatus | null) => void;
 
-/** A frame that did not decode as a Batch; carried to the handler so it is refused with a reason, not an INTERNAL status. */
+/**
+ * A frame that did not decode as a Batch; carried to the handler so it is refused with a reason, not an INTERNAL
+ * status.
+ */
 interface Undecodable {
   undecodable: string;
 }
@@ -135,7 +155,13 @@ export class GrpcTransport implements Transport {
   }
 
   service(): { definition: grpc.ServiceDefinition<RaftHandlers>; implementation: RaftHandlers } {
-    return { definition: inboundRaftService, implementation: { Stream: (call, cb) => this.handleStream(call as unknown as grpc.ServerReadableStream<InboundFrame, WireStreamAck>, cb) } };
+    return {
+      definition: inboundRaftService,
+      implementation: {
+        Stream: (call, cb) =>
+          this.handleStream(call as unknown as grpc.ServerReadableStream<InboundFrame, WireStreamAck>, cb),
+      },
+    };
   }
 
   register(server: grpc.Server): void {
@@ -157,7 +183,10 @@ export class GrpcTransport implements Transport {
   private sendOne(m: Message, group: number): void {
     assert(!LOCAL_MESSAGES.has(m.type), `local message ${MessageType[m.type]} is never sent`);
     // A relayed read or transfer request names the node that asked (src/raft/raft.ts, stepFollower).
-    assert(m.from === this.o.selfId || (RELAYED_TYPES.has(m.type) && m.from !== NONE), `outbound message is from this node (from=${m.from})`);
+    assert(
+      m.from === this.o.selfId || (RELAYED_TYPES.has(m.type) && m.from !== NONE),
+      `outbound message is from this node (from=${m.from})`,
+    );
     assert(m.to !== this.o.selfId && m.to !== NONE, `outbound message has a peer as destination (to=${m.to})`);
     if (this.closePromise !== null) return;
     const link = this.links.get(m.to);
@@ -259,7 +288,10 @@ export class GrpcTransport implements Transport {
     this.unreachable.add(peer);
   }
 
-  private handleStream(call: grpc.ServerReadableStream<InboundFrame, WireStreamAck>, callback: grpc.sendUnaryData<WireStreamAck>): void {
+  private handleStream(
+    call: grpc.ServerReadableStream<InboundFrame, WireStreamAck>,
+    callback: grpc.sendUnaryData<WireStreamAck>,
+  ): void {
     let done = false;
     const finish: Finish = (status) => {
       if (done) return;
@@ -281,7 +313,12 @@ export class GrpcTransport implements Transport {
         this.refusals.refuse(from, r, { peer: call.getPeer() });
         finish({ code, details: r.detail });
       };
-      if (isUndecodable(frame)) return refused('?', { reason: 'undecodable', field: '', detail: `a frame that is not a Raft batch: ${frame.undecodable}` }, grpc.status.INVALID_ARGUMENT);
+      if (isUndecodable(frame))
+        return refused(
+          '?',
+          { reason: 'undecodable', field: '', detail: `a frame that is not a Raft batch: ${frame.undecodable}` },
+          grpc.status.INVALID_ARGUMENT,
+        );
       const view = this.edgeView();
       // The checks are pure and total; a throw here would be a bug in them, and still only this sender's problem.
       let envelope: Refusal | null;
@@ -290,7 +327,8 @@ export class GrpcTransport implements Transport {
       } catch (err) {
         envelope = { reason: 'undecodable', field: '', detail: `batch not checkable: ${(err as Error).message}` };
       }
-      if (envelope !== null) return refused(String(frame.from), envelope, ENVELOPE_STATUS[envelope.reason] ?? grpc.status.INVALID_ARGUMENT);
+      if (envelope !== null)
+        return refused(String(frame.from), envelope, ENVELOPE_STATUS[envelope.reason] ?? grpc.status.INVALID_ARGUMENT);
       const rejection = authorized === frame.from ? null : this.checkPeer(call, frame.from);
       if (rejection !== null) {
         finish(rejection);
@@ -340,7 +378,10 @@ export class GrpcTransport implements Transport {
     };
   }
 
-  /** The messages of a checked batch that pass the per-message checks, decoded; each refused one is dropped, counted and logged. */
+  /**
+   * The messages of a checked batch that pass the per-message checks, decoded; each refused one is dropped, counted and
+   * logged.
+   */
   private admit(b: WireBatch, view: RaftEdgeView): GroupMessage[] {
     const out: GroupMessage[] = [];
     for (let i = 0; i < b.messages.length; i++) {
@@ -350,13 +391,19 @@ export class GrpcTransport implements Transport {
         r = checkMessage(w, b, view, this.o.edgeLimits ?? DEFAULT_EDGE_LIMITS);
         if (r === null) out.push(fromWireEnvelope(w));
       } catch (err) {
-        // A WireDecodeError names the field; anything else thrown while decoding a peer's bytes is refused the same way, never fatal.
+        // A WireDecodeError names the field; anything else thrown while decoding a peer's bytes is refused the same
+        // way, never fatal.
         r =
           err instanceof WireDecodeError
             ? { reason: 'undecodable', field: err.field, detail: `message not decodable: ${err.message}` }
             : { reason: 'undecodable', field: '', detail: `message not decodable: ${(err as Error).message}` };
       }
-      if (r !== null) this.refusals.refuse(b.from, { ...r, field: `messages[${i}]${r.field ? `.${r.field}` : ''}` }, { type: MessageType[w?.type] ?? clip(w?.type) });
+      if (r !== null)
+        this.refusals.refuse(
+          b.from,
+          { ...r, field: `messages[${i}]${r.field ? `.${r.field}` : ''}` },
+          { type: MessageType[w?.type] ?? clip(w?.type) },
+        );
     }
     return out;
   }

@@ -20,7 +20,14 @@ import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { nodeRoleProblem } from './tls.ts';
 
 /** The gRPC status codes this client produces or reads (the wire's numbers). */
-export const Code = { OK: 0, UNKNOWN: 2, DEADLINE_EXCEEDED: 4, RESOURCE_EXHAUSTED: 8, INTERNAL: 13, UNAVAILABLE: 14 } as const;
+export const Code = {
+  OK: 0,
+  UNKNOWN: 2,
+  DEADLINE_EXCEEDED: 4,
+  RESOURCE_EXHAUSTED: 8,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+} as const;
 
 export interface CallError extends Error {
   code: number;
@@ -49,11 +56,21 @@ export function authority(address: string, tls: boolean): string | null {
   } catch {
     return null;
   }
-  if (url.port === '' || url.pathname !== '/' || url.search !== '' || url.username !== '' || url.password !== '' || `${url.host}` !== address.toLowerCase()) return null;
+  if (
+    url.port === '' ||
+    url.pathname !== '/' ||
+    url.search !== '' ||
+    url.username !== '' ||
+    url.password !== '' ||
+    `${url.host}` !== address.toLowerCase()
+  )
+    return null;
   return url.origin;
 }
 
-/** node:tls's host check, then the node mark: a participant's or a client's certificate at a node's address is refused. */
+/**
+ * node:tls's host check, then the node mark: a participant's or a client's certificate at a node's address is refused.
+ */
 function nodeServerIdentity(host: string, cert: PeerCertificate): Error | undefined {
   const hostErr = checkServerIdentity(host, cert);
   if (hostErr !== undefined) return hostErr;
@@ -77,7 +94,13 @@ function grpcMessage(raw: string | string[] | undefined): string {
  * encoded request; resolves with the encoded response. Settles within
  * `timeoutMs`: the connection, the TLS handshake and the answer all count.
  */
-export function unaryH2(address: string, path: string, request: Uint8Array, tls: H2Tls | null, timeoutMs: number): Promise<Uint8Array> {
+export function unaryH2(
+  address: string,
+  path: string,
+  request: Uint8Array,
+  tls: H2Tls | null,
+  timeoutMs: number,
+): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const origin = authority(address, tls !== null);
     if (origin === null) return reject(callError(Code.UNAVAILABLE, `"${address}" is not a host:port address`));
@@ -91,21 +114,42 @@ export function unaryH2(address: string, path: string, request: Uint8Array, tls:
       if (err !== null) reject(err);
       else resolve(body as Uint8Array);
     };
-    const timer = setTimeout(() => finish(callError(Code.DEADLINE_EXCEEDED, `no answer within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(callError(Code.DEADLINE_EXCEEDED, `no answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     // The Node error's text (ECONNREFUSED, a TLS alert, a certificate check) is what explainConnectError reads.
     // A stream cancelled by its session's failure carries that failure as its cause.
     const failConnect = (err: Error): void => {
-      const cause = (err as NodeJS.ErrnoException).code === 'ERR_HTTP2_STREAM_CANCEL' && err.cause instanceof Error ? err.cause : err;
+      const cause =
+        (err as NodeJS.ErrnoException).code === 'ERR_HTTP2_STREAM_CANCEL' && err.cause instanceof Error
+          ? err.cause
+          : err;
       finish(callError(Code.UNAVAILABLE, cause.message || String(cause)));
     };
-    session = connect(origin, tls === null ? {} : { ca: tls.ca, ...(tls.cert !== null && tls.key !== null ? { cert: tls.cert, key: tls.key } : {}), checkServerIdentity: nodeServerIdentity });
+    session = connect(
+      origin,
+      tls === null
+        ? {}
+        : {
+            ca: tls.ca,
+            ...(tls.cert !== null && tls.key !== null ? { cert: tls.cert, key: tls.key } : {}),
+            checkServerIdentity: nodeServerIdentity,
+          },
+    );
     session.on('error', failConnect);
     // Closed before anything came back: a server going away, or a TLS server
     // that read our plaintext. Without even response headers, no gRPC
     // exchange took place; "Failed to connect" is grpc-js's word for it,
     // which explainConnectError turns into advice.
     let headers: IncomingHttpHeaders | null = null;
-    const closedEarly = (): void => finish(callError(Code.UNAVAILABLE, headers === null ? 'Failed to connect' : 'the connection closed before the answer was complete'));
+    const closedEarly = (): void =>
+      finish(
+        callError(
+          Code.UNAVAILABLE,
+          headers === null ? 'Failed to connect' : 'the connection closed before the answer was complete',
+        ),
+      );
     session.on('close', closedEarly);
     const timeoutUnit = `${Math.max(1, Math.ceil(timeoutMs))}m`;
     const stream = session.request({
@@ -127,7 +171,8 @@ export function unaryH2(address: string, path: string, request: Uint8Array, tls:
     });
     stream.on('data', (chunk: Buffer) => {
       received += chunk.length;
-      if (received > 5 + RESPONSE_BYTES_MAX) finish(callError(Code.RESOURCE_EXHAUSTED, `the response is larger than ${RESPONSE_BYTES_MAX} bytes`));
+      if (received > 5 + RESPONSE_BYTES_MAX)
+        finish(callError(Code.RESOURCE_EXHAUSTED, `the response is larger than ${RESPONSE_BYTES_MAX} bytes`));
       else chunks.push(chunk);
     });
     stream.on('error', failConnect);
@@ -139,17 +184,30 @@ export function unaryH2(address: string, path: string, request: Uint8Array, tls:
       if (headers === null) return closedEarly();
       // Node gives :status as a number, though its type says string.
       const httpStatus = Number(headers[constants.HTTP2_HEADER_STATUS]);
-      if (httpStatus !== 200) return finish(callError(Code.UNKNOWN, `the server answered HTTP ${httpStatus}, not gRPC`));
+      if (httpStatus !== 200)
+        return finish(callError(Code.UNKNOWN, `the server answered HTTP ${httpStatus}, not gRPC`));
       // A trailers-only answer carries grpc-status in the headers.
       const rawStatus = trailers['grpc-status'] ?? headers['grpc-status'];
       const code = Number(Array.isArray(rawStatus) ? rawStatus[0] : rawStatus);
-      if (!Number.isInteger(code) || code < 0 || code > 16) return finish(callError(Code.INTERNAL, `the server's answer has no valid grpc-status (${String(rawStatus)})`));
-      if (code !== Code.OK) return finish(callError(code, grpcMessage(trailers['grpc-message'] ?? headers['grpc-message'])));
+      if (!Number.isInteger(code) || code < 0 || code > 16)
+        return finish(callError(Code.INTERNAL, `the server's answer has no valid grpc-status (${String(rawStatus)})`));
+      if (code !== Code.OK)
+        return finish(callError(code, grpcMessage(trailers['grpc-message'] ?? headers['grpc-message'])));
       const body = Buffer.concat(chunks);
-      if (body.length < 5) return finish(callError(Code.INTERNAL, `the answer is ${body.length} bytes, shorter than a gRPC message prefix`));
-      if (body[0] !== 0) return finish(callError(Code.INTERNAL, 'the answer is compressed, which this client did not ask for'));
+      if (body.length < 5)
+        return finish(
+          callError(Code.INTERNAL, `the answer is ${body.length} bytes, shorter than a gRPC message prefix`),
+        );
+      if (body[0] !== 0)
+        return finish(callError(Code.INTERNAL, 'the answer is compressed, which this client did not ask for'));
       const length = body.readUInt32BE(1);
-      if (length !== body.length - 5) return finish(callError(Code.INTERNAL, `the answer is one message of ${length} bytes in ${body.length - 5} bytes: not one unary response`));
+      if (length !== body.length - 5)
+        return finish(
+          callError(
+            Code.INTERNAL,
+            `the answer is one message of ${length} bytes in ${body.length - 5} bytes: not one unary response`,
+          ),
+        );
       finish(null, body.subarray(5));
     });
   });

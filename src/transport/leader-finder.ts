@@ -126,7 +126,13 @@ export class LeaderSearch {
   failed(address: string, why: string, hint?: string): void {
     this.failures.set(address, why);
     this.finder.lost(address);
-    if (hint !== undefined && hint !== '' && hint !== address && this.redirects < this.finder.o.redirectsMax && this.finder.learn(hint)) {
+    if (
+      hint !== undefined &&
+      hint !== '' &&
+      hint !== address &&
+      this.redirects < this.finder.o.redirectsMax &&
+      this.finder.learn(hint)
+    ) {
       this.redirects++;
       this.pending = hint;
       return;
@@ -177,15 +183,23 @@ export interface LeaderCallPolicy {
   sleep?: (ms: number) => Promise<void>;
 }
 
-/** Runs `attempt` on the leader: follows hints, skips failed addresses, pauses between rounds, and gives up within the policy's bounds. */
-export async function callLeader<T>(finder: LeaderFinder, attempt: (address: string) => Promise<T>, policy: LeaderCallPolicy): Promise<T> {
+/**
+ * Runs `attempt` on the leader: follows hints, skips failed addresses, pauses between rounds, and gives up within the
+ * policy's bounds.
+ */
+export async function callLeader<T>(
+  finder: LeaderFinder,
+  attempt: (address: string) => Promise<T>,
+  policy: LeaderCallPolicy,
+): Promise<T> {
   const nowMs = policy.nowMs ?? Date.now;
   const pause = policy.sleep ?? sleep;
   const search = finder.search();
   let last: unknown = null;
   for (;;) {
     for (let address = search.next(); address !== undefined; address = search.next()) {
-      if (policy.giveUpAtMs !== undefined && nowMs() >= policy.giveUpAtMs) throw new NoLeaderError(search.failures, last, search.describe());
+      if (policy.giveUpAtMs !== undefined && nowMs() >= policy.giveUpAtMs)
+        throw new NoLeaderError(search.failures, last, search.describe());
       try {
         const r = await attempt(address);
         search.answered(address);

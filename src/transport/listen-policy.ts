@@ -29,7 +29,10 @@ export interface PlaintextListen {
   listen: string;
   /** The operator chose plaintext. */
   insecure: boolean;
-  /** How the user turns TLS on and says insecure, for the message: e.g. `"tls" in the config` and `"insecure": true (--insecure)`. */
+  /**
+   * How the user turns TLS on and says insecure, for the message: e.g. `"tls" in the config` and `"insecure": true
+   * (--insecure)`.
+   */
   tlsHow: string;
   insecureHow: string;
 }

@@ -27,7 +27,10 @@ export function localCertsDir(clusterId: string = LOCAL_CLUSTER_ID, env: Env = p
   const set = (v: string | undefined): v is string => v !== undefined && v !== '';
   const root = set(env.VERDICT_CONFIG_DIR)
     ? resolve(env.VERDICT_CONFIG_DIR)
-    : join(set(env.XDG_CONFIG_HOME) && isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : join(homedir(), '.config'), 'verdict');
+    : join(
+        set(env.XDG_CONFIG_HOME) && isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : join(homedir(), '.config'),
+        'verdict',
+      );
   return join(root, clusterId);
 }
 
@@ -50,7 +53,10 @@ export function localClusterTls(name: string = LOCAL_CLIENT, env: Env = process.
   const files = localCertFiles(name, env);
   if (files !== null) return files;
   const dir = localCertsDir(LOCAL_CLUSTER_ID, env);
-  if (!existsSync(join(dir, 'ca.crt'))) throw new TlsSetupError(`the local cluster has no CA in ${dir} yet: \`npm start\` (verdict cluster up) makes it on its first start`);
+  if (!existsSync(join(dir, 'ca.crt')))
+    throw new TlsSetupError(
+      `the local cluster has no CA in ${dir} yet: \`npm start\` (verdict cluster up) makes it on its first start`,
+    );
   throw new TlsSetupError(
     `the local cluster has no certificate "${name}" in ${dir}: make it with \`npx verdict certs --participant ${name}=127.0.0.1:PORT\` (a participant) or \`npx verdict certs --client ${name}\``,
   );

@@ -23,10 +23,19 @@ import type { Registry } from 'prom-client';
 
 const require = createRequire(import.meta.url);
 const HEALTH_PROTO = join(dirname(require.resolve('grpc-health-check/package.json')), 'proto/health/v1/health.proto');
-const REFLECTION_PROTO_DIR = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build/proto/grpc/reflection');
+const REFLECTION_PROTO_DIR = join(
+  dirname(require.resolve('@grpc/reflection/package.json')),
+  'build/proto/grpc/reflection',
+);
 // The options each package loads its own copy with, so that messages have the shapes its handlers expect.
 const HEALTH_LOAD: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
-const REFLECTION_LOAD: protoLoader.Options = { longs: String, enums: String, bytes: Array, defaults: true, oneofs: true };
+const REFLECTION_LOAD: protoLoader.Options = {
+  longs: String,
+  enums: String,
+  bytes: Array,
+  defaults: true,
+  oneofs: true,
+};
 
 type Handler = grpc.UntypedHandleCall;
 
@@ -49,7 +58,11 @@ function captureHandlers(add: (server: Pick<grpc.Server, 'addService'>) => void)
  * `load()` and hand the call to the package's handler for the same method.
  * A stream's messages wait in its buffer meanwhile.
  */
-function addDelegated(server: grpc.Server, pkgDef: protoLoader.PackageDefinition, load: () => Promise<Map<string, Handler>>): void {
+function addDelegated(
+  server: grpc.Server,
+  pkgDef: protoLoader.PackageDefinition,
+  load: () => Promise<Map<string, Handler>>,
+): void {
   for (const def of Object.values(pkgDef)) {
     if ('format' in def) continue; // a message or an enum, not a service
     const svc = def as protoLoader.ServiceDefinition;
@@ -62,7 +75,8 @@ function addDelegated(server: grpc.Server, pkgDef: protoLoader.PackageDefinition
             if (h) h(call, cb);
             else fail(call, cb, `${m.path} is not implemented`);
           },
-          (err: unknown) => fail(call, cb, `${m.path} failed to load: ${err instanceof Error ? err.message : String(err)}`),
+          (err: unknown) =>
+            fail(call, cb, `${m.path} failed to load: ${err instanceof Error ? err.message : String(err)}`),
         );
       }) as Handler;
     }
@@ -123,7 +137,12 @@ export function addReflection(server: grpc.Server, packages: readonly protoLoade
       const r = new ReflectionService(described);
       return captureHandlers((s) => r.addToServer(s));
     }));
-  for (const v of ['v1', 'v1alpha']) addDelegated(server, protoLoader.loadSync(join(REFLECTION_PROTO_DIR, v, 'reflection.proto'), REFLECTION_LOAD), load);
+  for (const v of ['v1', 'v1alpha'])
+    addDelegated(
+      server,
+      protoLoader.loadSync(join(REFLECTION_PROTO_DIR, v, 'reflection.proto'), REFLECTION_LOAD),
+      load,
+    );
 }
 
 /** An HTTP(S) listener of this process: metrics, or a node's console. */
@@ -206,12 +225,17 @@ export function serveMetrics(
     }
     const r = typeof registry === 'function' ? registry() : registry;
     if (r === null) {
-      res.writeHead(503, { 'Content-Type': 'text/plain', 'Retry-After': '1' }).end('starting: metrics are not ready yet\n');
+      res
+        .writeHead(503, { 'Content-Type': 'text/plain', 'Retry-After': '1' })
+        .end('starting: metrics are not ready yet\n');
       return;
     }
     r.metrics().then(
       (text) => res.writeHead(200, { 'Content-Type': r.contentType }).end(req.method === 'HEAD' ? undefined : text),
-      (err: unknown) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`metrics collection failed: ${err instanceof Error ? err.message : String(err)}\n`),
+      (err: unknown) =>
+        res
+          .writeHead(500, { 'Content-Type': 'text/plain' })
+          .end(`metrics collection failed: ${err instanceof Error ? err.message : String(err)}\n`),
     );
   });
   return listenHttp(server, listen, (why) => new MetricsListenError(listen, why));

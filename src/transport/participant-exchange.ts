@@ -48,7 +48,13 @@ const SWEEP_MS = 50;
 
 export class ParticipantExchange {
   /** Each request carries its vote (a prepare) or ack (a decision); its id is the stream's to give. */
-  private readonly stream: RequestStream<ExchangeRequest, VoteMessage | Ack, ExchangeBatch, AnswerBatch, ExchangeAnswer>;
+  private readonly stream: RequestStream<
+    ExchangeRequest,
+    VoteMessage | Ack,
+    ExchangeBatch,
+    AnswerBatch,
+    ExchangeAnswer
+  >;
 
   constructor(
     private readonly client: grpc.Client,
@@ -65,10 +71,17 @@ export class ParticipantExchange {
       },
       answerId: (a) => a.id,
       settle: (a, req) => {
-        // The participant's own error, answered on the stream: `answered` tells it from a connection that failed (src/node/participant-link.ts).
+        // The participant's own error, answered on the stream: `answered` tells it from a connection that failed
+        // (src/node/participant-link.ts).
         if (a.error) return { error: Object.assign(serviceError(a.error.code, a.error.details), { answered: true }) };
         const res = req.prepare ? a.vote : a.ack;
-        if (!res) return { error: serviceError(grpc.status.INTERNAL, `participant ${endpoint} answered request ${a.id} without a ${req.prepare ? 'vote' : 'ack'}`) };
+        if (!res)
+          return {
+            error: serviceError(
+              grpc.status.INTERNAL,
+              `participant ${endpoint} answered request ${a.id} without a ${req.prepare ? 'vote' : 'ack'}`,
+            ),
+          };
         return { value: res };
       },
       unary: (req, timeoutMs) => {
@@ -76,7 +89,11 @@ export class ParticipantExchange {
         assert(req.decision, 'exchange request without a body');
         return unaryCall(client, participantService.Decide, req.decision, timeoutMs);
       },
-      ended: (st) => serviceError(st.code === grpc.status.OK ? grpc.status.UNAVAILABLE : st.code, st.code === grpc.status.OK ? `participant ${endpoint} ended the stream` : st.details),
+      ended: (st) =>
+        serviceError(
+          st.code === grpc.status.OK ? grpc.status.UNAVAILABLE : st.code,
+          st.code === grpc.status.OK ? `participant ${endpoint} ended the stream` : st.details,
+        ),
       pendingMax: EXCHANGE_PENDING_MAX,
       batchMax: BATCH_REQUESTS_MAX,
       sweepMs: SWEEP_MS,
@@ -84,7 +101,8 @@ export class ParticipantExchange {
         closed: `the connection to participant ${endpoint} is closed`,
         closing: `the connection to participant ${endpoint} is closing`,
         busy: (waiting) => `${waiting} requests to participant ${endpoint} wait for an answer`,
-        late: (req) => `participant ${endpoint} did not answer ${req.prepare ? 'PREPARE' : 'DECISION'} for ${req.prepare?.txnId ?? req.decision?.txnId} in time`,
+        late: (req) =>
+          `participant ${endpoint} did not answer ${req.prepare ? 'PREPARE' : 'DECISION'} for ${req.prepare?.txnId ?? req.decision?.txnId} in time`,
       },
     });
   }
@@ -95,13 +113,18 @@ export class ParticipantExchange {
    * the shared stream has none.
    */
   prepare(req: PrepareRequest, timeoutMs: number, cb: Answer<VoteMessage>, metadata?: grpc.Metadata): void {
-    if (metadata !== undefined) return settle(unaryCall(this.client, participantService.Prepare, req, timeoutMs, metadata), cb);
+    if (metadata !== undefined)
+      return settle(unaryCall(this.client, participantService.Prepare, req, timeoutMs, metadata), cb);
     this.stream.send({ id: 0, prepare: req }, timeoutMs, cb as Answer<VoteMessage | Ack>);
   }
 
-  /** With `lingerMs` the DECISION waits up to that long to share the next PREPARE's message (see RequestStream.send); with `metadata`, a unary call as for prepare. */
+  /**
+   * With `lingerMs` the DECISION waits up to that long to share the next PREPARE's message (see RequestStream.send);
+   * with `metadata`, a unary call as for prepare.
+   */
   decide(req: DecideRequest, timeoutMs: number, cb: Answer<Ack>, lingerMs = 0, metadata?: grpc.Metadata): void {
-    if (metadata !== undefined) return settle(unaryCall(this.client, participantService.Decide, req, timeoutMs, metadata), cb);
+    if (metadata !== undefined)
+      return settle(unaryCall(this.client, participantService.Decide, req, timeoutMs, metadata), cb);
     this.stream.send({ id: 0, decision: req }, timeoutMs, cb as Answer<VoteMessage | Ack>, lingerMs);
   }
 

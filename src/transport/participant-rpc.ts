@@ -22,7 +22,10 @@ import type { StatusRequest__Output as GenStatusRequest } from './gen/participan
 import type { StatusAnswer__Output as GenStatusAnswer } from './gen/participant/verdict/participant/StatusAnswer.ts';
 import type { VoteValue__Output } from './gen/participant/verdict/participant/VoteValue.ts';
 import type { DecisionValue__Output } from './gen/participant/verdict/participant/DecisionValue.ts';
-import type { ParticipantDefinition, ParticipantHandlers as GenParticipantHandlers } from './gen/participant/verdict/participant/Participant.ts';
+import type {
+  ParticipantDefinition,
+  ParticipantHandlers as GenParticipantHandlers,
+} from './gen/participant/verdict/participant/Participant.ts';
 import type { Wire, WireHandlers } from './wire.ts';
 
 export const PARTICIPANT_PROTO_PATH = protoFile('participant.proto');
@@ -36,7 +39,10 @@ export const PARTICIPANT_LOAD_OPTIONS: protoLoader.Options = {
   oneofs: true,
 };
 
-export const participantPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(PARTICIPANT_PROTO_PATH, PARTICIPANT_LOAD_OPTIONS);
+export const participantPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(
+  PARTICIPANT_PROTO_PATH,
+  PARTICIPANT_LOAD_OPTIONS,
+);
 
 export type VoteValue = VoteValue__Output;
 export type DecisionValue = DecisionValue__Output;
@@ -60,12 +66,12 @@ export type StatusAnswer = Wire<GenStatusAnswer>;
  */
 export type ParticipantHandlers = WireHandlers<GenParticipantHandlers, ParticipantDefinition, 'Exchange' | 'Status'>;
 
-export const participantService = protoService<ParticipantHandlers>(participantPackageDefinition, PARTICIPANT_PROTO_PATH, 'verdict.participant.Participant', [
-  'Prepare',
-  'Decide',
-  'Exchange',
-  'Status',
-]);
+export const participantService = protoService<ParticipantHandlers>(
+  participantPackageDefinition,
+  PARTICIPANT_PROTO_PATH,
+  'verdict.participant.Participant',
+  ['Prepare', 'Decide', 'Exchange', 'Status'],
+);
 
 /** Large enough for any payload a participant accepts, small enough to bound memory per call. */
 export const PARTICIPANT_MESSAGE_BYTES_MAX = 4 * 1024 * 1024;

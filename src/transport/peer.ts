@@ -43,7 +43,10 @@ export class PeerLink {
 
   // Invariant: queue.length <= queueMessagesMax and queueBytes <= queueBytesMax.
   private queue: Message[] = [];
-  /** groupsQueued[i] is queue[i]'s decision group; empty while every queued message is group 0's (a cluster of one group). */
+  /**
+   * groupsQueued[i] is queue[i]'s decision group; empty while every queued message is group 0's (a cluster of one
+   * group).
+   */
   private groupsQueued: number[] = [];
   private queueBytes = 0;
   private flushScheduled = false;
@@ -133,14 +136,23 @@ export class PeerLink {
     const taken = this.queue.splice(0, n);
     this.queueBytes -= bytes;
     assert(this.queueBytes >= 0, 'queueBytes stays non-negative');
-    if (this.groupsQueued.length === 0) return { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: taken.map(toWire) };
+    if (this.groupsQueued.length === 0)
+      return { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: taken.map(toWire) };
     const groups = this.groupsQueued.splice(0, n);
-    return { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: taken.map((message, i) => toWireEnvelope({ group: groups[i], message })) };
+    return {
+      clusterId: this.o.clusterId,
+      from: this.o.selfId,
+      to: this.o.peerId,
+      messages: taken.map((message, i) => toWireEnvelope({ group: groups[i], message })),
+    };
   }
 
   private openStream(): grpc.ClientWritableStream<WireBatch> {
-    const call = this.client.makeClientStreamRequest<WireBatch, WireStreamAck>(streamMethod.path, streamMethod.requestSerialize, streamMethod.responseDeserialize, (err) =>
-      this.onStreamEnd(call, err),
+    const call = this.client.makeClientStreamRequest<WireBatch, WireStreamAck>(
+      streamMethod.path,
+      streamMethod.requestSerialize,
+      streamMethod.responseDeserialize,
+      (err) => this.onStreamEnd(call, err),
     );
     // A write racing the end of the call may be reported here too; the status
     // callback above is the one place that handles the end.
@@ -168,7 +180,12 @@ export class PeerLink {
     this.failures = livedMs >= this.o.backoffMaxMs ? 1 : this.failures + 1;
     const delayMs = this.backoffDelayMs();
     // A failed connection says why in words (a refused certificate, a peer without TLS), not in OpenSSL's codes.
-    const details = err === null ? 'stream ended' : err.code === grpc.status.UNAVAILABLE ? explainConnectError(err.details, this.o.credentials._isSecure()) : err.details;
+    const details =
+      err === null
+        ? 'stream ended'
+        : err.code === grpc.status.UNAVAILABLE
+          ? explainConnectError(err.details, this.o.credentials._isSecure())
+          : err.details;
     const fields = { code: err?.code ?? grpc.status.OK, details, dropped, delayMs };
     // Warn once per reason in a run of failures: a peer that stays down must not flood the log, but a reason
     // that shows only on a later attempt (a TLS alert after a bare reset, say) must still reach it.

@@ -33,7 +33,12 @@ export function protoFile(name: string): string {
  * serves or calls. The cast narrows proto-loader's `object` message types to
  * the generated wire shapes, which the proto's load options make true.
  */
-export function protoService<Handlers>(pkg: protoLoader.PackageDefinition, path: string, name: string, methods: readonly string[]): grpc.ServiceDefinition<Handlers> {
+export function protoService<Handlers>(
+  pkg: protoLoader.PackageDefinition,
+  path: string,
+  name: string,
+  methods: readonly string[],
+): grpc.ServiceDefinition<Handlers> {
   const def = pkg[name];
   // Message and enum definitions carry a `format`; services are plain maps of methods.
   assert(def !== undefined && !('format' in def), `${name} is a service in ${path}`);

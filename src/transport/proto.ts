@@ -36,7 +36,17 @@ import type { RaftNodeDefinition, RaftNodeHandlers as GenRaftNodeHandlers } from
 import type { GroupMessage } from './types.ts';
 import type { Wire, WireHandlers } from './wire.ts';
 import { assert } from '../util/assert.ts';
-import { EMPTY, EntryType, LOCAL_MESSAGES, MessageType, entryBytes, type ConfState, type Entry, type Message, type Snapshot } from '../raft/types.ts';
+import {
+  EMPTY,
+  EntryType,
+  LOCAL_MESSAGES,
+  MessageType,
+  entryBytes,
+  type ConfState,
+  type Entry,
+  type Message,
+  type Snapshot,
+} from '../raft/types.ts';
 
 export const PROTO_PATH = protoFile('raft.proto');
 
@@ -51,7 +61,8 @@ export const LOAD_OPTIONS: protoLoader.Options = {
 
 export const packageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(PROTO_PATH, LOAD_OPTIONS);
 
-// ---- Wire shapes: the generated types (src/transport/gen/raft/), camelCase as proto-loader maps the snake_case fields ----
+// ---- Wire shapes: the generated types (src/transport/gen/raft/), camelCase as proto-loader maps the snake_case fields
+// ----
 
 export type WireEntry = Wire<GenEntry>;
 export type WireConfState = Wire<GenConfState>;
@@ -127,7 +138,9 @@ export class WireDecodeError extends Error {
   }
 }
 
-/** Our own number, about to be sent: uint64 on the wire, number in memory, so anything past 2^53 would silently round. */
+/**
+ * Our own number, about to be sent: uint64 on the wire, number in memory, so anything past 2^53 would silently round.
+ */
 function safeUint(n: number, what: string): number {
   assert(Number.isSafeInteger(n) && n >= 0, `${what} is a safe unsigned integer (got ${n})`);
   return n;
@@ -135,7 +148,8 @@ function safeUint(n: number, what: string): number {
 
 /** A peer's number: the same rule, as a refusal. */
 function wireUint(n: unknown, field: string): number {
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new WireDecodeError(field, `is not an unsigned safe integer (${shown(n)})`);
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
+    throw new WireDecodeError(field, `is not an unsigned safe integer (${shown(n)})`);
   return n;
 }
 
@@ -176,7 +190,8 @@ function entryToWire(e: Entry): WireEntry {
 
 function entryFromWire(w: WireEntry, field: string): Entry {
   if (w === null || typeof w !== 'object') throw new WireDecodeError(field, 'is not an entry');
-  if (typeof w.type !== 'number' || !Number.isInteger(w.type) || !(w.type in EntryType)) throw new WireDecodeError(`${field}.type`, `is not an entry type this version knows (${shown(w.type)})`);
+  if (typeof w.type !== 'number' || !Number.isInteger(w.type) || !(w.type in EntryType))
+    throw new WireDecodeError(`${field}.type`, `is not an entry type this version knows (${shown(w.type)})`);
   return {
     term: wireUint(w.term, `${field}.term`),
     index: wireUint(w.index, `${field}.index`),
@@ -188,7 +203,11 @@ function entryFromWire(w: WireEntry, field: string): Entry {
 function confStateFromWire(w: WireConfState | null | undefined): ConfState {
   if (w === null || w === undefined) return { voters: [], learners: [], votersOutgoing: [] };
   const f = 'snapshot.metadata.confState';
-  return { voters: wireIds(w.voters, `${f}.voters`), learners: wireIds(w.learners, `${f}.learners`), votersOutgoing: wireIds(w.votersOutgoing, `${f}.votersOutgoing`) };
+  return {
+    voters: wireIds(w.voters, `${f}.voters`),
+    learners: wireIds(w.learners, `${f}.learners`),
+    votersOutgoing: wireIds(w.votersOutgoing, `${f}.votersOutgoing`),
+  };
 }
 
 function snapshotToWire(s: Snapshot): WireSnapshot {
@@ -217,7 +236,10 @@ export const WIRE_GROUP_MAX = 2 ** 32 - 1;
 
 /** A group's message, encoded: toWire's fields and the group, left out for group 0 so that its bytes are toWire's. */
 export function toWireEnvelope(gm: GroupMessage): WireMessage {
-  assert(Number.isInteger(gm.group) && gm.group >= 0 && gm.group <= WIRE_GROUP_MAX, `a group number fits the wire's uint32 (got ${gm.group})`);
+  assert(
+    Number.isInteger(gm.group) && gm.group >= 0 && gm.group <= WIRE_GROUP_MAX,
+    `a group number fits the wire's uint32 (got ${gm.group})`,
+  );
   const w = toWire(gm.message);
   if (gm.group !== 0) w.group = gm.group;
   return w;
@@ -231,7 +253,8 @@ export function toWireEnvelope(gm: GroupMessage): WireMessage {
 export function fromWireEnvelope(w: WireMessage): GroupMessage {
   const message = fromWire(w);
   const g: unknown = w.group ?? 0;
-  if (typeof g !== 'number' || !Number.isInteger(g) || g < 0 || g > WIRE_GROUP_MAX) throw new WireDecodeError('group', `is not a group number (${shown(g)})`);
+  if (typeof g !== 'number' || !Number.isInteger(g) || g < 0 || g > WIRE_GROUP_MAX)
+    throw new WireDecodeError('group', `is not a group number (${shown(g)})`);
   return { group: g, message };
 }
 

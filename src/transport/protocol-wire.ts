@@ -4,32 +4,74 @@
 // or 'OUTCOME_COMMITTED' is read or written (test/unit/vocabulary.test.ts
 // holds it).
 
-import type { ClusterOutcome, Decide, DecisionOutcome, Outcome, Prepare, TxnStatus, VoteAnswer } from '../domain/protocol.ts';
+import type {
+  ClusterOutcome,
+  Decide,
+  DecisionOutcome,
+  Outcome,
+  Prepare,
+  TxnStatus,
+  VoteAnswer,
+} from '../domain/protocol.ts';
 import type { OutcomeName } from './coordinator-rpc.ts';
-import type { DecideRequest as WireDecideRequest, PrepareRequest as WirePrepareRequest, StatusAnswer as WireStatusAnswer, VoteMessage as WireVote } from './participant-rpc.ts';
+import type {
+  DecideRequest as WireDecideRequest,
+  PrepareRequest as WirePrepareRequest,
+  StatusAnswer as WireStatusAnswer,
+  VoteMessage as WireVote,
+} from './participant-rpc.ts';
 
 export function prepareToWire(p: Prepare): WirePrepareRequest {
-  return { clusterId: p.clusterId, txnId: p.txnId, participantId: p.participantId, participants: p.participants, payload: p.payload, timeoutMs: p.timeoutMs };
+  return {
+    clusterId: p.clusterId,
+    txnId: p.txnId,
+    participantId: p.participantId,
+    participants: p.participants,
+    payload: p.payload,
+    timeoutMs: p.timeoutMs,
+  };
 }
 
 export function voteToWire(v: VoteAnswer): WireVote {
-  return { txnId: v.txnId, participantId: v.participantId, vote: v.vote === 'yes' ? 'VOTE_YES' : 'VOTE_NO', reason: v.reason };
+  return {
+    txnId: v.txnId,
+    participantId: v.participantId,
+    vote: v.vote === 'yes' ? 'VOTE_YES' : 'VOTE_NO',
+    reason: v.reason,
+  };
 }
 
 /** The vote a participant answered, or null when it named neither YES nor NO. */
 export function voteFromWire(w: WireVote): VoteAnswer | null {
   if (w.vote !== 'VOTE_YES' && w.vote !== 'VOTE_NO') return null;
-  return { txnId: w.txnId, participantId: w.participantId, vote: w.vote === 'VOTE_YES' ? 'yes' : 'no', reason: w.reason };
+  return {
+    txnId: w.txnId,
+    participantId: w.participantId,
+    vote: w.vote === 'VOTE_YES' ? 'yes' : 'no',
+    reason: w.reason,
+  };
 }
 
 export function decisionToWire(d: Decide): WireDecideRequest {
-  return { clusterId: d.clusterId, txnId: d.txnId, participantId: d.participantId, decision: d.outcome === 'commit' ? 'DECISION_COMMIT' : 'DECISION_ABORT', reason: d.reason };
+  return {
+    clusterId: d.clusterId,
+    txnId: d.txnId,
+    participantId: d.participantId,
+    decision: d.outcome === 'commit' ? 'DECISION_COMMIT' : 'DECISION_ABORT',
+    reason: d.reason,
+  };
 }
 
 /** The DECISION a node sent, or null when it named neither COMMIT nor ABORT. */
 export function decisionFromWire(w: WireDecideRequest): Decide | null {
   if (w.decision !== 'DECISION_COMMIT' && w.decision !== 'DECISION_ABORT') return null;
-  return { clusterId: w.clusterId, txnId: w.txnId, participantId: w.participantId, outcome: w.decision === 'DECISION_COMMIT' ? 'commit' : 'abort', reason: w.reason };
+  return {
+    clusterId: w.clusterId,
+    txnId: w.txnId,
+    participantId: w.participantId,
+    outcome: w.decision === 'DECISION_COMMIT' ? 'commit' : 'abort',
+    reason: w.reason,
+  };
 }
 
 const STATUS_TO_WIRE = {

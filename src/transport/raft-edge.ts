@@ -109,12 +109,14 @@ export function clip(v: unknown, max = 64): string {
 
 function idProblem(v: unknown, field: string, lim: RaftEdgeLimits, reason: RefusalReason): Refusal | null {
   if (typeof v !== 'string' || v === '') return refusal(reason, field, 'is missing');
-  if (v.length > lim.idLengthMax) return refusal(reason, field, `is ${v.length} characters long (at most ${lim.idLengthMax})`);
+  if (v.length > lim.idLengthMax)
+    return refusal(reason, field, `is ${v.length} characters long (at most ${lim.idLengthMax})`);
   return null;
 }
 
 function numberProblem(v: unknown, field: string, max = WIRE_NUMBER_MAX): Refusal | null {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) return refusal('number', field, `${clip(v)} is not an unsigned safe integer`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    return refusal('number', field, `${clip(v)} is not an unsigned safe integer`);
   if (v > max) return refusal('number', field, `${v} is beyond ${max}`);
   return null;
 }
@@ -127,22 +129,51 @@ function bytesLength(v: unknown): number | null {
  * The checks of a batch's envelope that end the stream: a batch for another
  * cluster or node (R7), or from a sender that is not a member here.
  */
-export function checkEnvelope(b: WireBatch, view: RaftEdgeView, lim: RaftEdgeLimits = DEFAULT_EDGE_LIMITS): Refusal | null {
+export function checkEnvelope(
+  b: WireBatch,
+  view: RaftEdgeView,
+  lim: RaftEdgeLimits = DEFAULT_EDGE_LIMITS,
+): Refusal | null {
   if (b.clusterId !== view.clusterId) {
-    return refusal('cluster', 'clusterId', `cluster id mismatch: message for cluster "${clip(b.clusterId)}" reached a node of cluster "${view.clusterId}"`);
+    return refusal(
+      'cluster',
+      'clusterId',
+      `cluster id mismatch: message for cluster "${clip(b.clusterId)}" reached a node of cluster "${view.clusterId}"`,
+    );
   }
-  if (b.to !== view.selfId) return refusal('destination', 'to', `node id mismatch: message for node "${clip(b.to)}" reached node "${view.selfId}"`);
+  if (b.to !== view.selfId)
+    return refusal(
+      'destination',
+      'to',
+      `node id mismatch: message for node "${clip(b.to)}" reached node "${view.selfId}"`,
+    );
   const bad = idProblem(b.from, 'from', lim, 'sender');
   if (bad) return bad;
-  if (b.from === view.selfId) return refusal('sender', 'from', `a batch claims to come from this node (${view.selfId})`);
-  if (!view.members.has(b.from)) return refusal('sender', 'from', `"${clip(b.from)}" is not a member of the current configuration (${[...view.members].join(', ') || 'none'})`);
+  if (b.from === view.selfId)
+    return refusal('sender', 'from', `a batch claims to come from this node (${view.selfId})`);
+  if (!view.members.has(b.from))
+    return refusal(
+      'sender',
+      'from',
+      `"${clip(b.from)}" is not a member of the current configuration (${[...view.members].join(', ') || 'none'})`,
+    );
   if (!Array.isArray(b.messages)) return refusal('batch_size', 'messages', 'is missing');
-  if (b.messages.length > lim.messagesPerBatchMax) return refusal('batch_size', 'messages', `${b.messages.length} messages in one batch (at most ${lim.messagesPerBatchMax})`);
+  if (b.messages.length > lim.messagesPerBatchMax)
+    return refusal(
+      'batch_size',
+      'messages',
+      `${b.messages.length} messages in one batch (at most ${lim.messagesPerBatchMax})`,
+    );
   return null;
 }
 
 /** The checks of one message of a batch that passed checkEnvelope; a refusal drops this message only. */
-export function checkMessage(m: WireMessage, b: WireBatch, view: RaftEdgeView, lim: RaftEdgeLimits = DEFAULT_EDGE_LIMITS): Refusal | null {
+export function checkMessage(
+  m: WireMessage,
+  b: WireBatch,
+  view: RaftEdgeView,
+  lim: RaftEdgeLimits = DEFAULT_EDGE_LIMITS,
+): Refusal | null {
   if (m === null || typeof m !== 'object') return refusal('type', '', 'is not a message');
   const t = m.type;
   // Prop is never sent: a follower redirects clients, it does not forward proposals.
@@ -155,13 +186,16 @@ export function checkMessage(m: WireMessage, b: WireBatch, view: RaftEdgeView, l
   // wire leaves out (an absent field reads as 0).
   const groups = view.groups ?? 1;
   const g: unknown = m.group ?? 0;
-  if (typeof g !== 'number' || !Number.isInteger(g) || g < 0 || g >= groups) return refusal('group', 'group', `${clip(g)} is not a group of this node (it has ${groups})`);
+  if (typeof g !== 'number' || !Number.isInteger(g) || g < 0 || g >= groups)
+    return refusal('group', 'group', `${clip(g)} is not a group of this node (it has ${groups})`);
 
-  if (m.to !== view.selfId) return refusal('destination', 'to', `message for "${clip(m.to)}" in a batch for "${view.selfId}"`);
+  if (m.to !== view.selfId)
+    return refusal('destination', 'to', `message for "${clip(m.to)}" in a batch for "${view.selfId}"`);
   const badFrom = idProblem(m.from, 'from', lim, 'sender');
   if (badFrom) return badFrom;
   if (RELAYED_TYPES.has(t)) {
-    if (!view.members.has(m.from)) return refusal('sender', 'from', `${name} relayed for "${clip(m.from)}", which is not a member`);
+    if (!view.members.has(m.from))
+      return refusal('sender', 'from', `${name} relayed for "${clip(m.from)}", which is not a member`);
   } else if (m.from !== b.from) {
     return refusal('sender', 'from', `${name} from "${clip(m.from)}" in a batch from "${clip(b.from)}"`);
   }
@@ -174,14 +208,22 @@ export function checkMessage(m: WireMessage, b: WireBatch, view: RaftEdgeView, l
   // message without a term would skip the term check altogether. Forwarded
   // reads are the one exception, and they never carry one.
   if (t === MessageType.ReadIndex) {
-    if (m.term !== 0) return refusal('number', 'term', `ReadIndex carries term ${m.term}; a forwarded read carries none`);
+    if (m.term !== 0)
+      return refusal('number', 'term', `ReadIndex carries term ${m.term}; a forwarded read carries none`);
   } else if (m.term === 0) {
     return refusal('number', 'term', `${name} without a term`);
   }
-  if (m.term > view.term + TERM_AHEAD_MAX) return refusal('term_ahead', 'term', `${m.term} is more than ${TERM_AHEAD_MAX} ahead of this node's term ${view.term}`);
+  if (m.term > view.term + TERM_AHEAD_MAX)
+    return refusal(
+      'term_ahead',
+      'term',
+      `${m.term} is more than ${TERM_AHEAD_MAX} ahead of this node's term ${view.term}`,
+    );
   if (m.logTerm > m.term && t !== MessageType.ReadIndex) {
-    // A vote request's logTerm is the candidate's last term, an append's the leader's: neither exceeds the message's term.
-    if (t === MessageType.App || t === MessageType.Vote || t === MessageType.PreVote) return refusal('number', 'logTerm', `${m.logTerm} is beyond the message's term ${m.term}`);
+    // A vote request's logTerm is the candidate's last term, an append's the leader's: neither exceeds the message's
+    // term.
+    if (t === MessageType.App || t === MessageType.Vote || t === MessageType.PreVote)
+      return refusal('number', 'logTerm', `${m.logTerm} is beyond the message's term ${m.term}`);
   }
 
   const ctx = bytesLength(m.context);
@@ -192,7 +234,8 @@ export function checkMessage(m: WireMessage, b: WireBatch, view: RaftEdgeView, l
   if (entries) return entries;
 
   if (t === MessageType.Snap) return checkSnapshot(m.snapshot, m.term, view, lim);
-  if (m.snapshot !== null && m.snapshot !== undefined) return refusal('snapshot', 'snapshot', `${name} carries a snapshot`);
+  if (m.snapshot !== null && m.snapshot !== undefined)
+    return refusal('snapshot', 'snapshot', `${name} carries a snapshot`);
   return null;
 }
 
@@ -200,8 +243,10 @@ function checkEntries(m: WireMessage, view: RaftEdgeView, lim: RaftEdgeLimits): 
   const es = m.entries;
   if (!Array.isArray(es)) return refusal('entries', 'entries', 'is not a list');
   if (es.length === 0) return null;
-  if (m.type !== MessageType.App) return refusal('entries', 'entries', `${MessageType[m.type]} carries ${es.length} entries`);
-  if (es.length > lim.entriesPerMessageMax) return refusal('entries', 'entries', `${es.length} entries in one append (at most ${lim.entriesPerMessageMax})`);
+  if (m.type !== MessageType.App)
+    return refusal('entries', 'entries', `${MessageType[m.type]} carries ${es.length} entries`);
+  if (es.length > lim.entriesPerMessageMax)
+    return refusal('entries', 'entries', `${es.length} entries in one append (at most ${lim.entriesPerMessageMax})`);
   // Entries follow (index, logTerm) one by one, with terms that never go
   // back and never pass the leader's: what the storage asserts on write.
   let prevTerm = m.logTerm;
@@ -211,11 +256,18 @@ function checkEntries(m: WireMessage, view: RaftEdgeView, lim: RaftEdgeLimits): 
     if (e === null || typeof e !== 'object') return refusal('entries', at, 'is not an entry');
     const badTerm = numberProblem(e.term, `${at}.term`) ?? numberProblem(e.index, `${at}.index`);
     if (badTerm) return { ...badTerm, reason: 'entries' };
-    if (e.index !== m.index + 1 + i) return refusal('entries', `${at}.index`, `${e.index} does not follow ${i === 0 ? `the append's index ${m.index}` : `entry ${es[i - 1].index}`}`);
-    if (e.term === 0 || e.term < prevTerm) return refusal('entries', `${at}.term`, `${e.term} goes back from ${prevTerm}`);
+    if (e.index !== m.index + 1 + i)
+      return refusal(
+        'entries',
+        `${at}.index`,
+        `${e.index} does not follow ${i === 0 ? `the append's index ${m.index}` : `entry ${es[i - 1].index}`}`,
+      );
+    if (e.term === 0 || e.term < prevTerm)
+      return refusal('entries', `${at}.term`, `${e.term} goes back from ${prevTerm}`);
     if (e.term > m.term) return refusal('entries', `${at}.term`, `${e.term} is beyond the leader's term ${m.term}`);
     prevTerm = e.term;
-    if (e.type !== EntryType.Normal && e.type !== EntryType.ConfChange) return refusal('entry_type', `${at}.type`, `${clip(e.type)} is not an entry type`);
+    if (e.type !== EntryType.Normal && e.type !== EntryType.ConfChange)
+      return refusal('entry_type', `${at}.type`, `${clip(e.type)} is not an entry type`);
     const n = bytesLength(e.data);
     if (n === null) return refusal('entry_data', `${at}.data`, 'is not bytes');
     if (n > lim.entryBytesMax) return refusal('entry_data', `${at}.data`, `${n} bytes (at most ${lim.entryBytesMax})`);
@@ -225,14 +277,27 @@ function checkEntries(m: WireMessage, view: RaftEdgeView, lim: RaftEdgeLimits): 
   return null;
 }
 
-function checkSnapshot(s: WireSnapshot | null | undefined, msgTerm: number, view: RaftEdgeView, lim: RaftEdgeLimits): Refusal | null {
-  if (s === null || s === undefined || typeof s !== 'object') return refusal('snapshot', 'snapshot', 'Snap without a snapshot');
+function checkSnapshot(
+  s: WireSnapshot | null | undefined,
+  msgTerm: number,
+  view: RaftEdgeView,
+  lim: RaftEdgeLimits,
+): Refusal | null {
+  if (s === null || s === undefined || typeof s !== 'object')
+    return refusal('snapshot', 'snapshot', 'Snap without a snapshot');
   const md = s.metadata;
-  if (md === null || md === undefined || typeof md !== 'object') return refusal('snapshot', 'snapshot.metadata', 'is missing');
+  if (md === null || md === undefined || typeof md !== 'object')
+    return refusal('snapshot', 'snapshot.metadata', 'is missing');
   const badNum = numberProblem(md.index, 'snapshot.metadata.index') ?? numberProblem(md.term, 'snapshot.metadata.term');
   if (badNum) return { ...badNum, reason: 'snapshot' };
-  if (md.index === 0 || md.term === 0) return refusal('snapshot', 'snapshot.metadata', `index ${md.index} and term ${md.term}: an empty snapshot is never sent`);
-  if (md.term > msgTerm) return refusal('snapshot', 'snapshot.metadata.term', `${md.term} is beyond the leader's term ${msgTerm}`);
+  if (md.index === 0 || md.term === 0)
+    return refusal(
+      'snapshot',
+      'snapshot.metadata',
+      `index ${md.index} and term ${md.term}: an empty snapshot is never sent`,
+    );
+  if (md.term > msgTerm)
+    return refusal('snapshot', 'snapshot.metadata.term', `${md.term} is beyond the leader's term ${msgTerm}`);
   const cs = checkConfState(md.confState, lim);
   if (cs) return cs;
   const n = bytesLength(s.data);
@@ -248,7 +313,8 @@ function checkConfState(cs: WireConfState | null | undefined, lim: RaftEdgeLimit
   const lists = { voters: cs.voters, learners: cs.learners, votersOutgoing: cs.votersOutgoing };
   for (const [k, ids] of Object.entries(lists)) {
     if (!Array.isArray(ids)) return refusal('snapshot', `${at}.${k}`, 'is not a list');
-    if (ids.length > lim.membersMax) return refusal('snapshot', `${at}.${k}`, `${ids.length} ids (at most ${lim.membersMax})`);
+    if (ids.length > lim.membersMax)
+      return refusal('snapshot', `${at}.${k}`, `${ids.length} ids (at most ${lim.membersMax})`);
     for (let i = 0; i < ids.length; i++) {
       const bad = idProblem(ids[i], `${at}.${k}[${i}]`, lim, 'snapshot');
       if (bad) return bad;

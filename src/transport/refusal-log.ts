@@ -62,7 +62,14 @@ export class RefusalLog {
     if (this.lastLoggedAtMs.size >= KEYS_MAX) this.lastLoggedAtMs.clear();
     this.lastLoggedAtMs.set(key, { atMs: nowMs, suppressed: 0 });
     this.log.warn(
-      { from: sender, reason: r.reason, field: r.field, detail: r.detail, ...(seen && seen.suppressed > 0 ? { suppressed: seen.suppressed } : {}), ...extra },
+      {
+        from: sender,
+        reason: r.reason,
+        field: r.field,
+        detail: r.detail,
+        ...(seen && seen.suppressed > 0 ? { suppressed: seen.suppressed } : {}),
+        ...extra,
+      },
       `refused Raft input from "${sender}": ${r.field ? `${r.field}: ` : ''}${r.detail}`,
     );
   }

@@ -49,7 +49,10 @@ export interface RequestStreamSpec<Req, Res, Batch, Answers, Ans> {
   settle(a: Ans, req: Req): { value: Res } | { error: grpc.ServiceError };
   /** The same request as a unary call, for a server without the stream method; absent where every server has it. */
   unary?(req: Req, timeoutMs: number): Promise<Res>;
-  /** The failure of requests written on a stream that ended without answering them (never UNIMPLEMENTED when `unary` is set). */
+  /**
+   * The failure of requests written on a stream that ended without answering them (never UNIMPLEMENTED when `unary` is
+   * set).
+   */
   ended(st: grpc.StatusObject): grpc.ServiceError;
   /** Requests waiting for an answer at once; beyond this one fails at once with RESOURCE_EXHAUSTED. */
   pendingMax: number;
@@ -80,7 +83,8 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
   private unaryOnly = false;
   private call: grpc.ClientDuplexStream<Batch, Answers> | null = null;
   private nextId = 1;
-  // Invariant: pending.size <= spec.pendingMax; outbox holds the ids not yet written (some may have failed by deadline since).
+  // Invariant: pending.size <= spec.pendingMax; outbox holds the ids not yet written (some may have failed by deadline
+  // since).
   private readonly pending = new Map<number, Pending<Req, Res>>();
   private outbox: number[] = [];
   private flushScheduled = false;
@@ -102,7 +106,8 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
   send(req: Req, timeoutMs: number, cb: Answer<Res>, lingerMs = 0): void {
     if (this.closed) return cb(serviceError(grpc.status.CANCELLED, this.spec.texts.closed));
     if (this.unaryOnly) return this.sendUnary(req, timeoutMs, cb);
-    if (this.pending.size >= this.spec.pendingMax) return cb(serviceError(grpc.status.RESOURCE_EXHAUSTED, this.spec.texts.busy(this.pending.size)));
+    if (this.pending.size >= this.spec.pendingMax)
+      return cb(serviceError(grpc.status.RESOURCE_EXHAUSTED, this.spec.texts.busy(this.pending.size)));
     const id = this.nextId++;
     this.pending.set(id, { req, deadlineAtMs: Date.now() + timeoutMs, cb });
     this.outbox.push(id);
@@ -163,12 +168,18 @@ export class RequestStream<Req, Res, Batch, Answers, Ans> {
     const call = this.call ?? this.open();
     const max = this.spec.batchMax ?? Infinity;
     // grpc-js buffers what the socket cannot take yet; the pending bound limits how much.
-    for (let i = 0; i < out.length; i += max) call.write(this.spec.batch(out.length <= max ? out : out.slice(i, i + max)));
+    for (let i = 0; i < out.length; i += max)
+      call.write(this.spec.batch(out.length <= max ? out : out.slice(i, i + max)));
   }
 
   private open(): grpc.ClientDuplexStream<Batch, Answers> {
     const m = this.spec.method;
-    const call = this.client.makeBidiStreamRequest<Batch, Answers>(m.path, m.requestSerialize, m.responseDeserialize, new grpc.Metadata());
+    const call = this.client.makeBidiStreamRequest<Batch, Answers>(
+      m.path,
+      m.requestSerialize,
+      m.responseDeserialize,
+      new grpc.Metadata(),
+    );
     this.call = call;
     call.on('data', (msg: Answers) => {
       for (const a of this.spec.answers(msg)) this.answer(a);
@@ -250,11 +261,16 @@ export interface AnswerStreamSpec<Batch, Req, Ans, Answers> {
   batch(answers: Ans[]): Answers;
   /** Starts on one request; `waiting` counts it with the others unanswered on this stream. `answer` is called once. */
   handle(req: Req, waiting: number, answer: (a: Ans) => void): void;
-  /** Answers written but not yet taken by the client (its flow-control window is full); beyond this the stream is cut off. Default ANSWER_STREAM_UNREAD_MAX. */
+  /**
+   * Answers written but not yet taken by the client (its flow-control window is full); beyond this the stream is cut
+   * off. Default ANSWER_STREAM_UNREAD_MAX.
+   */
   unreadMax?: number;
   /** Told when the stream is cut off because the client does not read, with the reason sent to it. */
   onCutOff?: (peer: string, details: string) => void;
-  /** Told once when the client goes away without ending its side (its process died, its connection broke, it cancelled). */
+  /**
+   * Told once when the client goes away without ending its side (its process died, its connection broke, it cancelled).
+   */
   onBroken?: () => void;
 }
 

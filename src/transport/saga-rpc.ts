@@ -28,9 +28,18 @@ import { unaryCall } from './unary.ts';
 export const SAGA_PROTO_PATH = protoFile('saga.proto');
 
 /** Numbers as JS numbers, enums as their names, every field present. */
-export const SAGA_LOAD_OPTIONS: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
+export const SAGA_LOAD_OPTIONS: protoLoader.Options = {
+  keepCase: false,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+};
 
-export const sagaPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(SAGA_PROTO_PATH, SAGA_LOAD_OPTIONS);
+export const sagaPackageDefinition: protoLoader.PackageDefinition = protoLoader.loadSync(
+  SAGA_PROTO_PATH,
+  SAGA_LOAD_OPTIONS,
+);
 
 export type StepStatusName = StepStatus__Output;
 export type StepRequest = Wire<GenStepRequest>;
@@ -49,8 +58,19 @@ export type ResolveSagaRequest = Wire<GenResolveSagaRequest>;
 export type SagaStepHandlers = WireHandlers<GenSagaStepHandlers, SagaStepDefinition>;
 export type SagasHandlers = WireHandlers<GenSagasHandlers, SagasDefinition>;
 
-export const sagaStepService = protoService<SagaStepHandlers>(sagaPackageDefinition, SAGA_PROTO_PATH, 'verdict.saga.SagaStep', ['Execute', 'Compensate', 'End']);
-export const sagasService = protoService<SagasHandlers>(sagaPackageDefinition, SAGA_PROTO_PATH, 'verdict.saga.Sagas', ['StartSaga', 'SagaStatus', 'ListSagas', 'RetrySaga', 'ResolveSaga']);
+export const sagaStepService = protoService<SagaStepHandlers>(
+  sagaPackageDefinition,
+  SAGA_PROTO_PATH,
+  'verdict.saga.SagaStep',
+  ['Execute', 'Compensate', 'End'],
+);
+export const sagasService = protoService<SagasHandlers>(sagaPackageDefinition, SAGA_PROTO_PATH, 'verdict.saga.Sagas', [
+  'StartSaga',
+  'SagaStatus',
+  'ListSagas',
+  'RetrySaga',
+  'ResolveSaga',
+]);
 
 /** The leader's client for one step service endpoint: one channel, reused. */
 export class SagaStepClient {
@@ -60,17 +80,33 @@ export class SagaStepClient {
     readonly endpoint: string,
     credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
   ) {
-    this.client = new grpc.Client(endpoint, credentials, { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2_000 });
+    this.client = new grpc.Client(endpoint, credentials, {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2_000,
+    });
   }
 
   /** `metadata`: the saga's trace context (src/transport/trace-context.ts), when it has one. */
-  call(kind: 'action' | 'compensate', req: StepRequest, timeoutMs: number, metadata?: grpc.Metadata): Promise<StepResult> {
-    const m = sagaStepService[kind === 'action' ? 'Execute' : 'Compensate'] as grpc.MethodDefinition<StepRequest, StepResult>;
+  call(
+    kind: 'action' | 'compensate',
+    req: StepRequest,
+    timeoutMs: number,
+    metadata?: grpc.Metadata,
+  ): Promise<StepResult> {
+    const m = sagaStepService[kind === 'action' ? 'Execute' : 'Compensate'] as grpc.MethodDefinition<
+      StepRequest,
+      StepResult
+    >;
     return unaryCall(this.client, m, req, timeoutMs, metadata);
   }
 
   end(req: SagaEndRequest, timeoutMs: number): Promise<unknown> {
-    return unaryCall(this.client, sagaStepService.End as grpc.MethodDefinition<SagaEndRequest, unknown>, req, timeoutMs);
+    return unaryCall(
+      this.client,
+      sagaStepService.End as grpc.MethodDefinition<SagaEndRequest, unknown>,
+      req,
+      timeoutMs,
+    );
   }
 
   close(): void {
@@ -89,8 +125,19 @@ export class SagasClient {
     this.client = new grpc.Client(endpoint, credentials);
   }
 
-  call<Req, Res>(method: keyof SagasHandlers & string, req: Req, timeoutMs: number, metadata?: grpc.Metadata): Promise<Res> {
-    return unaryCall(this.client, sagasService[method] as unknown as grpc.MethodDefinition<Req, Res>, req, timeoutMs, metadata);
+  call<Req, Res>(
+    method: keyof SagasHandlers & string,
+    req: Req,
+    timeoutMs: number,
+    metadata?: grpc.Metadata,
+  ): Promise<Res> {
+    return unaryCall(
+      this.client,
+      sagasService[method] as unknown as grpc.MethodDefinition<Req, Res>,
+      req,
+      timeoutMs,
+      metadata,
+    );
   }
 
   close(): void {

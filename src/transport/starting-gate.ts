@@ -32,17 +32,25 @@ export interface ServiceGate<H extends grpc.UntypedServiceImplementation> {
  * then the implementation given to open() (a method it lacks answers
  * UNIMPLEMENTED, as grpc-js would).
  */
-export function gatedService<H extends grpc.UntypedServiceImplementation>(server: grpc.Server, definition: grpc.ServiceDefinition<H>, requestBytesMax: number): ServiceGate<H> {
+export function gatedService<H extends grpc.UntypedServiceImplementation>(
+  server: grpc.Server,
+  definition: grpc.ServiceDefinition<H>,
+  requestBytesMax: number,
+): ServiceGate<H> {
   const guarded = guardService(definition, {} as H, { requestBytesMax }).definition;
   let target: Record<string, AnyHandler> | null = null;
   const implementation: Record<string, AnyHandler> = {};
   for (const [name, m] of Object.entries(definition as Record<string, grpc.MethodDefinition<unknown, unknown>>)) {
-    // A unary or client-streaming handler answers through its callback; a server- or bidi-streaming one through the call.
+    // A unary or client-streaming handler answers through its callback; a server- or bidi-streaming one through the
+    // call.
     const answersByCallback = !m.responseStream;
     implementation[name] = (call, cb) => {
       const h = target?.[name];
       if (h !== undefined) return h(call, cb);
-      const err = target === null ? { code: grpc.status.UNAVAILABLE, details: STARTING_DETAILS } : { code: grpc.status.UNIMPLEMENTED, details: `${name} is not implemented by this node` };
+      const err =
+        target === null
+          ? { code: grpc.status.UNAVAILABLE, details: STARTING_DETAILS }
+          : { code: grpc.status.UNIMPLEMENTED, details: `${name} is not implemented by this node` };
       if (answersByCallback && cb !== undefined) cb(err);
       else call.emit('error', err);
     };

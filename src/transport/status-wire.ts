@@ -172,10 +172,12 @@ export function decodeNodeStatus(buf: Uint8Array): NodeStatus {
       if (s.pid > UINT32_MAX) r.fail(`pid is ${s.pid}, beyond uint32`);
     } else if (n === 13) {
       s.version = r.stringField(wt, 'version');
-      if (s.version.length > VERSION_CHARS_MAX) r.fail(`version is ${s.version.length} characters, more than ${VERSION_CHARS_MAX}`);
+      if (s.version.length > VERSION_CHARS_MAX)
+        r.fail(`version is ${s.version.length} characters, more than ${VERSION_CHARS_MAX}`);
     } else if (n === 14) {
       s.consoleUrl = r.stringField(wt, 'console_url');
-      if (s.consoleUrl.length > CONSOLE_URL_CHARS_MAX) r.fail(`console_url is ${s.consoleUrl.length} characters, more than ${CONSOLE_URL_CHARS_MAX}`);
+      if (s.consoleUrl.length > CONSOLE_URL_CHARS_MAX)
+        r.fail(`console_url is ${s.consoleUrl.length} characters, more than ${CONSOLE_URL_CHARS_MAX}`);
     } else return false;
     return true;
   });
@@ -197,7 +199,15 @@ export interface GroupStatusRow {
 const STATUS_GROUPS_MAX = 64;
 
 function decodeGroup(buf: Uint8Array, i: number): GroupStatusRow {
-  const g: GroupStatusRow = { group: 0, leaderId: '', leaderAddress: '', term: 0, commitIndex: 0, appliedIndex: 0, inFlight: 0 };
+  const g: GroupStatusRow = {
+    group: 0,
+    leaderId: '',
+    leaderAddress: '',
+    term: 0,
+    commitIndex: 0,
+    appliedIndex: 0,
+    inFlight: 0,
+  };
   const r = new Reader(buf, `ClusterStatusResponse.groups[${i}]`);
   r.fields((n, wt) => {
     if (n === 1) g.group = r.varintField(wt, 'group');

@@ -20,7 +20,10 @@ export function serverCredentials(m: TlsMaterial): grpc.ServerCredentials {
  * that knows no cluster id (the CLI, the SDK) gives neither, and still
  * refuses a participant's or a client's certificate at a node's address.
  */
-export function nodeChannelCredentials(m: TlsMaterial, expect: { clusterId?: string; nodeId?: string } = {}): grpc.ChannelCredentials {
+export function nodeChannelCredentials(
+  m: TlsMaterial,
+  expect: { clusterId?: string; nodeId?: string } = {},
+): grpc.ChannelCredentials {
   return grpc.credentials.createSsl(m.ca, m.key, m.cert, {
     checkServerIdentity: (host: string, cert: PeerCertificate): Error | undefined => {
       const hostErr = checkServerIdentity(host, cert);

@@ -53,10 +53,14 @@ export class TlsSetupError extends Error {
 export function loadTls(files: TlsFiles, name: (k: 'ca' | 'cert' | 'key') => string): TlsMaterial {
   if ((files.cert === undefined) !== (files.key === undefined)) {
     const missing = files.cert === undefined ? 'cert' : 'key';
-    throw new TlsSetupError(`${name(missing)} is missing: a certificate and its private key go together (${name('cert')} and ${name('key')})`);
+    throw new TlsSetupError(
+      `${name(missing)} is missing: a certificate and its private key go together (${name('cert')} and ${name('key')})`,
+    );
   }
   const ca = readPem(files.ca, name('ca'), 'CERTIFICATE');
-  const caCerts = pemBlocks(ca, 'CERTIFICATE').map((b, i) => parseCert(b, `${name('ca')} (${files.ca}), certificate ${i + 1}`));
+  const caCerts = pemBlocks(ca, 'CERTIFICATE').map((b, i) =>
+    parseCert(b, `${name('ca')} (${files.ca}), certificate ${i + 1}`),
+  );
   if (files.cert === undefined || files.key === undefined) return { ca, cert: null, key: null, leaf: null };
   const cert = readPem(files.cert, name('cert'), 'CERTIFICATE');
   const key = readPem(files.key, name('key'), 'PRIVATE KEY');
@@ -66,20 +70,29 @@ export function loadTls(files: TlsFiles, name: (k: 'ca' | 'cert' | 'key') => str
   try {
     privateKey = createPrivateKey(key);
   } catch (err) {
-    throw new TlsSetupError(`${name('key')} (${files.key}) is not a usable private key (${(err as Error).message}); expected an unencrypted PEM key`);
+    throw new TlsSetupError(
+      `${name('key')} (${files.key}) is not a usable private key (${(err as Error).message}); expected an unencrypted PEM key`,
+    );
   }
-  if (!leaf.checkPrivateKey(privateKey)) throw new TlsSetupError(`${name('key')} (${files.key}) is not the private key of ${name('cert')} (${files.cert})`);
+  if (!leaf.checkPrivateKey(privateKey))
+    throw new TlsSetupError(`${name('key')} (${files.key}) is not the private key of ${name('cert')} (${files.cert})`);
   const nowMs = Date.now();
-  if (Date.parse(leaf.validTo) < nowMs) throw new TlsSetupError(`${name('cert')} (${files.cert}) expired on ${leaf.validTo}; issue a new certificate`);
+  if (Date.parse(leaf.validTo) < nowMs)
+    throw new TlsSetupError(`${name('cert')} (${files.cert}) expired on ${leaf.validTo}; issue a new certificate`);
   // With an intermediate in the chain the CA signed the intermediate, not the leaf; the handshake checks that case.
   if (chain.length === 1 && !caCerts.some((c) => leaf.checkIssued(c) && leaf.verify(c.publicKey))) {
-    throw new TlsSetupError(`${name('cert')} (${files.cert}, issued by "${oneLine(leaf.issuer)}") is not signed by the CA in ${name('ca')} (${files.ca}); whoever it connects to would refuse it`);
+    throw new TlsSetupError(
+      `${name('cert')} (${files.cert}, issued by "${oneLine(leaf.issuer)}") is not signed by the CA in ${name('ca')} (${files.ca}); whoever it connects to would refuse it`,
+    );
   }
   return { ca, cert, key, leaf };
 }
 
 /** A certificate subject's field (CN, OU, ...): the first value, or undefined. */
-export function subjectField(subject: string | Record<string, string | string[] | undefined> | undefined, field: string): string | undefined {
+export function subjectField(
+  subject: string | Record<string, string | string[] | undefined> | undefined,
+  field: string,
+): string | undefined {
   if (subject === undefined) return undefined;
   if (typeof subject === 'string') {
     // X509Certificate.subject: one "KEY=value" per line.
@@ -95,7 +108,8 @@ type Subject = string | Record<string, string | string[] | undefined> | undefine
 /** Every value of a subject's field (a certificate may repeat one). */
 function subjectFields(subject: Subject, field: string): string[] {
   if (subject === undefined) return [];
-  if (typeof subject === 'string') return subject.split('\n').flatMap((line) => (line.startsWith(`${field}=`) ? [line.slice(field.length + 1)] : []));
+  if (typeof subject === 'string')
+    return subject.split('\n').flatMap((line) => (line.startsWith(`${field}=`) ? [line.slice(field.length + 1)] : []));
   const v = subject[field];
   return v === undefined ? [] : Array.isArray(v) ? v : [v];
 }
@@ -152,7 +166,8 @@ function named(subject: Subject): string {
  */
 export function nodeRoleProblem(subject: Subject, clusterId?: string): string | null {
   const ou = subjectField(subject, 'OU');
-  if (clusterId !== undefined && ou !== clusterId) return `certificate (${named(subject)}) is not of cluster "${clusterId}" (OU=${clusterId})`;
+  if (clusterId !== undefined && ou !== clusterId)
+    return `certificate (${named(subject)}) is not of cluster "${clusterId}" (OU=${clusterId})`;
   if (!hasNodeMark(subject))
     return `certificate (${named(subject)}) is not a node's: it lacks the node mark ${NODE_MARK.field}=${NODE_MARK.value} (a participant's or a client's certificate, or a node certificate made without the mark: issue it again with verdict certs --force)`;
   return null;
@@ -168,13 +183,20 @@ export function nodeCertificateProblem(subject: Subject, clusterId: string, node
   return nodeRoleProblem(subject, clusterId);
 }
 
-/** Why a server's certificate is not the node a caller expects (nodeCertificateProblem with a node id, else nodeRoleProblem); null when it is. */
+/**
+ * Why a server's certificate is not the node a caller expects (nodeCertificateProblem with a node id, else
+ * nodeRoleProblem); null when it is.
+ */
 export function nodeServerProblem(subject: Subject, expect: { clusterId?: string; nodeId?: string }): string | null {
-  if (expect.nodeId !== undefined && expect.clusterId !== undefined) return nodeCertificateProblem(subject, expect.clusterId, expect.nodeId);
+  if (expect.nodeId !== undefined && expect.clusterId !== undefined)
+    return nodeCertificateProblem(subject, expect.clusterId, expect.nodeId);
   return nodeRoleProblem(subject, expect.clusterId);
 }
 
-/** Why `subject` is not participant (or step service) `id`'s certificate of cluster `clusterId` (CN, OU, no node mark); null when it is. */
+/**
+ * Why `subject` is not participant (or step service) `id`'s certificate of cluster `clusterId` (CN, OU, no node mark);
+ * null when it is.
+ */
 export function participantServerProblem(subject: Subject, clusterId: string, id: string): string | null {
   const cn = subjectField(subject, 'CN');
   if (cn === id && certificateRole(subject, clusterId) === 'participant') return null;
@@ -212,16 +234,23 @@ export function explainConnectError(details: string, tls: boolean): string {
     .replace(/[0-9A-F]{8,}:error:[0-9A-F]+:SSL routines:[a-z0-9_]+:([^:]+):.*$/s, '$1')
     .trim();
   const why = ((): string | null => {
-    if (/alert certificate required/.test(text)) return "the server requires a client certificate (mutual TLS): give a certificate and key signed by the cluster's CA";
-    if (/alert (unknown ca|bad certificate|certificate unknown|decrypt error)/.test(text)) return 'the server refused our certificate: it is not signed by the CA the server trusts';
+    if (/alert certificate required/.test(text))
+      return "the server requires a client certificate (mutual TLS): give a certificate and key signed by the cluster's CA";
+    if (/alert (unknown ca|bad certificate|certificate unknown|decrypt error)/.test(text))
+      return 'the server refused our certificate: it is not signed by the CA the server trusts';
     if (/alert certificate expired/.test(text)) return 'the server refused our certificate: it has expired';
-    if (/self[- ]signed certificate|unable to verify the first certificate|unable to get (local )?issuer certificate|certificate signature failure/.test(text)) {
+    if (
+      /self[- ]signed certificate|unable to verify the first certificate|unable to get (local )?issuer certificate|certificate signature failure/.test(
+        text,
+      )
+    ) {
       return "the server's certificate is not signed by our CA: check the CA file";
     }
     if (/certificate has expired/.test(text)) return "the server's certificate has expired";
     if (/Hostname\/IP does not match|ERR_TLS_CERT_ALTNAME_INVALID|does not match certificate's altnames/i.test(text))
       return "the server's certificate does not name the address we dialled (subjectAltName)";
-    if (/wrong version number|packet length too long|http request/i.test(text)) return 'the server does not speak TLS: TLS is configured here but not there';
+    if (/wrong version number|packet length too long|http request/i.test(text))
+      return 'the server does not speak TLS: TLS is configured here but not there';
     if (/^Failed to connect$/.test(text)) {
       return tls
         ? 'the server closed the TLS handshake: it refused our certificate (not signed by its CA, or none given) or it does not serve TLS'
@@ -237,13 +266,20 @@ function readPem(path: string, name: string, label: 'CERTIFICATE' | 'PRIVATE KEY
   try {
     data = readFileSync(path);
   } catch (err) {
-    throw new TlsSetupError(`${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); expected a PEM file`);
+    throw new TlsSetupError(
+      `${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); expected a PEM file`,
+    );
   }
-  const re = label === 'PRIVATE KEY' ? /-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/ : /-----BEGIN CERTIFICATE-----/;
+  const re =
+    label === 'PRIVATE KEY' ? /-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/ : /-----BEGIN CERTIFICATE-----/;
   if (!re.test(data.toString('latin1')))
-    throw new TlsSetupError(`${name}: ${path} holds no PEM ${label === 'PRIVATE KEY' ? 'private key' : 'certificate'} (expected a "-----BEGIN ${label}-----" block)`);
+    throw new TlsSetupError(
+      `${name}: ${path} holds no PEM ${label === 'PRIVATE KEY' ? 'private key' : 'certificate'} (expected a "-----BEGIN ${label}-----" block)`,
+    );
   if (/ENCRYPTED PRIVATE KEY|Proc-Type: 4,ENCRYPTED/.test(data.toString('latin1')))
-    throw new TlsSetupError(`${name}: ${path} is encrypted; give an unencrypted key (openssl pkey -in ${path} -out new.key)`);
+    throw new TlsSetupError(
+      `${name}: ${path} is encrypted; give an unencrypted key (openssl pkey -in ${path} -out new.key)`,
+    );
   return data;
 }
 

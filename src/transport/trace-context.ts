@@ -8,7 +8,9 @@ import * as grpc from '@grpc/grpc-js';
 export const TRACEPARENT_KEY = 'traceparent';
 export const TRACESTATE_KEY = 'tracestate';
 
-/** The W3C limit on tracestate: 32 list members of at most 256 characters; 512 is what implementations must propagate. */
+/**
+ * The W3C limit on tracestate: 32 list members of at most 256 characters; 512 is what implementations must propagate.
+ */
 const TRACESTATE_CHARS_MAX = 512;
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
 const TRACESTATE = /^[\x20-\x7e]*$/;
@@ -27,7 +29,10 @@ export interface ParsedTraceparent {
   flags: number;
 }
 
-/** The parts of a traceparent, or null for anything the W3C rules refuse (all-zero ids, version ff, a future version's bad shape). */
+/**
+ * The parts of a traceparent, or null for anything the W3C rules refuse (all-zero ids, version ff, a future version's
+ * bad shape).
+ */
 export function parseTraceparent(text: string): ParsedTraceparent | null {
   if (text.length > 256) return null;
   const m = TRACEPARENT.exec(text.trim().toLowerCase());
@@ -42,13 +47,22 @@ export function formatTraceparent(p: ParsedTraceparent): string {
   return `00-${p.traceId}-${p.spanId}-${(p.flags & 0xff).toString(16).padStart(2, '0')}`;
 }
 
-/** A checked context from caller-given text; null when the traceparent is not valid. A tracestate too long or not printable is dropped. */
+/**
+ * A checked context from caller-given text; null when the traceparent is not valid. A tracestate too long or not
+ * printable is dropped.
+ */
 export function traceContext(traceparent: string | undefined, tracestate?: string): TraceContext | null {
   if (traceparent === undefined) return null;
   const p = parseTraceparent(traceparent);
   if (p === null) return null;
   const out: TraceContext = { traceparent: formatTraceparent(p) };
-  if (tracestate !== undefined && tracestate !== '' && tracestate.length <= TRACESTATE_CHARS_MAX && TRACESTATE.test(tracestate)) out.tracestate = tracestate;
+  if (
+    tracestate !== undefined &&
+    tracestate !== '' &&
+    tracestate.length <= TRACESTATE_CHARS_MAX &&
+    TRACESTATE.test(tracestate)
+  )
+    out.tracestate = tracestate;
   return out;
 }
 

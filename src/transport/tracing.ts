@@ -26,7 +26,12 @@ export interface Tracing {
   /** False: start() always answers null; callers skip building a span's attributes. */
   readonly on: boolean;
   /** A new span, child of `parent` (a root span without one). */
-  start(name: string, kind: SpanKindName, parent: TraceContext | undefined, attributes?: Record<string, SpanValue>): TraceSpan | null;
+  start(
+    name: string,
+    kind: SpanKindName,
+    parent: TraceContext | undefined,
+    attributes?: Record<string, SpanValue>,
+  ): TraceSpan | null;
   /** Exports what is buffered and stops. */
   shutdown(): Promise<void>;
 }
@@ -65,13 +70,27 @@ const EXPORT_TIMEOUT_MS = 5_000;
 /** How long shutdown() waits for the last spans to leave. */
 const SHUTDOWN_MS = 2_000;
 
-export const TRACING_PACKAGES = ['@opentelemetry/api', '@opentelemetry/sdk-trace', '@opentelemetry/resources', '@opentelemetry/exporter-trace-otlp-http'] as const;
+export const TRACING_PACKAGES = [
+  '@opentelemetry/api',
+  '@opentelemetry/sdk-trace',
+  '@opentelemetry/resources',
+  '@opentelemetry/exporter-trace-otlp-http',
+] as const;
 
-/** The endpoint to export to: the explicit setting, else OTEL_EXPORTER_OTLP_ENDPOINT; undefined (tracing off) when neither is set. */
-export function otlpEndpointFrom(setting: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+/**
+ * The endpoint to export to: the explicit setting, else OTEL_EXPORTER_OTLP_ENDPOINT; undefined (tracing off) when
+ * neither is set.
+ */
+export function otlpEndpointFrom(
+  setting: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
   const v = (setting ?? env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '').trim();
   if (v === '') return undefined;
-  if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(v)) throw new TracingSetupError(`the OTLP endpoint "${v.slice(0, 100)}" must be an http:// or https:// URL (e.g. http://127.0.0.1:4318)`);
+  if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(v))
+    throw new TracingSetupError(
+      `the OTLP endpoint "${v.slice(0, 100)}" must be an http:// or https:// URL (e.g. http://127.0.0.1:4318)`,
+    );
   return v.replace(/\/+$/, '');
 }
 
@@ -94,7 +113,9 @@ async function loadOtel(needOtlp: boolean): Promise<Otel> {
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code === 'ERR_MODULE_NOT_FOUND' || e.code === 'MODULE_NOT_FOUND')
-      throw new TracingSetupError(`tracing (an OTLP endpoint is configured) needs OpenTelemetry's packages, which are not installed: run \`npm install ${TRACING_PACKAGES.join(' ')}\``);
+      throw new TracingSetupError(
+        `tracing (an OTLP endpoint is configured) needs OpenTelemetry's packages, which are not installed: run \`npm install ${TRACING_PACKAGES.join(' ')}\``,
+      );
     throw err;
   }
 }
@@ -105,11 +126,21 @@ export async function openTracing(o: TracingOptions): Promise<Tracing> {
   const otel = await loadOtel(o.exporter === undefined);
   const { api, sdk, resources } = otel;
   const exporter =
-    (o.exporter as import('@opentelemetry/sdk-trace').SpanExporter | undefined) ?? new (otel.otlp as NonNullable<Otel['otlp']>).OTLPTraceExporter({ url: `${o.otlpEndpoint}/v1/traces` });
+    (o.exporter as import('@opentelemetry/sdk-trace').SpanExporter | undefined) ??
+    new (otel.otlp as NonNullable<Otel['otlp']>).OTLPTraceExporter({ url: `${o.otlpEndpoint}/v1/traces` });
   const envDelayMs = Number(process.env.OTEL_BSP_SCHEDULE_DELAY);
   const provider = new sdk.TracerProvider({
-    resource: resources.resourceFromAttributes({ 'service.name': o.serviceName, ...(o.instanceId !== undefined ? { 'service.instance.id': o.instanceId } : {}) }),
-    spanProcessors: [new sdk.BatchSpanProcessor({ exporter, scheduledDelayMillis: o.exportDelayMs ?? (envDelayMs > 0 ? envDelayMs : 1_000), exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
+    resource: resources.resourceFromAttributes({
+      'service.name': o.serviceName,
+      ...(o.instanceId !== undefined ? { 'service.instance.id': o.instanceId } : {}),
+    }),
+    spanProcessors: [
+      new sdk.BatchSpanProcessor({
+        exporter,
+        scheduledDelayMillis: o.exportDelayMs ?? (envDelayMs > 0 ? envDelayMs : 1_000),
+        exportTimeoutMillis: EXPORT_TIMEOUT_MS,
+      }),
+    ],
   });
   const tracer = provider.getTracer('verdict');
   const KIND = { server: api.SpanKind.SERVER, client: api.SpanKind.CLIENT, internal: api.SpanKind.INTERNAL } as const;
@@ -129,9 +160,16 @@ export async function openTracing(o: TracingOptions): Promise<Tracing> {
   return {
     on: true,
     start(name, kind, parent, attributes) {
-      const span = tracer.startSpan(name, { kind: KIND[kind], ...(attributes !== undefined ? { attributes } : {}) }, parentContext(parent));
+      const span = tracer.startSpan(
+        name,
+        { kind: KIND[kind], ...(attributes !== undefined ? { attributes } : {}) },
+        parentContext(parent),
+      );
       const sc = span.spanContext();
-      const ctx = traceContext(formatTraceparent({ traceId: sc.traceId, spanId: sc.spanId, flags: sc.traceFlags }), sc.traceState?.serialize()) ?? {
+      const ctx = traceContext(
+        formatTraceparent({ traceId: sc.traceId, spanId: sc.spanId, flags: sc.traceFlags }),
+        sc.traceState?.serialize(),
+      ) ?? {
         traceparent: formatTraceparent({ traceId: sc.traceId, spanId: sc.spanId, flags: sc.traceFlags }),
       };
       let ended = false;

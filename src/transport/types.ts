@@ -12,7 +12,10 @@ export interface Transport {
 export type InboundHandler = (messages: Message[]) => void;
 export type UnreachableHandler = (peer: NodeId) => void;
 
-/** One decision group's Raft message (docs/architecture.md, "Decision groups"): what a node hosting several groups sends and receives. */
+/**
+ * One decision group's Raft message (docs/architecture.md, "Decision groups"): what a node hosting several groups sends
+ * and receives.
+ */
 export interface GroupMessage {
   /** 0..groups-1; group 0 is the one group of a cluster of one group. */
   group: number;

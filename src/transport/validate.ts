@@ -38,7 +38,11 @@ export class Refused {
 }
 
 export function invalidArgument(details: string): grpc.ServiceError {
-  return Object.assign(new Error(`INVALID_ARGUMENT: ${details}`), { code: grpc.status.INVALID_ARGUMENT, details, metadata: new grpc.Metadata() });
+  return Object.assign(new Error(`INVALID_ARGUMENT: ${details}`), {
+    code: grpc.status.INVALID_ARGUMENT,
+    details,
+    metadata: new grpc.Metadata(),
+  });
 }
 
 export interface EdgeOptions {
@@ -64,24 +68,38 @@ export function guardService<H extends grpc.UntypedServiceImplementation>(
     defs[name] = { ...m, requestDeserialize: guardedDeserialize(name, m.requestDeserialize, o.requestBytesMax) };
     const h = (implementation as Record<string, unknown>)[name];
     if (typeof h !== 'function') continue;
-    impls[name] = m.requestStream ? guardStream(name, h as (call: StreamCall) => void, o) : guardUnary(name, h as UnaryHandler, o);
+    impls[name] = m.requestStream
+      ? guardStream(name, h as (call: StreamCall) => void, o)
+      : guardUnary(name, h as UnaryHandler, o);
   }
   return { definition: defs as unknown as grpc.ServiceDefinition<H>, implementation: impls as H };
 }
 
 function guardedDeserialize(method: string, inner: (b: Buffer) => unknown, bytesMax: number): (b: Buffer) => unknown {
   return (bytes: Buffer) => {
-    if (bytes.length > bytesMax) return new Refused(`${method} request of ${bytes.length} bytes exceeds the limit of ${bytesMax} bytes (requestBytesMax)`);
+    if (bytes.length > bytesMax)
+      return new Refused(
+        `${method} request of ${bytes.length} bytes exceeds the limit of ${bytesMax} bytes (requestBytesMax)`,
+      );
     try {
       return inner(bytes);
     } catch (err) {
-      return new Refused(`${method} request is not a valid protobuf message: ${quote(err instanceof Error ? err.message : String(err))}`);
+      return new Refused(
+        `${method} request is not a valid protobuf message: ${quote(err instanceof Error ? err.message : String(err))}`,
+      );
     }
   };
 }
 
-type UnaryHandler = (call: { request: unknown; getPeer(): string }, cb: (err: Partial<grpc.StatusObject> | null) => void) => void;
-type StreamCall = { getPeer(): string; on(ev: string, fn: (...a: unknown[]) => void): unknown; emit(ev: string, ...a: unknown[]): boolean };
+type UnaryHandler = (
+  call: { request: unknown; getPeer(): string },
+  cb: (err: Partial<grpc.StatusObject> | null) => void,
+) => void;
+type StreamCall = {
+  getPeer(): string;
+  on(ev: string, fn: (...a: unknown[]) => void): unknown;
+  emit(ev: string, ...a: unknown[]): boolean;
+};
 
 function guardUnary(method: string, h: UnaryHandler, o: EdgeOptions): UnaryHandler {
   return (call, cb) => {
@@ -115,7 +133,11 @@ function guardStream(method: string, h: (call: StreamCall) => void, o: EdgeOptio
 }
 
 /** Problem with one string field, or null: empty (unless allowed), too long, or (for ids) outside the id alphabet. */
-export function checkString(field: string, v: unknown, o: { maxChars: number; pattern?: RegExp; form?: string; optional?: boolean }): string | null {
+export function checkString(
+  field: string,
+  v: unknown,
+  o: { maxChars: number; pattern?: RegExp; form?: string; optional?: boolean },
+): string | null {
   if (typeof v !== 'string') return `${field} is missing`;
   if (v === '') return o.optional ? null : `${field} is empty`;
   if (v.length > o.maxChars) return `${field} ${quote(v)} is longer than ${o.maxChars} characters`;
@@ -124,7 +146,8 @@ export function checkString(field: string, v: unknown, o: { maxChars: number; pa
 }
 
 const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+const HOSTNAME =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
 const IPV6 = /^\[([0-9A-Fa-f:.]{2,45})\]$/;
 
 /**
@@ -133,28 +156,49 @@ const IPV6 = /^\[([0-9A-Fa-f:.]{2,45})\]$/;
  * address is bracketed, and a name follows DNS's rules.
  */
 export function endpointProblem(endpoint: string): string | null {
-  if (endpoint.length > ENDPOINT_CHARS_MAX) return `endpoint ${quote(endpoint)} is longer than ${ENDPOINT_CHARS_MAX} characters`;
+  if (endpoint.length > ENDPOINT_CHARS_MAX)
+    return `endpoint ${quote(endpoint)} is longer than ${ENDPOINT_CHARS_MAX} characters`;
   const colon = endpoint.lastIndexOf(':');
   if (colon <= 0) return `endpoint ${quote(endpoint)} must be host:port`;
   const host = endpoint.slice(0, colon);
   const portText = endpoint.slice(colon + 1);
-  if (!/^\d{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65_535) return `endpoint ${quote(endpoint)} has port ${quote(portText)}: expected 1–65535`;
+  if (!/^\d{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65_535)
+    return `endpoint ${quote(endpoint)} has port ${quote(portText)}: expected 1–65535`;
   const v4 = IPV4.exec(host);
-  if (v4) return v4.slice(1).every((o) => Number(o) <= 255) ? null : `endpoint ${quote(endpoint)}: ${quote(host)} is not an IPv4 address (each part 0–255)`;
-  if (IPV6.test(host)) return host.slice(1, -1).includes(':') ? null : `endpoint ${quote(endpoint)}: ${quote(host)} is not an IPv6 address`;
+  if (v4)
+    return v4.slice(1).every((o) => Number(o) <= 255)
+      ? null
+      : `endpoint ${quote(endpoint)}: ${quote(host)} is not an IPv4 address (each part 0–255)`;
+  if (IPV6.test(host))
+    return host.slice(1, -1).includes(':')
+      ? null
+      : `endpoint ${quote(endpoint)}: ${quote(host)} is not an IPv6 address`;
   // A name made only of digits and dots would be read as a (bad) IPv4 address.
-  if (/^[\d.]+$/.test(host) || !HOSTNAME.test(host)) return `endpoint ${quote(endpoint)}: ${quote(host)} is not a host name or an IP address`;
+  if (/^[\d.]+$/.test(host) || !HOSTNAME.test(host))
+    return `endpoint ${quote(endpoint)}: ${quote(host)} is not a host name or an IP address`;
   return null;
 }
 
 /** Why a request was refused at the edge: the label of verdict_requests_refused_total. */
 export type RefusalClass = 'too_large' | 'undecodable' | 'invalid_field' | 'client_limit' | 'stream_backlog';
-export const REFUSAL_CLASSES: readonly RefusalClass[] = ['too_large', 'undecodable', 'invalid_field', 'client_limit', 'stream_backlog'];
+export const REFUSAL_CLASSES: readonly RefusalClass[] = [
+  'too_large',
+  'undecodable',
+  'invalid_field',
+  'client_limit',
+  'stream_backlog',
+];
 
-/** Refusal log lines per second and class at most: a client sending garbage fast must not fill the disk with the node's log. */
+/**
+ * Refusal log lines per second and class at most: a client sending garbage fast must not fill the disk with the node's
+ * log.
+ */
 const REFUSAL_LOG_LINES_PER_SECOND = 20;
 
-/** Counts of refusals since start (read by the metrics at scrape time), and the log lines about them, rate-limited per class. */
+/**
+ * Counts of refusals since start (read by the metrics at scrape time), and the log lines about them, rate-limited per
+ * class.
+ */
 export class Refusals {
   readonly counts = new Map<RefusalClass, number>(REFUSAL_CLASSES.map((c) => [c, 0]));
   private readonly windows = new Map<RefusalClass, { startAtMs: number; lines: number; suppressed: number }>();
@@ -168,7 +212,10 @@ export class Refusals {
     this.counts.set(c, (this.counts.get(c) ?? 0) + 1);
   }
 
-  /** Counts the refusal and logs it at warn, unless this second's budget of lines for its class is spent (the next line says how many were not logged). */
+  /**
+   * Counts the refusal and logs it at warn, unless this second's budget of lines for its class is spent (the next line
+   * says how many were not logged).
+   */
   refuse(c: RefusalClass, fields: Record<string, unknown>, details: string): void {
     this.count(c);
     if (this.log === null) return;

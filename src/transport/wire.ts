@@ -11,7 +11,15 @@ import type * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 
 /** A generated `__Output` message type, with bytes as Uint8Array and numeric enums as numbers. */
-export type Wire<T> = T extends Buffer ? Uint8Array : T extends number ? number : T extends (infer E)[] ? Wire<E>[] : T extends object ? { [K in keyof T]: Wire<T[K]> } : T;
+export type Wire<T> = T extends Buffer
+  ? Uint8Array
+  : T extends number
+    ? number
+    : T extends (infer E)[]
+      ? Wire<E>[]
+      : T extends object
+        ? { [K in keyof T]: Wire<T[K]> }
+        : T;
 
 /**
  * What a server implements, from a generated service's `…Handlers` (which
@@ -19,7 +27,12 @@ export type Wire<T> = T extends Buffer ? Uint8Array : T extends number ? number 
  * that receive and answer Wire<…> messages; the methods in Except left out.
  */
 export type WireHandlers<H, D, Except extends string = never> = grpc.UntypedServiceImplementation & {
-  [K in keyof D as string extends K ? never : K extends Except ? never : K]: D[K] extends MethodDefinition<infer _Req, infer _Res, infer Req, infer Res>
+  [K in keyof D as string extends K ? never : K extends Except ? never : K]: D[K] extends MethodDefinition<
+    infer _Req,
+    infer _Res,
+    infer Req,
+    infer Res
+  >
     ? Handler<H, K> extends grpc.handleUnaryCall<infer _Q, infer _R>
       ? grpc.handleUnaryCall<Wire<Req>, Wire<Res>>
       : Handler<H, K> extends grpc.handleBidiStreamingCall<infer _Q, infer _R>

@@ -21,7 +21,10 @@
 
 export class OldestFirst<K, V> {
   private it: Iterator<[K, V]>;
-  /** An entry taken from the iterator by peek and not deleted: the oldest, while the map still maps its key to its value. */
+  /**
+   * An entry taken from the iterator by peek and not deleted: the oldest, while the map still maps its key to its
+   * value.
+   */
   private head: [K, V] | null = null;
 
   constructor(private readonly map: Map<K, V>) {
@@ -64,7 +67,8 @@ export class OldestFirst<K, V> {
   private take(): [K, V] | null {
     if (this.map.size === 0) return null;
     let r = this.it.next();
-    // Not reachable while the invariant holds (a live entry is ahead); a new iterator from the front is always right, only slower.
+    // Not reachable while the invariant holds (a live entry is ahead); a new iterator from the front is always right,
+    // only slower.
     if (r.done === true) {
       this.it = this.map.entries();
       r = this.it.next();

@@ -8,7 +8,8 @@
 /** The names of packages whose absence failed `err` (an import or require), or null when `err` is something else. */
 export function missingPackage(err: unknown): string | null {
   const e = err as NodeJS.ErrnoException | null;
-  if (e === null || typeof e !== 'object' || (e.code !== 'ERR_MODULE_NOT_FOUND' && e.code !== 'MODULE_NOT_FOUND')) return null;
+  if (e === null || typeof e !== 'object' || (e.code !== 'ERR_MODULE_NOT_FOUND' && e.code !== 'MODULE_NOT_FOUND'))
+    return null;
   // "Cannot find package 'pg' imported from …" (import) or "Cannot find module 'mysql2/promise'" (require).
   const m = /Cannot find (?:package|module) '([^'./][^']*)'/.exec(String(e.message));
   if (m === null) return null;
@@ -28,7 +29,12 @@ export function missingPackagesMessage(needs: string, packages: readonly string[
  * not installed, throws `refuse(message)` with the one line of
  * missingPackagesMessage instead. Any other failure is rethrown as it is.
  */
-export async function loadWith<T>(needs: string, packages: readonly string[], load: () => Promise<T>, refuse: (message: string) => Error): Promise<T> {
+export async function loadWith<T>(
+  needs: string,
+  packages: readonly string[],
+  load: () => Promise<T>,
+  refuse: (message: string) => Error,
+): Promise<T> {
   try {
     return await load();
   } catch (err) {

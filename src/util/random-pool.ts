@@ -15,7 +15,8 @@ let offset = 0;
 
 /** `n` (at most 4096) fresh random bytes, as a view into the pool; no two calls share a byte. */
 export function pooledRandomBytes(n: number): Uint8Array {
-  if (!Number.isInteger(n) || n < 0 || n > POOL_BYTES) throw new RangeError(`pooledRandomBytes: n must be an integer in [0, ${POOL_BYTES}], not ${n}`);
+  if (!Number.isInteger(n) || n < 0 || n > POOL_BYTES)
+    throw new RangeError(`pooledRandomBytes: n must be an integer in [0, ${POOL_BYTES}], not ${n}`);
   if (offset + n > pool.byteLength) {
     pool = randomFillSync(new Uint8Array(POOL_BYTES));
     offset = 0;

@@ -17,7 +17,11 @@ export function withTraceIds(log: Logger, traceIdOf: (txnId: string) => string |
       if (typeof v !== 'function') return v;
       let w = wrappers.get(prop);
       if (w === undefined) {
-        w = prop === 'child' ? (bindings: Record<string, unknown>, options?: object) => withTraceIds(target.child(bindings, options), traceIdOf) : wrap(target, prop, traceIdOf);
+        w =
+          prop === 'child'
+            ? (bindings: Record<string, unknown>, options?: object) =>
+                withTraceIds(target.child(bindings, options), traceIdOf)
+            : wrap(target, prop, traceIdOf);
         wrappers.set(prop, w);
       }
       return w;
@@ -25,8 +29,13 @@ export function withTraceIds(log: Logger, traceIdOf: (txnId: string) => string |
   });
 }
 
-function wrap(target: Logger, prop: PropertyKey, traceIdOf: (txnId: string) => string | undefined): (...args: unknown[]) => unknown {
-  const call = (args: unknown[]): unknown => (Reflect.get(target, prop, target) as (...a: unknown[]) => unknown).apply(target, args);
+function wrap(
+  target: Logger,
+  prop: PropertyKey,
+  traceIdOf: (txnId: string) => string | undefined,
+): (...args: unknown[]) => unknown {
+  const call = (args: unknown[]): unknown =>
+    (Reflect.get(target, prop, target) as (...a: unknown[]) => unknown).apply(target, args);
   if (typeof prop !== 'string' || !LEVELS.has(prop)) return (...args) => call(args);
   return (first, ...rest) => {
     if (first !== null && typeof first === 'object' && !(first instanceof Error)) {
@@ -40,7 +49,9 @@ function wrap(target: Logger, prop: PropertyKey, traceIdOf: (txnId: string) => s
   };
 }
 
-/** txnId → trace id, for a process that does not keep contexts otherwise (a participant); the oldest goes past `max`. */
+/**
+ * txnId → trace id, for a process that does not keep contexts otherwise (a participant); the oldest goes past `max`.
+ */
 export class TraceIds {
   private readonly ids = new Map<string, string>();
 

@@ -8,7 +8,9 @@ let cached: string | null = null;
 /** The version field of Verdict's package.json ("unknown" when it has none). */
 export function packageVersion(): string {
   if (cached === null) {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
     cached = typeof pkg.version === 'string' ? pkg.version : 'unknown';
   }
   return cached;

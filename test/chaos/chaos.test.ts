@@ -12,8 +12,12 @@ useProcessCleanup();
 
 const durationMs = Number(process.env.VERDICT_CHAOS_MS ?? 25_000);
 const seed = Number(process.env.VERDICT_CHAOS_SEED ?? randomInt(1, 2 ** 31 - 1));
-if (!Number.isInteger(durationMs) || durationMs < 1_000) throw new Error(`VERDICT_CHAOS_MS must be an integer number of milliseconds >= 1000, not "${process.env.VERDICT_CHAOS_MS}"`);
-if (!Number.isInteger(seed) || seed < 0) throw new Error(`VERDICT_CHAOS_SEED must be a non-negative integer, not "${process.env.VERDICT_CHAOS_SEED}"`);
+if (!Number.isInteger(durationMs) || durationMs < 1_000)
+  throw new Error(
+    `VERDICT_CHAOS_MS must be an integer number of milliseconds >= 1000, not "${process.env.VERDICT_CHAOS_MS}"`,
+  );
+if (!Number.isInteger(seed) || seed < 0)
+  throw new Error(`VERDICT_CHAOS_SEED must be a non-negative integer, not "${process.env.VERDICT_CHAOS_SEED}"`);
 
 describe('chaos on real processes', () => {
   it(

@@ -16,7 +16,10 @@ import { LinkTable } from './proxy.ts';
 import { reconcile, type Violation } from './reconcile.ts';
 import { createTables, Workload } from './workload.ts';
 
-/** A `verdict participant` child process, with NodeProc's lifecycle (start, SIGKILL, SIGSTOP/SIGCONT, log file, cleanup). */
+/**
+ * A `verdict participant` child process, with NodeProc's lifecycle (start, SIGKILL, SIGSTOP/SIGCONT, log file,
+ * cleanup).
+ */
 export class ParticipantProc extends NodeProc {
   constructor(
     id: string,
@@ -62,12 +65,18 @@ const REGISTER_WAIT_MS = 60_000;
 /** After healing, a new transaction must commit within this long (AC4, liveness). */
 const HEALED_COMMIT_WAIT_MS = 60_000;
 const OUTCOMES_WAIT_MS = 60_000;
-/** The database adapters resolve an orphaned prepared transaction on a 30 s scan once it is 60 s old: leave room for one. */
+/**
+ * The database adapters resolve an orphaned prepared transaction on a 30 s scan once it is 60 s old: leave room for
+ * one.
+ */
 const PREPARED_WAIT_MS = 100_000;
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const log = o.log ?? ((line: string) => console.log(line));
-  const [pgServer, myServer] = await Promise.all([startPostgres({ databases: ['shop', 'ledger'] }), startMariaDb({ databases: ['books'] })]);
+  const [pgServer, myServer] = await Promise.all([
+    startPostgres({ databases: ['shop', 'ledger'] }),
+    startMariaDb({ databases: ['books'] }),
+  ]);
   const shopUrl = pgServer.url('shop');
   const ledgerUrl = pgServer.url('ledger');
   const booksUrl = myServer.url('books');
@@ -85,8 +94,25 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     for (const [i, id] of ['shop', 'ledger', 'books'].entries()) {
       const address = `127.0.0.1:${ports[i]}`;
       const dataDir = join(c.dir, `participant-${id}`);
-      const resource = id === 'books' ? ['--resource', 'mysql', '--mysql-url', booksUrl] : ['--resource', 'postgres', '--pg-url', pgServer.url(id)];
-      const argv = ['participant', '--id', id, '--listen', address, '--data', dataDir, '--cluster-id', c.clusterId, '--endpoints', endpoints.join(','), '--insecure', ...resource];
+      const resource =
+        id === 'books'
+          ? ['--resource', 'mysql', '--mysql-url', booksUrl]
+          : ['--resource', 'postgres', '--pg-url', pgServer.url(id)];
+      const argv = [
+        'participant',
+        '--id',
+        id,
+        '--listen',
+        address,
+        '--data',
+        dataDir,
+        '--cluster-id',
+        c.clusterId,
+        '--endpoints',
+        endpoints.join(','),
+        '--insecure',
+        ...resource,
+      ];
       const p = new ParticipantProc(id, address, dataDir, join(c.dir, `${id}.log`), argv);
       p.start();
       participants.push(p);
@@ -99,24 +125,50 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     });
 
     const tag = `x${(o.seed >>> 0).toString(36)}${Date.now().toString(36)}`;
-    workload = new Workload({ client, tag, clients: o.clients ?? 6, seed: o.seed, txnTimeoutMs: o.txnTimeoutMs ?? 3_000 });
+    workload = new Workload({
+      client,
+      tag,
+      clients: o.clients ?? 6,
+      seed: o.seed,
+      txnTimeoutMs: o.txnTimeoutMs ?? 3_000,
+    });
     const wl = workload;
     workload.start();
-    await waitFor('a first commit before any fault', WARMUP_WAIT_MS, async () => (wl.committedSince(0) > 0 ? true : undefined));
+    await waitFor('a first commit before any fault', WARMUP_WAIT_MS, async () =>
+      wl.committedSince(0) > 0 ? true : undefined,
+    );
 
-    const nemesis = new Nemesis({ seed: o.seed, cluster: c, participants, links, log: (line) => log(`chaos: ${line}`) });
+    const nemesis = new Nemesis({
+      seed: o.seed,
+      cluster: c,
+      participants,
+      links,
+      log: (line) => log(`chaos: ${line}`),
+    });
     await nemesis.run(Date.now() + o.durationMs);
     const healedAt = Date.now();
     const violations: Violation[] = [];
     await c.waitForLeader();
     try {
-      await waitFor('a commit after healing', HEALED_COMMIT_WAIT_MS, async () => (wl.committedSince(healedAt) > 0 ? true : undefined));
+      await waitFor('a commit after healing', HEALED_COMMIT_WAIT_MS, async () =>
+        wl.committedSince(healedAt) > 0 ? true : undefined,
+      );
     } catch (err) {
       violations.push({ txnId: '-', what: `liveness after healing (AC4): ${(err as Error).message}` });
     }
     await workload.stop();
 
-    const r = await reconcile({ client, txns: workload.txns, tag, clusterId: c.clusterId, shopUrl, ledgerUrl, booksUrl, outcomesWaitMs: OUTCOMES_WAIT_MS, preparedWaitMs: PREPARED_WAIT_MS });
+    const r = await reconcile({
+      client,
+      txns: workload.txns,
+      tag,
+      clusterId: c.clusterId,
+      shopUrl,
+      ledgerUrl,
+      booksUrl,
+      outcomesWaitMs: OUTCOMES_WAIT_MS,
+      preparedWaitMs: PREPARED_WAIT_MS,
+    });
     violations.push(...r.violations);
     const txns = workload.txns.filter((t) => t.answer !== 'not-sent');
     const count = (a: string): number => txns.filter((t) => t.answer === a).length;
@@ -149,7 +201,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     for (const [why, n] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 6)) log(`chaos: ${n} × ${why}`);
     for (const v of violations.slice(0, 30)) log(`chaos: VIOLATION ${v.txnId}: ${v.what}`);
     if (violations.length > 30) log(`chaos: ... and ${violations.length - 30} more violations`);
-    if (violations.length > 0) log(`chaos: replay the fault schedule with VERDICT_CHAOS_SEED=${o.seed} VERDICT_CHAOS_MS=${o.durationMs}`);
+    if (violations.length > 0)
+      log(`chaos: replay the fault schedule with VERDICT_CHAOS_SEED=${o.seed} VERDICT_CHAOS_MS=${o.durationMs}`);
     log(res.summary);
     ok = violations.length === 0;
     return res;

@@ -14,9 +14,26 @@ import type { Cluster, NodeProc } from '../process/harness.ts';
 import { sleep } from '../process/harness.ts';
 import type { LinkTable } from './proxy.ts';
 
-export type FaultKind = 'kill-leader' | 'kill-follower' | 'kill-participant' | 'stop-node' | 'stop-participant' | 'isolate-leader' | 'isolate-minority' | 'one-way';
+export type FaultKind =
+  | 'kill-leader'
+  | 'kill-follower'
+  | 'kill-participant'
+  | 'stop-node'
+  | 'stop-participant'
+  | 'isolate-leader'
+  | 'isolate-minority'
+  | 'one-way';
 
-const KINDS: readonly FaultKind[] = ['kill-leader', 'kill-follower', 'kill-participant', 'stop-node', 'stop-participant', 'isolate-leader', 'isolate-minority', 'one-way'];
+const KINDS: readonly FaultKind[] = [
+  'kill-leader',
+  'kill-follower',
+  'kill-participant',
+  'stop-node',
+  'stop-participant',
+  'isolate-leader',
+  'isolate-minority',
+  'one-way',
+];
 
 export interface FaultCounts {
   kills: number;
@@ -133,7 +150,8 @@ export class Nemesis {
       case 'kill-leader':
       case 'kill-follower':
       case 'kill-participant': {
-        const target = kind === 'kill-participant' ? participant : kind === 'kill-leader' ? (leader ?? someNode) : someFollower;
+        const target =
+          kind === 'kill-participant' ? participant : kind === 'kill-leader' ? (leader ?? someNode) : someFollower;
         note(`SIGKILL ${target.id}${kind === 'kill-leader' && leader === null ? ' (no leader known)' : ''}`);
         await target.kill('SIGKILL');
         this.counts.kills++;

@@ -55,7 +55,10 @@ export class LinkProxy {
   /** Listens on a free loopback port and forwards to `targetAddress` (host:port on 127.0.0.0/8). */
   static async start(from: string, to: string, targetAddress: string): Promise<LinkProxy> {
     const m = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}):(\d{1,5})$/.exec(targetAddress);
-    if (!m) throw new Error(`proxy ${from}→${to}: target ${targetAddress} is not a 127.0.0.0/8 host:port (the chaos proxy stays on loopback)`);
+    if (!m)
+      throw new Error(
+        `proxy ${from}→${to}: target ${targetAddress} is not a 127.0.0.0/8 host:port (the chaos proxy stays on loopback)`,
+      );
     const target = { host: m[1], port: Number(m[2]) };
     const server = createServer();
     let proxy: LinkProxy | null = null;

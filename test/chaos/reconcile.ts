@@ -67,9 +67,12 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
     while (Date.now() < deadline) {
       try {
         let r = await o.client.outcome(t.id, { callTimeoutMs: 5_000 });
-        // A client's question decides nothing; Abort does, and answers what the log then holds (COMMITTED if it was too late).
+        // A client's question decides nothing; Abort does, and answers what the log then holds (COMMITTED if it was too
+        // late).
         if (r.outcome === 'UNKNOWN') {
-          r = await o.client.abort(t.id, 'chaos reconcile: the client never learnt the outcome', { callTimeoutMs: 5_000 });
+          r = await o.client.abort(t.id, 'chaos reconcile: the client never learnt the outcome', {
+            callTimeoutMs: 5_000,
+          });
           forcedAborts++;
         }
         if (r.outcome === 'COMMITTED' || r.outcome === 'ABORTED') {
@@ -83,7 +86,10 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
       await sleep(250);
     }
     outcomes.set(t.id, 'UNSETTLED');
-    violations.push({ txnId: t.id, what: `no final outcome within ${o.outcomesWaitMs} ms after healing (AC4); last answer: ${last}` });
+    violations.push({
+      txnId: t.id,
+      what: `no final outcome within ${o.outcomesWaitMs} ms after healing (AC4); last answer: ${last}`,
+    });
   };
   await Promise.all(
     Array.from({ length: OUTCOME_QUERIES_IN_FLIGHT }, async () => {
@@ -101,42 +107,79 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
     await sleep(500);
     left = await prepared();
   }
-  for (const p of left) violations.push({ txnId: p.gid, what: `still in pg_prepared_xacts of database ${p.database} ${o.preparedWaitMs} ms after healing (AC4)` });
+  for (const p of left)
+    violations.push({
+      txnId: p.gid,
+      what: `still in pg_prepared_xacts of database ${p.database} ${o.preparedWaitMs} ms after healing (AC4)`,
+    });
   // XA RECOVER is server-wide too; this cluster's branches start with its gtrid prefix.
   const gtridPrefix = xidScope(o.clusterId, 'books').gtridPrefix;
-  const branches = async (): Promise<string[]> => (await xaRecover(o.booksUrl)).filter((x) => x.gtrid.startsWith(gtridPrefix)).map((x) => `${x.gtrid},${x.bqual}`);
+  const branches = async (): Promise<string[]> =>
+    (await xaRecover(o.booksUrl)).filter((x) => x.gtrid.startsWith(gtridPrefix)).map((x) => `${x.gtrid},${x.bqual}`);
   let branchesLeft = await branches();
   while (branchesLeft.length > 0 && Date.now() < preparedDeadline) {
     await sleep(500);
     branchesLeft = await branches();
   }
-  for (const b of branchesLeft) violations.push({ txnId: b, what: `still in XA RECOVER of MariaDB ${o.preparedWaitMs} ms after healing (AC4)` });
+  for (const b of branchesLeft)
+    violations.push({ txnId: b, what: `still in XA RECOVER of MariaDB ${o.preparedWaitMs} ms after healing (AC4)` });
 
   // 3. The data against the clients' answers and the cluster's decisions.
   const like = `${o.tag}-%`;
-  const shop = new Set((await sql<{ txn_id: string }>(o.shopUrl, `SELECT txn_id FROM ${ORDERS} WHERE txn_id LIKE $1`, [like])).map((r) => r.txn_id));
-  const ledger = new Set((await sql<{ txn_id: string }>(o.ledgerUrl, `SELECT txn_id FROM ${DEBITS} WHERE txn_id LIKE $1`, [like])).map((r) => r.txn_id));
-  const books = new Set((await mysqlQuery<{ txn_id: string }>(o.booksUrl, `SELECT txn_id FROM ${POSTINGS} WHERE txn_id LIKE ?`, [like])).map((r) => r.txn_id));
+  const shop = new Set(
+    (await sql<{ txn_id: string }>(o.shopUrl, `SELECT txn_id FROM ${ORDERS} WHERE txn_id LIKE $1`, [like])).map(
+      (r) => r.txn_id,
+    ),
+  );
+  const ledger = new Set(
+    (await sql<{ txn_id: string }>(o.ledgerUrl, `SELECT txn_id FROM ${DEBITS} WHERE txn_id LIKE $1`, [like])).map(
+      (r) => r.txn_id,
+    ),
+  );
+  const books = new Set(
+    (
+      await mysqlQuery<{ txn_id: string }>(o.booksUrl, `SELECT txn_id FROM ${POSTINGS} WHERE txn_id LIKE ?`, [like])
+    ).map((r) => r.txn_id),
+  );
   const known = new Set(o.txns.map((t) => t.id));
-  for (const id of new Set([...shop, ...ledger, ...books])) if (!known.has(id)) violations.push({ txnId: id, what: 'a row of a transaction no client began' });
+  for (const id of new Set([...shop, ...ledger, ...books]))
+    if (!known.has(id)) violations.push({ txnId: id, what: 'a row of a transaction no client began' });
   for (const t of o.txns) {
     const inShop = shop.has(t.id);
     const inLedger = ledger.has(t.id);
     const inBooks = books.has(t.id);
     const where = `shop ${inShop ? 'has' : 'lacks'} the order, ledger ${inLedger ? 'has' : 'lacks'} the debit, books (MariaDB) ${inBooks ? 'has' : 'lacks'} the posting`;
     const inAll = inShop && inLedger && inBooks;
-    if (inShop !== inLedger || inShop !== inBooks) violations.push({ txnId: t.id, what: `not all-or-nothing (AC1): ${where}` });
+    if (inShop !== inLedger || inShop !== inBooks)
+      violations.push({ txnId: t.id, what: `not all-or-nothing (AC1): ${where}` });
     const inData = inShop || inLedger || inBooks;
-    if (t.answer === 'committed' && !inAll) violations.push({ txnId: t.id, what: `the client was told COMMITTED but ${where}` });
+    if (t.answer === 'committed' && !inAll)
+      violations.push({ txnId: t.id, what: `the client was told COMMITTED but ${where}` });
     if ((t.answer === 'aborted' || t.answer === 'not-sent') && inData)
-      violations.push({ txnId: t.id, what: `the client was told ${t.answer === 'aborted' ? 'ABORTED' : 'nothing (Begin failed, Commit never sent)'} but ${where}` });
+      violations.push({
+        txnId: t.id,
+        what: `the client was told ${t.answer === 'aborted' ? 'ABORTED' : 'nothing (Begin failed, Commit never sent)'} but ${where}`,
+      });
     if (t.intent === 'no' && (inData || t.answer === 'committed' || outcomes.get(t.id) === 'COMMITTED'))
-      violations.push({ txnId: t.id, what: `committed although the ledger must vote NO (AC2); client: ${t.answer}, cluster: ${outcomes.get(t.id)}` });
+      violations.push({
+        txnId: t.id,
+        what: `committed although the ledger must vote NO (AC2); client: ${t.answer}, cluster: ${outcomes.get(t.id)}`,
+      });
     const decided = outcomes.get(t.id);
-    if (decided === 'COMMITTED' && !inAll) violations.push({ txnId: t.id, what: `the cluster decided COMMITTED but ${where}` });
-    if (decided === 'ABORTED' && inData) violations.push({ txnId: t.id, what: `the cluster decided ABORTED but ${where}` });
-    if (decided !== undefined && decided !== 'UNSETTLED' && (t.answer === 'committed' || t.answer === 'aborted') && decided.toLowerCase() !== t.answer) {
-      violations.push({ txnId: t.id, what: `the client was told ${t.answer.toUpperCase()}, the cluster now says ${decided} (R1)` });
+    if (decided === 'COMMITTED' && !inAll)
+      violations.push({ txnId: t.id, what: `the cluster decided COMMITTED but ${where}` });
+    if (decided === 'ABORTED' && inData)
+      violations.push({ txnId: t.id, what: `the cluster decided ABORTED but ${where}` });
+    if (
+      decided !== undefined &&
+      decided !== 'UNSETTLED' &&
+      (t.answer === 'committed' || t.answer === 'aborted') &&
+      decided.toLowerCase() !== t.answer
+    ) {
+      violations.push({
+        txnId: t.id,
+        what: `the client was told ${t.answer.toUpperCase()}, the cluster now says ${decided} (R1)`,
+      });
     }
   }
   return { violations, outcomes, forcedAborts };

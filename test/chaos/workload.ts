@@ -33,9 +33,16 @@ export interface TxnRecord {
 
 /** Creates the tables in the shop, ledger and books databases (idempotent: a shared server may already have them). */
 export async function createTables(shopUrl: string, ledgerUrl: string, booksUrl: string): Promise<void> {
-  await mysqlQuery(booksUrl, `CREATE TABLE IF NOT EXISTS ${POSTINGS} (txn_id VARCHAR(100) PRIMARY KEY, amount INT NOT NULL) ENGINE=InnoDB`);
-  await withClient(shopUrl, (c) => c.query(`CREATE TABLE IF NOT EXISTS ${ORDERS} (txn_id text PRIMARY KEY, sku text NOT NULL, qty int NOT NULL)`));
-  await withClient(ledgerUrl, (c) => c.query(`CREATE TABLE IF NOT EXISTS ${DEBITS} (txn_id text PRIMARY KEY, amount int NOT NULL CHECK (amount > 0))`));
+  await mysqlQuery(
+    booksUrl,
+    `CREATE TABLE IF NOT EXISTS ${POSTINGS} (txn_id VARCHAR(100) PRIMARY KEY, amount INT NOT NULL) ENGINE=InnoDB`,
+  );
+  await withClient(shopUrl, (c) =>
+    c.query(`CREATE TABLE IF NOT EXISTS ${ORDERS} (txn_id text PRIMARY KEY, sku text NOT NULL, qty int NOT NULL)`),
+  );
+  await withClient(ledgerUrl, (c) =>
+    c.query(`CREATE TABLE IF NOT EXISTS ${DEBITS} (txn_id text PRIMARY KEY, amount int NOT NULL CHECK (amount > 0))`),
+  );
 }
 
 export interface WorkloadOptions {
@@ -79,7 +86,9 @@ export class Workload {
       this.txns.push(rec);
       try {
         const tx = await this.o.client.begin({ txnId: id, timeoutMs: this.o.txnTimeoutMs });
-        tx.enlist('shop', { sql: [`INSERT INTO ${ORDERS} (txn_id, sku, qty) VALUES ('${id}', 'sku-${rng.int(100)}', ${1 + rng.int(5)})`] });
+        tx.enlist('shop', {
+          sql: [`INSERT INTO ${ORDERS} (txn_id, sku, qty) VALUES ('${id}', 'sku-${rng.int(100)}', ${1 + rng.int(5)})`],
+        });
         const amount = intent === 'no' ? -5 : 1 + rng.int(100);
         tx.enlist('ledger', { sql: [`INSERT INTO ${DEBITS} (txn_id, amount) VALUES ('${id}', ${amount})`] });
         tx.enlist('books', { sql: [`INSERT INTO ${POSTINGS} (txn_id, amount) VALUES ('${id}', ${amount})`] });
@@ -88,7 +97,8 @@ export class Workload {
         rec.answer = r.outcome === 'COMMITTED' ? 'committed' : 'aborted';
         rec.detail = r.reason;
       } catch (err) {
-        // 'not-sent' stays when Begin failed; after Commit was sent, any failure leaves the outcome unknown to this client.
+        // 'not-sent' stays when Begin failed; after Commit was sent, any failure leaves the outcome unknown to this
+        // client.
         if (!(err instanceof OutcomeUnknownError || err instanceof VerdictError)) throw err;
         rec.detail = err.message;
         // No leader for a moment: do not spin.

@@ -79,23 +79,36 @@ export function expectThat(ok: boolean, what: string): void {
   if (!ok) throw new CheckFailure(what);
 }
 
-export const show = (a: Answer<unknown>): string => (a.code === grpc.status.OK ? `OK ${JSON.stringify(a.body)}` : `${statusName(a.code)}: ${a.details}`);
+export const show = (a: Answer<unknown>): string =>
+  a.code === grpc.status.OK ? `OK ${JSON.stringify(a.body)}` : `${statusName(a.code)}: ${a.details}`;
 
 export function expectCode(a: Answer<unknown>, code: grpc.status, what: string): void {
   expectThat(a.code === code, `${what}: expected ${statusName(code)}, got ${show(a)}`);
 }
 
-export function expectVote(a: Answer<{ vote: string; reason: string }>, vote: 'VOTE_YES' | 'VOTE_NO', what: string): void {
+export function expectVote(
+  a: Answer<{ vote: string; reason: string }>,
+  vote: 'VOTE_YES' | 'VOTE_NO',
+  what: string,
+): void {
   expectThat(a.code === grpc.status.OK && a.body?.vote === vote, `${what}: expected ${vote}, got ${show(a)}`);
   if (vote === 'VOTE_NO') expectThat((a.body?.reason ?? '') !== '', `${what}: a NO vote carries its reason`);
 }
 
 export function expectStatus(a: Answer<{ status: StatusValue }>, allowed: StatusValue[], what: string): void {
-  expectThat(a.code === grpc.status.OK && allowed.includes(a.body?.status as StatusValue), `${what}: expected ${allowed.join(' or ')}, got ${show(a)}`);
+  expectThat(
+    a.code === grpc.status.OK && allowed.includes(a.body?.status as StatusValue),
+    `${what}: expected ${allowed.join(' or ')}, got ${show(a)}`,
+  );
 }
 
 /** Polls `probe` until it is true; fails with `what` and the last note at the bound. */
-export async function eventually(what: string, ms: number, probe: () => Promise<boolean>, note: () => string | Promise<string> = () => ''): Promise<void> {
+export async function eventually(
+  what: string,
+  ms: number,
+  probe: () => Promise<boolean>,
+  note: () => string | Promise<string> = () => '',
+): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
     let ok = false;

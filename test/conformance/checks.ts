@@ -16,14 +16,30 @@ import { join } from 'node:path';
 import { freePorts } from '../free-ports.ts';
 import { FakeCluster, statusName } from './driver.ts';
 import type { Target, TargetEnv } from './target.ts';
-import { CHECKS, type CheckResult, type Phase, type Run, Subject, ASK_WITHIN_MS, eventually, expectCode, expectStatus, expectThat, expectVote, show } from './check-kit.ts';
+import {
+  CHECKS,
+  type CheckResult,
+  type Phase,
+  type Run,
+  Subject,
+  ASK_WITHIN_MS,
+  eventually,
+  expectCode,
+  expectStatus,
+  expectThat,
+  expectVote,
+  show,
+} from './check-kit.ts';
 import { killPhases } from './kill-checks.ts';
 import { tlsPhase } from './tls-checks.ts';
 
 export { CHECK_NAMES, CHECKS, type CheckResult, type Phase } from './check-kit.ts';
 
 /** Runs the checks of `phases` (all by default) against `target`; one result per check of those phases. */
-export async function runConformance(target: Target, phases: Phase[] = Object.keys(CHECKS) as Phase[]): Promise<CheckResult[]> {
+export async function runConformance(
+  target: Target,
+  phases: Phase[] = Object.keys(CHECKS) as Phase[],
+): Promise<CheckResult[]> {
   const results = new Map<string, CheckResult>();
   let subject: Subject | null = null;
   const run: Run = async (name, fn) => {
@@ -45,16 +61,31 @@ export async function runConformance(target: Target, phases: Phase[] = Object.ke
   const clusterId = `conf-${randomBytes(3).toString('hex')}`;
   const id = `p-${randomBytes(3).toString('hex')}`;
   const [listen, probe, tlsListen, tlsProbe] = (await freePorts(4)).map((p) => `127.0.0.1:${p}`);
-  const plainPhases = (['registration', 'prepare', 'decision', 'status', 'exchange', 'recovery', 'badInput'] as Phase[]).filter(wanted);
+  const plainPhases = (
+    ['registration', 'prepare', 'decision', 'status', 'exchange', 'recovery', 'badInput'] as Phase[]
+  ).filter(wanted);
   let tlsRun: Promise<void> = Promise.resolve();
   const stops: (() => Promise<void> | void)[] = [];
   try {
-    if (wanted('tls')) tlsRun = tlsPhase(target, { root, clusterId, id: `${id}-tls`, listen: tlsListen, probe: tlsProbe }, run, stops).catch((err: Error) => failAll(['tls'], err.message));
+    if (wanted('tls'))
+      tlsRun = tlsPhase(
+        target,
+        { root, clusterId, id: `${id}-tls`, listen: tlsListen, probe: tlsProbe },
+        run,
+        stops,
+      ).catch((err: Error) => failAll(['tls'], err.message));
     if (plainPhases.length > 0) {
       const cluster = await FakeCluster.start({ clusterId, nodeIds: ['n1', 'n2'] });
       stops.push(() => cluster.close());
       // Only the follower is configured: the leader is reachable through its redirect alone.
-      const env: TargetEnv = { clusterId, participantId: id, nodes: [cluster.nodes[0].address], listen, dataDir: join(root, 'plain'), probe };
+      const env: TargetEnv = {
+        clusterId,
+        participantId: id,
+        nodes: [cluster.nodes[0].address],
+        listen,
+        dataDir: join(root, 'plain'),
+        probe,
+      };
       subject = new Subject(target, env, cluster);
       const s = subject;
       stops.push(() => s.stop());
@@ -106,7 +137,8 @@ async function plainChecks(s: Subject, run: Run, wanted: (p: Phase) => boolean):
       expectThat(r.cluster_id === env.clusterId, `cluster_id ${r.cluster_id}`);
       expectThat(r.endpoint === env.listen, `endpoint ${r.endpoint}, serving at ${env.listen}`);
       expectThat(r.resource_kind === s.target.kind, `resource_kind "${r.resource_kind}", expected "${s.target.kind}"`);
-      for (const m of ['Exchange', 'Status']) expectThat(r.serves.includes(m), `serves ${JSON.stringify(r.serves)} lacks ${m}`);
+      for (const m of ['Exchange', 'Status'])
+        expectThat(r.serves.includes(m), `serves ${JSON.stringify(r.serves)} lacks ${m}`);
     });
   }
 
@@ -151,7 +183,11 @@ async function plainChecks(s: Subject, run: Run, wanted: (p: Phase) => boolean):
     });
     await run(C.decision.commitFirst, async () => {
       const t = s.txn('commit-first');
-      expectCode(await leader.decide(t, true), grpc.status.FAILED_PRECONDITION, 'COMMIT of a transaction never prepared');
+      expectCode(
+        await leader.decide(t, true),
+        grpc.status.FAILED_PRECONDITION,
+        'COMMIT of a transaction never prepared',
+      );
     });
     await run(C.decision.final, async () => {
       const c = await s.commitOne(`k-${s.txn('final')}`, 'v', 'a committed transaction');
@@ -189,7 +225,11 @@ async function plainChecks(s: Subject, run: Run, wanted: (p: Phase) => boolean):
       expectStatus(await leader.status(a), ['TXN_STATUS_ABORTED'], 'Status once aborted');
       const first = s.txn('st-abort-first');
       expectCode(await leader.decide(first, false), grpc.status.OK, 'ABORT before PREPARE');
-      expectStatus(await leader.status(first), ['TXN_STATUS_ABORTED', 'TXN_STATUS_REFUSED'], 'Status after an ABORT before PREPARE');
+      expectStatus(
+        await leader.status(first),
+        ['TXN_STATUS_ABORTED', 'TXN_STATUS_REFUSED'],
+        'Status after an ABORT before PREPARE',
+      );
       const no = s.txn('st-no');
       expectVote(await leader.prepare(no, s.refuse()), 'VOTE_NO', 'PREPARE of work that cannot be done');
       expectStatus(await leader.status(no), ['TXN_STATUS_REFUSED', 'TXN_STATUS_ABORTED'], 'Status after a NO vote');
@@ -205,7 +245,10 @@ async function plainChecks(s: Subject, run: Run, wanted: (p: Phase) => boolean):
           { id: 12, prepare: leader.prepareRequest(no, s.refuse()) },
           { id: 13, decision: leader.decideRequest(abortFirst, false) },
           { id: 14, decision: leader.decideRequest(commitFirst, true) },
-          { id: 15, prepare: leader.prepareRequest(s.txn('x-other'), s.write('k', 'v'), { cluster_id: 'another-cluster' }) },
+          {
+            id: 15,
+            prepare: leader.prepareRequest(s.txn('x-other'), s.write('k', 'v'), { cluster_id: 'another-cluster' }),
+          },
           { id: 16 },
         ],
       ]);
@@ -214,11 +257,27 @@ async function plainChecks(s: Subject, run: Run, wanted: (p: Phase) => boolean):
       expectThat(by.size === 6, `answers for ids ${[...by.keys()].join(', ')}, expected 11 to 16`);
       expectThat(by.get(11)?.vote?.vote === 'VOTE_YES', `11: ${JSON.stringify(by.get(11))}`);
       expectThat(by.get(12)?.vote?.vote === 'VOTE_NO', `12: ${JSON.stringify(by.get(12))}`);
-      expectThat(by.get(13)?.ack !== undefined && by.get(13)?.ack !== null, `13 (ABORT before PREPARE): ${JSON.stringify(by.get(13))}`);
-      expectThat(by.get(14)?.error?.code === grpc.status.FAILED_PRECONDITION, `14 (COMMIT never prepared): ${JSON.stringify(by.get(14))}`);
-      expectThat(by.get(15)?.error?.code === grpc.status.FAILED_PRECONDITION, `15 (another cluster): ${JSON.stringify(by.get(15))}`);
-      expectThat(by.get(16)?.error?.code === grpc.status.INVALID_ARGUMENT, `16 (no body): ${JSON.stringify(by.get(16))}`);
-      expectCode(await leader.decide(yes, false), grpc.status.OK, 'a unary ABORT of the transaction prepared on the stream');
+      expectThat(
+        by.get(13)?.ack !== undefined && by.get(13)?.ack !== null,
+        `13 (ABORT before PREPARE): ${JSON.stringify(by.get(13))}`,
+      );
+      expectThat(
+        by.get(14)?.error?.code === grpc.status.FAILED_PRECONDITION,
+        `14 (COMMIT never prepared): ${JSON.stringify(by.get(14))}`,
+      );
+      expectThat(
+        by.get(15)?.error?.code === grpc.status.FAILED_PRECONDITION,
+        `15 (another cluster): ${JSON.stringify(by.get(15))}`,
+      );
+      expectThat(
+        by.get(16)?.error?.code === grpc.status.INVALID_ARGUMENT,
+        `16 (no body): ${JSON.stringify(by.get(16))}`,
+      );
+      expectCode(
+        await leader.decide(yes, false),
+        grpc.status.OK,
+        'a unary ABORT of the transaction prepared on the stream',
+      );
     });
     await run(C.exchange.stream, async () => {
       const [a, b] = [s.txn('xs-a'), s.txn('xs-b')];
@@ -234,12 +293,28 @@ async function plainChecks(s: Subject, run: Run, wanted: (p: Phase) => boolean):
         ],
       ]);
       const by = new Map(r.answers.map((x) => [Number(x.id), x]));
-      expectThat(r.code === grpc.status.OK, `the stream ended ${statusName(r.code)}: ${r.details} after ${r.answers.length} answers`);
-      expectThat(by.get(1)?.vote?.vote === 'VOTE_YES' && by.get(3)?.vote?.vote === 'VOTE_YES' && by.get(5)?.vote?.vote === 'VOTE_YES', `votes: ${JSON.stringify(r.answers)}`);
+      expectThat(
+        r.code === grpc.status.OK,
+        `the stream ended ${statusName(r.code)}: ${r.details} after ${r.answers.length} answers`,
+      );
+      expectThat(
+        by.get(1)?.vote?.vote === 'VOTE_YES' &&
+          by.get(3)?.vote?.vote === 'VOTE_YES' &&
+          by.get(5)?.vote?.vote === 'VOTE_YES',
+        `votes: ${JSON.stringify(r.answers)}`,
+      );
       expectThat(!!by.get(2)?.ack && !!by.get(4)?.ack, `acks: ${JSON.stringify(r.answers)}`);
       await s.expectValue(`k-${a}`, 'a', 'committed on the stream');
-      expectVote(await leader.prepare(b, s.write(`k-${b}`, 'b')), 'VOTE_YES', 'a unary PREPARE repeating one of the stream');
-      expectCode(await leader.decide(b, true), grpc.status.OK, 'a unary COMMIT of a transaction prepared on the stream');
+      expectVote(
+        await leader.prepare(b, s.write(`k-${b}`, 'b')),
+        'VOTE_YES',
+        'a unary PREPARE repeating one of the stream',
+      );
+      expectCode(
+        await leader.decide(b, true),
+        grpc.status.OK,
+        'a unary COMMIT of a transaction prepared on the stream',
+      );
       await s.expectValue(`k-${b}`, 'b', 'committed by the unary call');
     });
   }
@@ -249,11 +324,19 @@ async function plainChecks(s: Subject, run: Run, wanted: (p: Phase) => boolean):
       const t = s.txn('bad-id');
       for (const over of [{ cluster_id: 'another-cluster' }, { participant_id: 'another-participant' }]) {
         const what = JSON.stringify(over);
-        expectCode(await leader.prepare(t, s.write(`k-${t}`, 'v'), over), grpc.status.FAILED_PRECONDITION, `PREPARE with ${what}`);
+        expectCode(
+          await leader.prepare(t, s.write(`k-${t}`, 'v'), over),
+          grpc.status.FAILED_PRECONDITION,
+          `PREPARE with ${what}`,
+        );
         expectCode(await leader.decide(t, false, over), grpc.status.FAILED_PRECONDITION, `DECISION with ${what}`);
         expectCode(await leader.status(t, over), grpc.status.FAILED_PRECONDITION, `Status with ${what}`);
       }
-      expectCode(await leader.decide(t, true), grpc.status.FAILED_PRECONDITION, 'a COMMIT of the transaction refused above (nothing was prepared)');
+      expectCode(
+        await leader.decide(t, true),
+        grpc.status.FAILED_PRECONDITION,
+        'a COMMIT of the transaction refused above (nothing was prepared)',
+      );
     });
     await run(C.badInput.malformed, async () => {
       for (const bad of ['', 'has space', '-starts-with-dash', 'x'.repeat(129), 'é']) {
@@ -264,7 +347,11 @@ async function plainChecks(s: Subject, run: Run, wanted: (p: Phase) => boolean):
       }
       const t = s.txn('unspecified');
       expectVote(await leader.prepare(t, s.write(`k-${t}`, 'v')), 'VOTE_YES', 'PREPARE');
-      expectCode(await leader.decide(t, 'DECISION_UNSPECIFIED'), grpc.status.INVALID_ARGUMENT, 'a DECISION with no value');
+      expectCode(
+        await leader.decide(t, 'DECISION_UNSPECIFIED'),
+        grpc.status.INVALID_ARGUMENT,
+        'a DECISION with no value',
+      );
       expectCode(await leader.decide(t, false), grpc.status.OK, 'its ABORT');
     });
     await run(C.badInput.bytes, async () => {
@@ -295,5 +382,6 @@ async function plainChecks(s: Subject, run: Run, wanted: (p: Phase) => boolean):
     });
   }
 
-  if (wanted('recovery') || wanted('status') || wanted('prepare') || wanted('registration')) await killPhases(s, run, wanted);
+  if (wanted('recovery') || wanted('status') || wanted('prepare') || wanted('registration'))
+    await killPhases(s, run, wanted);
 }

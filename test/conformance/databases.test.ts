@@ -14,7 +14,8 @@ afterAll(async () => {
   await pgServer?.stop();
   await mariaDb?.stop();
 });
-const postgres = async (): Promise<PgServer> => (pgServer ??= await startPostgres({ databases: ['conformance_ts', 'conformance_py', 'conformance_pytcc'] }));
+const postgres = async (): Promise<PgServer> =>
+  (pgServer ??= await startPostgres({ databases: ['conformance_ts', 'conformance_py', 'conformance_pytcc'] }));
 
 let pg: PgServer;
 describeTarget(

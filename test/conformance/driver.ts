@@ -21,7 +21,10 @@ const LOAD = { keepCase: true, longs: Number, enums: String, defaults: true, one
 type Ctor = grpc.ServiceClientConstructor & { service: grpc.ServiceDefinition };
 
 function service(file: string, pkg: string, name: string): Ctor {
-  const loaded = grpc.loadPackageDefinition(protoLoader.loadSync(join(ROOT, 'proto', file), LOAD)) as Record<string, Record<string, Record<string, unknown>>>;
+  const loaded = grpc.loadPackageDefinition(protoLoader.loadSync(join(ROOT, 'proto', file), LOAD)) as Record<
+    string,
+    Record<string, Record<string, unknown>>
+  >;
   return loaded.verdict[pkg][name] as Ctor;
 }
 
@@ -118,7 +121,11 @@ export class FakeCluster {
       md.set('verdict-reason', 'NOT_LEADER');
       md.set('verdict-leader-id', this.leader.id);
       md.set('verdict-leader-address', this.leader.address);
-      cb({ code: grpc.status.UNAVAILABLE, details: `not the leader; the leader is ${this.leader.id} at ${this.leader.address}`, metadata: md });
+      cb({
+        code: grpc.status.UNAVAILABLE,
+        details: `not the leader; the leader is ${this.leader.id} at ${this.leader.address}`,
+        metadata: md,
+      });
     };
     const answer = (txnId: string, participantId: string): Record<string, unknown> => {
       this.questions.push({ txn_id: txnId, participant_id: participantId, atMs: Date.now() });
@@ -130,10 +137,17 @@ export class FakeCluster {
         if (!isLeader()) return redirect(cb);
         if (this.refuseRegistrations > 0) {
           this.refuseRegistrations--;
-          return cb({ code: grpc.status.UNAVAILABLE, details: 'the node is starting (recovering its log); retry shortly' });
+          return cb({
+            code: grpc.status.UNAVAILABLE,
+            details: 'the node is starting (recovering its log); retry shortly',
+          });
         }
         const r = call.request as unknown as Registration;
-        if (r.cluster_id !== this.o.clusterId) return cb({ code: grpc.status.FAILED_PRECONDITION, details: `cluster "${r.cluster_id}" is not "${this.o.clusterId}"` });
+        if (r.cluster_id !== this.o.clusterId)
+          return cb({
+            code: grpc.status.FAILED_PRECONDITION,
+            details: `cluster "${r.cluster_id}" is not "${this.o.clusterId}"`,
+          });
         this.registrations.push({
           cluster_id: r.cluster_id,
           participant_id: r.participant_id,
@@ -143,7 +157,15 @@ export class FakeCluster {
           node: id,
           atMs: Date.now(),
         });
-        cb(null, { participant: { participant_id: r.participant_id, endpoint: r.endpoint, registered_at_ms: Date.now(), resource_kind: r.resource_kind, serves: r.serves } });
+        cb(null, {
+          participant: {
+            participant_id: r.participant_id,
+            endpoint: r.endpoint,
+            registered_at_ms: Date.now(),
+            resource_kind: r.resource_kind,
+            serves: r.serves,
+          },
+        });
       },
       GetOutcome: (call: Call, cb: Reply) => {
         if (!isLeader()) return redirect(cb);
@@ -152,17 +174,36 @@ export class FakeCluster {
       GetOutcomes: (call: Call, cb: Reply) => {
         if (!isLeader()) return redirect(cb);
         const ids = call.request.txn_ids as string[];
-        cb(null, { answers: ids.map((t) => ({ outcome: answer(t, String(call.request.participant_id)), code: 0, details: '' })) });
+        cb(null, {
+          answers: ids.map((t) => ({ outcome: answer(t, String(call.request.participant_id)), code: 0, details: '' })),
+        });
       },
       ReportHeuristic: (call: Call, cb: Reply) => {
         if (!isLeader()) return redirect(cb);
         const r = call.request;
         this.heuristicReports.push(r);
         const decided = this.outcomes.get(String(r.txn_id));
-        const kind = decided === undefined || decided === 'OUTCOME_IN_PROGRESS' ? 'HEURHAZ' : decided !== r.outcome ? 'HEURMIX' : r.outcome === 'OUTCOME_COMMITTED' ? 'HEURCOM' : 'HEURRB';
-        cb(null, { heuristic: { participant_id: r.participant_id, outcome: r.outcome, kind, operator: r.operator, reason: r.reason, at_ms: r.at_ms } });
+        const kind =
+          decided === undefined || decided === 'OUTCOME_IN_PROGRESS'
+            ? 'HEURHAZ'
+            : decided !== r.outcome
+              ? 'HEURMIX'
+              : r.outcome === 'OUTCOME_COMMITTED'
+                ? 'HEURCOM'
+                : 'HEURRB';
+        cb(null, {
+          heuristic: {
+            participant_id: r.participant_id,
+            outcome: r.outcome,
+            kind,
+            operator: r.operator,
+            reason: r.reason,
+            at_ms: r.at_ms,
+          },
+        });
       },
-      ClusterStatus: (_call: Call, cb: Reply) => cb(null, { cluster_id: this.o.clusterId, leader_id: this.leader.id, leader_address: this.leader.address }),
+      ClusterStatus: (_call: Call, cb: Reply) =>
+        cb(null, { cluster_id: this.o.clusterId, leader_id: this.leader.id, leader_address: this.leader.address }),
     });
     server.addService(RaftNode.service, {
       Status: (_call: Call, cb: Reply) =>
@@ -178,9 +219,15 @@ export class FakeCluster {
     const tls = this.o.tls;
     if (tls !== undefined) {
       const mine = tls.nodes[id];
-      creds = grpc.ServerCredentials.createSsl(readFileSync(tls.ca), [{ cert_chain: readFileSync(mine.cert), private_key: readFileSync(mine.key) }], false);
+      creds = grpc.ServerCredentials.createSsl(
+        readFileSync(tls.ca),
+        [{ cert_chain: readFileSync(mine.cert), private_key: readFileSync(mine.key) }],
+        false,
+      );
     }
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', creds, (err, p) => (err ? reject(err) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', creds, (err, p) => (err ? reject(err) : resolve(p))),
+    );
     return { id, address: `127.0.0.1:${port}`, server };
   }
 }
@@ -199,7 +246,12 @@ export interface Vote {
   reason: string;
 }
 
-export type StatusValue = 'TXN_STATUS_PREPARED' | 'TXN_STATUS_COMMITTED' | 'TXN_STATUS_ABORTED' | 'TXN_STATUS_REFUSED' | 'TXN_STATUS_UNSPECIFIED';
+export type StatusValue =
+  | 'TXN_STATUS_PREPARED'
+  | 'TXN_STATUS_COMMITTED'
+  | 'TXN_STATUS_ABORTED'
+  | 'TXN_STATUS_REFUSED'
+  | 'TXN_STATUS_UNSPECIFIED';
 
 export interface ExchangeAnswer {
   id: number;
@@ -209,14 +261,23 @@ export interface ExchangeAnswer {
   body: 'vote' | 'ack' | 'error';
 }
 
-export type ExchangeRequest = { id: number; prepare: Record<string, unknown> } | { id: number; decision: Record<string, unknown> } | { id: number };
+export type ExchangeRequest =
+  | { id: number; prepare: Record<string, unknown> }
+  | { id: number; decision: Record<string, unknown> }
+  | { id: number };
 
 export const CALL_DEADLINE_MS = 10_000;
 
-/** What a leader sends a participant. `identity`: the TLS identity it calls with (a node's, or anything a test wants to try). */
+/**
+ * What a leader sends a participant. `identity`: the TLS identity it calls with (a node's, or anything a test wants to
+ * try).
+ */
 export class Leader {
   private readonly client: grpc.Client & Record<string, unknown>;
-  /** The subject of the certificate the participant served, under TLS (R8: a node dials a participant only if it names that participant). */
+  /**
+   * The subject of the certificate the participant served, under TLS (R8: a node dials a participant only if it names
+   * that participant).
+   */
   servedSubject: PeerCertificate['subject'] | null = null;
 
   constructor(
@@ -249,7 +310,12 @@ export class Leader {
 
   private unary<T>(method: string, req: Record<string, unknown>, timeoutMs = CALL_DEADLINE_MS): Promise<Answer<T>> {
     return new Promise((resolve) => {
-      const fn = this.client[method] as (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: T) => void) => void;
+      const fn = this.client[method] as (
+        req: unknown,
+        md: grpc.Metadata,
+        opts: grpc.CallOptions,
+        cb: (err: grpc.ServiceError | null, res?: T) => void,
+      ) => void;
       fn.call(this.client, req, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
         if (err) resolve({ code: err.code, details: err.details, body: null });
         else resolve({ code: grpc.status.OK, details: '', body: res ?? null });
@@ -258,24 +324,60 @@ export class Leader {
   }
 
   prepareRequest(txnId: string, payload: Uint8Array, over: Record<string, unknown> = {}): Record<string, unknown> {
-    return { cluster_id: this.clusterId, txn_id: txnId, participant_id: this.participantId, participants: [this.participantId], payload: Buffer.from(payload), timeout_ms: 20_000, ...over };
+    return {
+      cluster_id: this.clusterId,
+      txn_id: txnId,
+      participant_id: this.participantId,
+      participants: [this.participantId],
+      payload: Buffer.from(payload),
+      timeout_ms: 20_000,
+      ...over,
+    };
   }
 
-  decideRequest(txnId: string, commit: boolean | 'DECISION_UNSPECIFIED', over: Record<string, unknown> = {}): Record<string, unknown> {
+  decideRequest(
+    txnId: string,
+    commit: boolean | 'DECISION_UNSPECIFIED',
+    over: Record<string, unknown> = {},
+  ): Record<string, unknown> {
     const decision = commit === 'DECISION_UNSPECIFIED' ? commit : commit ? 'DECISION_COMMIT' : 'DECISION_ABORT';
-    return { cluster_id: this.clusterId, txn_id: txnId, participant_id: this.participantId, decision, reason: '', ...over };
+    return {
+      cluster_id: this.clusterId,
+      txn_id: txnId,
+      participant_id: this.participantId,
+      decision,
+      reason: '',
+      ...over,
+    };
   }
 
-  prepare(txnId: string, payload: Uint8Array, over: Record<string, unknown> = {}, timeoutMs?: number): Promise<Answer<Vote>> {
+  prepare(
+    txnId: string,
+    payload: Uint8Array,
+    over: Record<string, unknown> = {},
+    timeoutMs?: number,
+  ): Promise<Answer<Vote>> {
     return this.unary('Prepare', this.prepareRequest(txnId, payload, over), timeoutMs);
   }
 
-  decide(txnId: string, commit: boolean | 'DECISION_UNSPECIFIED', over: Record<string, unknown> = {}): Promise<Answer<{ txn_id: string; participant_id: string }>> {
+  decide(
+    txnId: string,
+    commit: boolean | 'DECISION_UNSPECIFIED',
+    over: Record<string, unknown> = {},
+  ): Promise<Answer<{ txn_id: string; participant_id: string }>> {
     return this.unary('Decide', this.decideRequest(txnId, commit, over));
   }
 
-  status(txnId: string, over: Record<string, unknown> = {}): Promise<Answer<{ txn_id: string; participant_id: string; status: StatusValue }>> {
-    return this.unary('Status', { cluster_id: this.clusterId, txn_id: txnId, participant_id: this.participantId, ...over });
+  status(
+    txnId: string,
+    over: Record<string, unknown> = {},
+  ): Promise<Answer<{ txn_id: string; participant_id: string; status: StatusValue }>> {
+    return this.unary('Status', {
+      cluster_id: this.clusterId,
+      txn_id: txnId,
+      participant_id: this.participantId,
+      ...over,
+    });
   }
 
   /**
@@ -283,9 +385,15 @@ export class Leader {
    * the previous one is answered), half-closes, and collects the answers
    * and the stream's status. Never rejects.
    */
-  exchange(batches: ExchangeRequest[][], timeoutMs = CALL_DEADLINE_MS): Promise<{ answers: ExchangeAnswer[]; batchesReceived: number; code: grpc.status; details: string }> {
+  exchange(
+    batches: ExchangeRequest[][],
+    timeoutMs = CALL_DEADLINE_MS,
+  ): Promise<{ answers: ExchangeAnswer[]; batchesReceived: number; code: grpc.status; details: string }> {
     return new Promise((resolve) => {
-      const fn = this.client.Exchange as (md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientDuplexStream<unknown, { answers: ExchangeAnswer[] }>;
+      const fn = this.client.Exchange as (
+        md: grpc.Metadata,
+        opts: grpc.CallOptions,
+      ) => grpc.ClientDuplexStream<unknown, { answers: ExchangeAnswer[] }>;
       const call = fn.call(this.client, new grpc.Metadata(), { deadline: Date.now() + timeoutMs });
       const answers: ExchangeAnswer[] = [];
       let batchesReceived = 0;
@@ -310,7 +418,9 @@ export class Leader {
         if (waitingFor.size === 0) sendNext();
       });
       call.on('error', () => {});
-      call.on('status', (st: grpc.StatusObject) => resolve({ answers, batchesReceived, code: st.code, details: st.details }));
+      call.on('status', (st: grpc.StatusObject) =>
+        resolve({ answers, batchesReceived, code: st.code, details: st.details }),
+      );
       sendNext();
     });
   }
@@ -319,10 +429,18 @@ export class Leader {
   raw(method: string, body: Buffer, timeoutMs = CALL_DEADLINE_MS): Promise<Answer<Buffer>> {
     const identity = (b: Buffer): Buffer => b;
     return new Promise((resolve) => {
-      this.client.makeUnaryRequest<Buffer, Buffer>(`/verdict.participant.Participant/${method}`, identity, identity, body, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
-        if (err) resolve({ code: err.code, details: err.details, body: null });
-        else resolve({ code: grpc.status.OK, details: '', body: res ?? null });
-      });
+      this.client.makeUnaryRequest<Buffer, Buffer>(
+        `/verdict.participant.Participant/${method}`,
+        identity,
+        identity,
+        body,
+        new grpc.Metadata(),
+        { deadline: Date.now() + timeoutMs },
+        (err, res) => {
+          if (err) resolve({ code: err.code, details: err.details, body: null });
+          else resolve({ code: grpc.status.OK, details: '', body: res ?? null });
+        },
+      );
     });
   }
 }

@@ -24,7 +24,8 @@ afterAll(async () => {
   await pgServer?.stop();
   if (bin !== '') rmSync(bin, { recursive: true, force: true });
 });
-const postgres = async (): Promise<PgServer> => (pgServer ??= await startPostgres({ databases: ['conformance_go', 'conformance_go_tcc'] }));
+const postgres = async (): Promise<PgServer> =>
+  (pgServer ??= await startPostgres({ databases: ['conformance_go', 'conformance_go_tcc'] }));
 
 let pg: PgServer;
 describeTarget(

@@ -3,7 +3,22 @@
 // participant asks the cluster and during a PREPARE, and a second restart.
 import * as grpc from '@grpc/grpc-js';
 import type { Answer } from './driver.ts';
-import { CHECKS, CheckFailure, type Phase, type Run, type Subject, ASK_WITHIN_MS, SETTLE_MS, eventually, expectCode, expectStatus, expectThat, expectVote, show, sleep } from './check-kit.ts';
+import {
+  CHECKS,
+  CheckFailure,
+  type Phase,
+  type Run,
+  type Subject,
+  ASK_WITHIN_MS,
+  SETTLE_MS,
+  eventually,
+  expectCode,
+  expectStatus,
+  expectThat,
+  expectVote,
+  show,
+  sleep,
+} from './check-kit.ts';
 
 /** kill -9 after YES votes, after decisions, while asking the cluster and during a PREPARE; two restarts. */
 export async function killPhases(s: Subject, run: Run, wanted: (p: Phase) => boolean): Promise<void> {
@@ -38,7 +53,9 @@ export async function killPhases(s: Subject, run: Run, wanted: (p: Phase) => boo
   const heldYes = hv.body?.vote === 'VOTE_YES';
   await s.kill();
   const setupProblem = setup.find(([, a, good]) => a.code !== grpc.status.OK || !good);
-  const setupFailed = setupProblem ? `setting up the states before kill -9 failed: ${setupProblem[0]}: ${show(setupProblem[1])}` : null;
+  const setupFailed = setupProblem
+    ? `setting up the states before kill -9 failed: ${setupProblem[0]}: ${show(setupProblem[1])}`
+    : null;
   cluster.outcomes.set(toCommit, 'OUTCOME_COMMITTED');
   cluster.outcomes.set(toAbort, 'OUTCOME_ABORTED');
   const restartedAtMs = Date.now();
@@ -51,24 +68,34 @@ export async function killPhases(s: Subject, run: Run, wanted: (p: Phase) => boo
       expectThat(rs[rs.length - 1].endpoint === env.listen, `registered ${rs[rs.length - 1].endpoint}`);
     });
   }
-  const askedSinceRestart = (t: string): boolean => cluster.questionsAbout(t).some((q) => q.atMs >= restartedAtMs && q.participant_id === env.participantId);
+  const askedSinceRestart = (t: string): boolean =>
+    cluster.questionsAbout(t).some((q) => q.atMs >= restartedAtMs && q.participant_id === env.participantId);
   if (wanted('prepare')) {
     await run(C.prepare.durable, async () => {
       expectThat(heldYes, `the PREPARE before the kill: ${show(hv)}`);
-      await eventually(`the restarted participant asks the cluster about ${held}, voted YES just before kill -9`, ASK_WITHIN_MS, async () => askedSinceRestart(held));
+      await eventually(
+        `the restarted participant asks the cluster about ${held}, voted YES just before kill -9`,
+        ASK_WITHIN_MS,
+        async () => askedSinceRestart(held),
+      );
     });
   }
   if (wanted('recovery')) {
     await run(C.recovery.restart, async () => {
       if (setupFailed) throw new CheckFailure(setupFailed);
-      await eventually(`a question about ${toCommit} after the restart`, ASK_WITHIN_MS, async () => askedSinceRestart(toCommit));
+      await eventually(`a question about ${toCommit} after the restart`, ASK_WITHIN_MS, async () =>
+        askedSinceRestart(toCommit),
+      );
       await s.expectValue(key(toCommit), toCommit, 'the COMMIT the cluster answered applied');
       expectCode(await leader.decide(toCommit, true), grpc.status.OK, 'its COMMIT delivered after the recovery');
     });
     await run(C.recovery.presumedAbort, async () => {
       if (setupFailed) throw new CheckFailure(setupFailed);
-      await eventually(`a question about ${toAbort} after the restart`, ASK_WITHIN_MS, async () => askedSinceRestart(toAbort));
-      // Released: a transaction writing the same key prepares and commits (a held lock would make it wait, then vote NO).
+      await eventually(`a question about ${toAbort} after the restart`, ASK_WITHIN_MS, async () =>
+        askedSinceRestart(toAbort),
+      );
+      // Released: a transaction writing the same key prepares and commits (a held lock would make it wait, then vote
+      // NO).
       let last = '';
       await eventually(
         'the key of the aborted transaction is free again',
@@ -96,19 +123,30 @@ export async function killPhases(s: Subject, run: Run, wanted: (p: Phase) => boo
       if (setupFailed) throw new CheckFailure(setupFailed);
       expectStatus(await leader.status(committed), ['TXN_STATUS_COMMITTED'], 'a committed transaction');
       expectStatus(await leader.status(aborted), ['TXN_STATUS_ABORTED'], 'an aborted transaction');
-      expectCode(await leader.decide(aborted, true), grpc.status.FAILED_PRECONDITION, 'a COMMIT of the aborted transaction');
+      expectCode(
+        await leader.decide(aborted, true),
+        grpc.status.FAILED_PRECONDITION,
+        'a COMMIT of the aborted transaction',
+      );
       expectStatus(await leader.status(held), ['TXN_STATUS_PREPARED'], 'a prepared transaction');
       for (const t of [voteNo, refused]) {
-        expectStatus(await leader.status(t), ['TXN_STATUS_REFUSED', 'TXN_STATUS_ABORTED'], `a refused transaction (${t})`);
+        expectStatus(
+          await leader.status(t),
+          ['TXN_STATUS_REFUSED', 'TXN_STATUS_ABORTED'],
+          `a refused transaction (${t})`,
+        );
         expectVote(await leader.prepare(t, s.write(key(t), 'v')), 'VOTE_NO', `a PREPARE of the refused ${t}`);
       }
     });
   }
   if (!wanted('recovery')) return;
 
-  // The second kill: while the participant asks about `held` (the cluster keeps answering IN_PROGRESS), and during a PREPARE.
+  // The second kill: while the participant asks about `held` (the cluster keeps answering IN_PROGRESS), and during a
+  // PREPARE.
   const midPrepare = s.txn('kmid');
-  await eventually('questions about the held transaction', ASK_WITHIN_MS, async () => askedSinceRestart(held)).catch(() => {});
+  await eventually('questions about the held transaction', ASK_WITHIN_MS, async () => askedSinceRestart(held)).catch(
+    () => {},
+  );
   const inFlight = leader.prepare(midPrepare, s.write(key(midPrepare), midPrepare), {}, 3_000);
   await sleep(5);
   await s.kill();
@@ -119,12 +157,15 @@ export async function killPhases(s: Subject, run: Run, wanted: (p: Phase) => boo
   await s.start();
   await run(C.recovery.whileAsking, async () => {
     expectThat(heldYes, `the PREPARE before the first kill: ${show(hv)}`);
-    await eventually(`a question about ${held} after the second restart`, ASK_WITHIN_MS, async () => cluster.questionsAbout(held).some((q) => q.atMs >= secondRestartAtMs));
+    await eventually(`a question about ${held} after the second restart`, ASK_WITHIN_MS, async () =>
+      cluster.questionsAbout(held).some((q) => q.atMs >= secondRestartAtMs),
+    );
     await s.expectValue(key(held), held, 'the COMMIT the cluster answered applied');
     expectCode(await leader.decide(held, true), grpc.status.OK, 'its COMMIT delivered after the recovery');
   });
   await run(C.recovery.midPrepare, async () => {
-    // Prepared or not when it died: either way the cluster's ABORT (or the participant's own refusal) ends it, and nothing is applied.
+    // Prepared or not when it died: either way the cluster's ABORT (or the participant's own refusal) ends it, and
+    // nothing is applied.
     await eventually('the transaction killed mid-PREPARE ends aborted', SETTLE_MS, async () => {
       const t = s.txn('after-mid');
       const v = await leader.prepare(t, s.write(key(midPrepare), 'free'), { timeout_ms: 2_000 });
@@ -133,6 +174,9 @@ export async function killPhases(s: Subject, run: Run, wanted: (p: Phase) => boo
     });
     await s.expectValue(key(midPrepare), 'free', 'the write of the killed PREPARE never applied');
     const d = await leader.decide(midPrepare, true);
-    expectThat(d.code !== grpc.status.OK, 'a COMMIT of the transaction killed mid-PREPARE (aborted by the cluster) was ACKed');
+    expectThat(
+      d.code !== grpc.status.OK,
+      'a COMMIT of the transaction killed mid-PREPARE (aborted by the cluster) was ACKed',
+    );
   });
 }

@@ -16,7 +16,9 @@ export function describeTarget(name: string, target: () => Target, ready: () => 
       await ready();
       const startedAtMs = Date.now();
       for (const r of await runConformance(target())) results.set(r.name, r);
-      console.log(`conformance: ${name}: ${[...results.values()].filter((r) => r.ok).length} of ${results.size} checks passed in ${Date.now() - startedAtMs} ms`);
+      console.log(
+        `conformance: ${name}: ${[...results.values()].filter((r) => r.ok).length} of ${results.size} checks passed in ${Date.now() - startedAtMs} ms`,
+      );
     }, TARGET_RUN_MS);
     afterAll(killTargets);
     it.each(CHECK_NAMES)('%s', (check) => {

@@ -36,7 +36,10 @@ export interface Target {
   write(key: string, value: string): Uint8Array;
   /** A payload whose work cannot be done: the participant must vote NO. Default: bytes that are not JSON. */
   refuse?(): Uint8Array;
-  /** The committed value under `key` in the participant's store, read out of band (a database query, a probe); null when none. */
+  /**
+   * The committed value under `key` in the participant's store, read out of band (a database query, a probe); null when
+   * none.
+   */
   read(env: TargetEnv, key: string): Promise<string | null>;
   /** Before the first start (a database to create, say), and after the last stop. */
   setup?(env: TargetEnv): Promise<void>;
@@ -54,7 +57,11 @@ export class TargetProcess {
 
   constructor(target: Target, env: TargetEnv) {
     const { argv, env: extra } = target.command(env);
-    this.child = spawn(argv[0], argv.slice(1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...extra } });
+    this.child = spawn(argv[0], argv.slice(1), {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...extra },
+    });
     running.add(this);
     const keep = (d: Buffer): void => {
       this.output = (this.output + d.toString()).slice(-TAIL_CHARS);
@@ -121,16 +128,27 @@ export interface TargetSpec {
 }
 
 export function specTarget(spec: TargetSpec): Target {
-  for (const k of ['name', 'kind', 'write'] as const) if (typeof spec[k] !== 'string') throw new Error(`the target's "${k}" must be a string`);
-  if (!Array.isArray(spec.command) || spec.command.length === 0) throw new Error('the target\'s "command" must be a non-empty array of strings');
+  for (const k of ['name', 'kind', 'write'] as const)
+    if (typeof spec[k] !== 'string') throw new Error(`the target's "${k}" must be a string`);
+  if (!Array.isArray(spec.command) || spec.command.length === 0)
+    throw new Error('the target\'s "command" must be a non-empty array of strings');
   if (spec.read !== 'probe') throw new Error('the target\'s "read" must be "probe"');
-  const fill = (s: string, values: Record<string, string>): string => s.replace(/\{(\w+)\}/g, (m, k: string) => values[k] ?? m);
+  const fill = (s: string, values: Record<string, string>): string =>
+    s.replace(/\{(\w+)\}/g, (m, k: string) => values[k] ?? m);
   const escape = (s: string): string => JSON.stringify(s).slice(1, -1);
   return {
     name: spec.name,
     kind: spec.kind,
     command: (env) => {
-      const values = { participantId: env.participantId, clusterId: env.clusterId, nodes: env.nodes.join(','), listen: env.listen, dataDir: env.dataDir, probe: env.probe, ...(env.tls ?? {}) };
+      const values = {
+        participantId: env.participantId,
+        clusterId: env.clusterId,
+        nodes: env.nodes.join(','),
+        listen: env.listen,
+        dataDir: env.dataDir,
+        probe: env.probe,
+        ...(env.tls ?? {}),
+      };
       return { argv: [...spec.command, ...(env.tls ? (spec.tls ?? []) : [])].map((a) => fill(a, values)) };
     },
     write: (key, value) => Buffer.from(fill(spec.write, { key: escape(key), value: escape(value) })),

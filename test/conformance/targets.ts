@@ -37,7 +37,19 @@ function tsTarget(name: string, resource: 'memory' | 'tcc', kind: string): Targe
   return {
     name,
     kind,
-    command: (env) => ({ argv: [process.execPath, '--import', 'tsx', TS_PROC, '--resource', resource, ...common(env), '--probe', env.probe] }),
+    command: (env) => ({
+      argv: [
+        process.execPath,
+        '--import',
+        'tsx',
+        TS_PROC,
+        '--resource',
+        resource,
+        ...common(env),
+        '--probe',
+        env.probe,
+      ],
+    }),
     write: kvPayload,
     read: (env, key) => readProbe(env.probe, key),
   };
@@ -55,12 +67,25 @@ export const pythonTcc: Target = {
   read: (env, key) => readProbe(env.probe, key),
 };
 
-/** A Python participant process (sdk/python), memory resource; `broken` makes it one of the deliberately broken ones. */
+/**
+ * A Python participant process (sdk/python), memory resource; `broken` makes it one of the deliberately broken ones.
+ */
 export function pythonMemory(broken?: 'no-status' | 'yes-before-write'): Target {
   return {
     name: broken === undefined ? 'Python memory' : `Python memory, broken: ${broken}`,
     kind: 'memory',
-    command: (env) => ({ argv: [PYTHON, PY_PROC, '--resource', 'memory', ...common(env), '--probe', env.probe, ...(broken ? ['--broken', broken] : [])] }),
+    command: (env) => ({
+      argv: [
+        PYTHON,
+        PY_PROC,
+        '--resource',
+        'memory',
+        ...common(env),
+        '--probe',
+        env.probe,
+        ...(broken ? ['--broken', broken] : []),
+      ],
+    }),
     write: kvPayload,
     read: (env, key) => readProbe(env.probe, key),
   };
@@ -86,15 +111,25 @@ const LOG_TABLE = 'conformance_log';
 
 /** The PostgreSQL participants' payload: one upsert into the suite's table. */
 const pgWrite = (k: string, v: string): Uint8Array =>
-  Buffer.from(JSON.stringify({ sql: [`INSERT INTO ${KV_TABLE} (k, v) VALUES (${sqlText(k)}, ${sqlText(v)}) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`] }));
+  Buffer.from(
+    JSON.stringify({
+      sql: [
+        `INSERT INTO ${KV_TABLE} (k, v) VALUES (${sqlText(k)}, ${sqlText(v)}) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
+      ],
+    }),
+  );
 
 /** The suite's table in database `url`: created before the first start, read out of band. */
 function kvDatabase(url: string): Pick<Target, 'read' | 'setup' | 'teardown'> {
   let pool: pg.Pool | null = null;
   const db = (): pg.Pool => (pool ??= new pg.Pool({ connectionString: url, max: 2 }));
   return {
-    read: async (_env, key) => (await db().query<{ v: string }>(`SELECT v FROM ${KV_TABLE} WHERE k = $1`, [key])).rows[0]?.v ?? null,
-    setup: once(async () => void (await db().query(`CREATE TABLE IF NOT EXISTS ${KV_TABLE} (k text PRIMARY KEY, v text NOT NULL)`))),
+    read: async (_env, key) =>
+      (await db().query<{ v: string }>(`SELECT v FROM ${KV_TABLE} WHERE k = $1`, [key])).rows[0]?.v ?? null,
+    setup: once(
+      async () =>
+        void (await db().query(`CREATE TABLE IF NOT EXISTS ${KV_TABLE} (k text PRIMARY KEY, v text NOT NULL)`)),
+    ),
     teardown: async () => {
       await pool?.end();
       pool = null;
@@ -169,10 +204,13 @@ export function pythonTccPostgres(url: string): Target {
     kind: 'tcc-postgres',
     command: (env) => ({ argv: [PYTHON, PY_PROC, '--resource', 'tcc-postgres', ...common(env), '--url', url] }),
     write: kvPayload,
-    read: async (_env, key) => (await db().query<{ v: string }>(`SELECT v FROM ${TCC_KV_TABLE} WHERE k = $1`, [key])).rows[0]?.v ?? null,
+    read: async (_env, key) =>
+      (await db().query<{ v: string }>(`SELECT v FROM ${TCC_KV_TABLE} WHERE k = $1`, [key])).rows[0]?.v ?? null,
     setup: once(async () => {
       await db().query(`CREATE TABLE IF NOT EXISTS ${TCC_KV_TABLE} (k text PRIMARY KEY, v text NOT NULL)`);
-      await db().query(`CREATE TABLE IF NOT EXISTS ${TCC_HELD_TABLE} (txn_id text NOT NULL, k text NOT NULL, v text NOT NULL, PRIMARY KEY (txn_id, k))`);
+      await db().query(
+        `CREATE TABLE IF NOT EXISTS ${TCC_HELD_TABLE} (txn_id text NOT NULL, k text NOT NULL, v text NOT NULL, PRIMARY KEY (txn_id, k))`,
+      );
     }),
     teardown: async () => {
       await pool?.end();
@@ -192,12 +230,24 @@ export function mysqlTarget(url: string): Target {
   return {
     name: 'TypeScript MySQL/MariaDB',
     kind: 'mysql',
-    command: (env) => ({ argv: [process.execPath, '--import', 'tsx', TS_PROC, '--resource', 'mysql', ...common(env), '--url', url] }),
-    write: (key, value) => Buffer.from(JSON.stringify({ sql: [`INSERT INTO ${LOG_TABLE} (k, v) VALUES (${sqlText(key)}, ${sqlText(value)})`] })),
+    command: (env) => ({
+      argv: [process.execPath, '--import', 'tsx', TS_PROC, '--resource', 'mysql', ...common(env), '--url', url],
+    }),
+    write: (key, value) =>
+      Buffer.from(
+        JSON.stringify({ sql: [`INSERT INTO ${LOG_TABLE} (k, v) VALUES (${sqlText(key)}, ${sqlText(value)})`] }),
+      ),
     refuse: () => Buffer.from(JSON.stringify({ sql: ['SELECT * FROM no_such_table_here'] })),
-    read: async (_env, key) => (await mysqlQuery<{ v: string }>(url, `SELECT v FROM ${LOG_TABLE} WHERE k = ? ORDER BY id DESC LIMIT 1`, [key]))[0]?.v ?? null,
+    read: async (_env, key) =>
+      (
+        await mysqlQuery<{ v: string }>(url, `SELECT v FROM ${LOG_TABLE} WHERE k = ? ORDER BY id DESC LIMIT 1`, [key])
+      )[0]?.v ?? null,
     setup: once(
-      async () => void (await mysqlQuery(url, `CREATE TABLE IF NOT EXISTS ${LOG_TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(255) NOT NULL, v LONGTEXT NOT NULL, KEY (k)) ENGINE=InnoDB`)),
+      async () =>
+        void (await mysqlQuery(
+          url,
+          `CREATE TABLE IF NOT EXISTS ${LOG_TABLE} (id BIGINT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(255) NOT NULL, v LONGTEXT NOT NULL, KEY (k)) ENGINE=InnoDB`,
+        )),
     ),
   };
 }

@@ -30,7 +30,10 @@ const { values: a } = parseArgs({
   },
 });
 
-/** The TCC application of the suite: a key/value store whose Try reserves the keys of {"set": {...}}, Confirm writes them, Cancel drops them. */
+/**
+ * The TCC application of the suite: a key/value store whose Try reserves the keys of {"set": {...}}, Confirm writes
+ * them, Cancel drops them.
+ */
 interface Kv {
   values: Record<string, string>;
   held: Record<string, Record<string, string>>;
@@ -51,7 +54,8 @@ const kvHandlers: TccMemoryHandlers<Kv> = {
   initial: () => (live = { values: {}, held: {} }),
   try(s, b) {
     const writes = writesOf(b);
-    for (const [t, held] of Object.entries(s.held)) for (const k of Object.keys(writes)) if (k in held) throw new TccRefusal(`key ${k} is reserved by ${t}`);
+    for (const [t, held] of Object.entries(s.held))
+      for (const k of Object.keys(writes)) if (k in held) throw new TccRefusal(`key ${k} is reserved by ${t}`);
     s.held[b.txnId] = writes;
     return undefined;
   },
@@ -84,8 +88,12 @@ const options: ParticipantOptions = {
 const runtime = await startParticipant(options);
 
 if (a.probe !== undefined) {
-  const read = (key: string): string | undefined => (resource === 'tcc' ? live?.values[key] : (runtime.resource as MemoryResource).get(key));
-  const [host, port] = [a.probe.slice(0, a.probe.lastIndexOf(':')), Number(a.probe.slice(a.probe.lastIndexOf(':') + 1))];
+  const read = (key: string): string | undefined =>
+    resource === 'tcc' ? live?.values[key] : (runtime.resource as MemoryResource).get(key);
+  const [host, port] = [
+    a.probe.slice(0, a.probe.lastIndexOf(':')),
+    Number(a.probe.slice(a.probe.lastIndexOf(':') + 1)),
+  ];
   createServer((req, res) => {
     const m = /^\/value\/(.+)$/.exec(req.url ?? '');
     const v = m ? read(decodeURIComponent(m[1])) : undefined;

@@ -41,8 +41,15 @@ describe('bench MySQL direct floor', () => {
     expect(r.leftover_prepared).toBe(0);
     expect(r.p50_us).toBeGreaterThan(0);
     const tag = `${pg.tag}my${connections}`;
-    const [orders] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)', [`${tag}-`]);
-    const [debits] = await mysqlQuery<{ d: string }>(my.ledgerUrl, `SELECT COALESCE(SUM(${OPENING_BALANCE_CENTS} - balance_cents), 0) AS d FROM accounts`);
+    const [orders] = await sql<{ n: string }>(
+      pg.urls.shop,
+      'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)',
+      [`${tag}-`],
+    );
+    const [debits] = await mysqlQuery<{ d: string }>(
+      my.ledgerUrl,
+      `SELECT COALESCE(SUM(${OPENING_BALANCE_CENTS} - balance_cents), 0) AS d FROM accounts`,
+    );
     expect(Number(orders.n)).toBeGreaterThanOrEqual(r.ok);
     expect(Number(debits.d)).toBe(Number(orders.n));
     expect(await preparedXacts(pg.urls.shop, 'bench-mydirect-')).toEqual([]);

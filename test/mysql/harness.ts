@@ -96,7 +96,18 @@ async function startOwn(databases: string[], extraArgs: string[]): Promise<Maria
   const [port] = await freePorts(1);
   const userArgs = owner !== null ? ['--user=mysql'] : [];
   // --no-defaults: the machine's /etc/mysql config (its port, socket, datadir) must not leak in.
-  await run(INSTALL_DB, ['--no-defaults', `--datadir=${data}`, `--tmpdir=${tmp}`, ...userArgs, '--auth-root-authentication-method=normal', '--skip-test-db'], 60_000);
+  await run(
+    INSTALL_DB,
+    [
+      '--no-defaults',
+      `--datadir=${data}`,
+      `--tmpdir=${tmp}`,
+      ...userArgs,
+      '--auth-root-authentication-method=normal',
+      '--skip-test-db',
+    ],
+    60_000,
+  );
   const args = [
     '--no-defaults',
     `--datadir=${data}`,
@@ -106,7 +117,8 @@ async function startOwn(databases: string[], extraArgs: string[]): Promise<Maria
     '--bind-address=127.0.0.1',
     `--port=${port}`,
     '--skip-name-resolve',
-    // Durable as production should be: the adapter refuses anything less (see src/participant/resources/mysql/server-check.ts).
+    // Durable as production should be: the adapter refuses anything less (see
+    // src/participant/resources/mysql/server-check.ts).
     '--innodb-flush-log-at-trx-commit=1',
     // Small and quick on a shared test machine.
     '--innodb-buffer-pool-size=32M',
@@ -138,7 +150,8 @@ async function startOwn(databases: string[], extraArgs: string[]): Promise<Maria
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       if (exited) throw new Error(`mariadbd exited during start-up:\n${output}`);
-      if (Date.now() > deadline) throw new Error(`mariadbd did not accept connections within ${START_TIMEOUT_MS} ms:\n${output}`);
+      if (Date.now() > deadline)
+        throw new Error(`mariadbd did not accept connections within ${START_TIMEOUT_MS} ms:\n${output}`);
       try {
         const probe = await mysql.createConnection({ uri: url(''), connectTimeout: 1_000 });
         await probe.end();
@@ -196,7 +209,9 @@ function mysqlUser(): { uid: number; gid: number } {
     const gid = Number(execFileSync('id', ['-g', 'mysql']).toString().trim());
     return { uid, gid };
   } catch {
-    throw new Error('the tests run as root but there is no `mysql` user to run MariaDB as (mariadbd refuses root); install mariadb-server, which creates it');
+    throw new Error(
+      'the tests run as root but there is no `mysql` user to run MariaDB as (mariadbd refuses root); install mariadb-server, which creates it',
+    );
   }
 }
 
@@ -226,7 +241,11 @@ export async function withConnection<T>(url: string, fn: (c: mysql.Connection) =
 }
 
 /** One statement in a fresh session; returns its rows. */
-export function mysqlQuery<R = Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+export function mysqlQuery<R = Record<string, unknown>>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<R[]> {
   return withConnection(url, async (c) => (await c.query(text, values))[0] as R[]);
 }
 
@@ -238,15 +257,31 @@ export interface RecoveredXid {
 
 /** XA RECOVER: every prepared branch on the server (it is server-wide), gtrid and bqual as text. */
 export async function xaRecover(url: string): Promise<RecoveredXid[]> {
-  const rows = await mysqlQuery<{ formatID: number; gtrid_length: number; bqual_length: number; data: Buffer | string }>(url, 'XA RECOVER');
+  const rows = await mysqlQuery<{
+    formatID: number;
+    gtrid_length: number;
+    bqual_length: number;
+    data: Buffer | string;
+  }>(url, 'XA RECOVER');
   return rows.map((r) => {
     const data = Buffer.isBuffer(r.data) ? r.data : Buffer.from(r.data, 'binary');
-    return { formatId: Number(r.formatID), gtrid: data.subarray(0, r.gtrid_length).toString('latin1'), bqual: data.subarray(r.gtrid_length, r.gtrid_length + r.bqual_length).toString('latin1') };
+    return {
+      formatId: Number(r.formatID),
+      gtrid: data.subarray(0, r.gtrid_length).toString('latin1'),
+      bqual: data.subarray(r.gtrid_length, r.gtrid_length + r.bqual_length).toString('latin1'),
+    };
   });
 }
 
-/** Prepares a branch by hand (as another process, or a crash, would leave it): work inside XA START/END, then XA PREPARE. */
-export async function xaPrepareByHand(url: string, xid: { gtrid: string; bqual: string; formatId: number }, statements: string[]): Promise<void> {
+/**
+ * Prepares a branch by hand (as another process, or a crash, would leave it): work inside XA START/END, then XA
+ * PREPARE.
+ */
+export async function xaPrepareByHand(
+  url: string,
+  xid: { gtrid: string; bqual: string; formatId: number },
+  statements: string[],
+): Promise<void> {
   await withConnection(url, async (c) => {
     const x = `${mysql.escape(xid.gtrid)},${mysql.escape(xid.bqual)},${xid.formatId}`;
     await c.query(`XA START ${x}`);
@@ -259,6 +294,7 @@ export async function xaPrepareByHand(url: string, xid: { gtrid: string; bqual: 
 /** Rolls back every prepared branch whose gtrid starts with prefix. */
 export async function xaRollbackAll(url: string, gtridPrefix = ''): Promise<void> {
   for (const x of await xaRecover(url)) {
-    if (x.gtrid.startsWith(gtridPrefix)) await mysqlQuery(url, `XA ROLLBACK ${mysql.escape(x.gtrid)},${mysql.escape(x.bqual)},${x.formatId}`);
+    if (x.gtrid.startsWith(gtridPrefix))
+      await mysqlQuery(url, `XA ROLLBACK ${mysql.escape(x.gtrid)},${mysql.escape(x.bqual)},${x.formatId}`);
   }
 }

@@ -21,7 +21,9 @@ import { mysqlQuery, startMariaDb, xaRecover, xaRollbackAll, type MariaDbServer 
 
 const CLUSTER = `myrec${process.pid}`;
 const SCOPE = xidScope(CLUSTER, 'ledger');
-/** A `verdict participant` process starting (or restarting) on a loaded two-core machine: generous, and still a bound. */
+/**
+ * A `verdict participant` process starting (or restarting) on a loaded two-core machine: generous, and still a bound.
+ */
 const PROCESS_WAIT_MS = 90_000;
 let server: MariaDbServer;
 let url: string;
@@ -34,7 +36,10 @@ const client = (address: string): ParticipantClient => held.client(address);
 beforeAll(async () => {
   server = await startMariaDb({ databases: ['ledger'] });
   url = server.url('ledger');
-  await mysqlQuery(url, 'CREATE TABLE IF NOT EXISTS entries (id VARCHAR(64) PRIMARY KEY, amount INT NOT NULL) ENGINE=InnoDB');
+  await mysqlQuery(
+    url,
+    'CREATE TABLE IF NOT EXISTS entries (id VARCHAR(64) PRIMARY KEY, amount INT NOT NULL) ENGINE=InnoDB',
+  );
   cluster = await fakeCluster();
 }, 120_000);
 
@@ -56,12 +61,25 @@ afterAll(async () => {
   }
 }, 60_000);
 
-function start(dir: string, over: Partial<MySqlParticipantOptions> = {}, metricsListen?: string): Promise<ParticipantRuntime<MySqlResource>> {
-  return held.start({ clusterId: CLUSTER, participantId: 'ledger', endpoint: cluster.address, dataDir: dir, resource: { mysql: { url, concurrency: 4, ...over } }, metricsListen });
+function start(
+  dir: string,
+  over: Partial<MySqlParticipantOptions> = {},
+  metricsListen?: string,
+): Promise<ParticipantRuntime<MySqlResource>> {
+  return held.start({
+    clusterId: CLUSTER,
+    participantId: 'ledger',
+    endpoint: cluster.address,
+    dataDir: dir,
+    resource: { mysql: { url, concurrency: 4, ...over } },
+    metricsListen,
+  });
 }
 
-const ours = async (): Promise<string[]> => (await xaRecover(url)).filter((x) => x.gtrid.startsWith(`${CLUSTER}:`)).map((x) => `${x.gtrid},${x.bqual}`);
-const amount = async (id: string): Promise<number | undefined> => (await mysqlQuery<{ amount: number }>(url, 'SELECT amount FROM entries WHERE id = ?', [id]))[0]?.amount;
+const ours = async (): Promise<string[]> =>
+  (await xaRecover(url)).filter((x) => x.gtrid.startsWith(`${CLUSTER}:`)).map((x) => `${x.gtrid},${x.bqual}`);
+const amount = async (id: string): Promise<number | undefined> =>
+  (await mysqlQuery<{ amount: number }>(url, 'SELECT amount FROM entries WHERE id = ?', [id]))[0]?.amount;
 const prepareReq = (txnId: string, statements: string[]): PrepareRequest => ({
   clusterId: CLUSTER,
   txnId,
@@ -70,7 +88,13 @@ const prepareReq = (txnId: string, statements: string[]): PrepareRequest => ({
   payload: pgPayload(statements),
   timeoutMs: 0,
 });
-const decisionReq = (txnId: string, decision: DecideRequest['decision']): DecideRequest => ({ clusterId: CLUSTER, txnId, participantId: 'ledger', decision, reason: '' });
+const decisionReq = (txnId: string, decision: DecideRequest['decision']): DecideRequest => ({
+  clusterId: CLUSTER,
+  txnId,
+  participantId: 'ledger',
+  decision,
+  reason: '',
+});
 
 describe('mysql participant: recovery through the engine (R4)', () => {
   it('a branch XA PREPAREd by a participant that crashed before its vote (nothing in the journal) is adopted from XA RECOVER, asked about, and committed', async () => {
@@ -89,7 +113,9 @@ describe('mysql participant: recovery through the engine (R4)', () => {
   it('keeps asking while the cluster says IN_PROGRESS: nothing is decided alone; ABORT then rolls the branch back', async () => {
     const dir = await dataDir();
     const p = await start(dir);
-    expect((await client(p.address).prepare(prepareReq('T2', ["INSERT INTO entries VALUES ('m2', 2)"]), DEADLINE_MS)).vote).toBe('VOTE_YES');
+    expect(
+      (await client(p.address).prepare(prepareReq('T2', ["INSERT INTO entries VALUES ('m2', 2)"]), DEADLINE_MS)).vote,
+    ).toBe('VOTE_YES');
     await held.stop(p);
     const again = await start(dir);
     await waitFor('three questions about T2', () => cluster.questions.filter((q) => q.txnId === 'T2').length >= 3);
@@ -104,18 +130,30 @@ describe('mysql participant: recovery through the engine (R4)', () => {
   it('counts a branch prepared longer than the threshold as stuck and exports it with its age in the metrics', async () => {
     const [metricsPort] = await freePorts(1);
     const p = await start(await dataDir(), { stuckAfterMs: 200, scanIntervalMs: 100 }, `127.0.0.1:${metricsPort}`);
-    expect((await client(p.address).prepare(prepareReq('T3', ["INSERT INTO entries VALUES ('m3', 3)"]), DEADLINE_MS)).vote).toBe('VOTE_YES');
+    expect(
+      (await client(p.address).prepare(prepareReq('T3', ["INSERT INTO entries VALUES ('m3', 3)"]), DEADLINE_MS)).vote,
+    ).toBe('VOTE_YES');
     const scrape = async (): Promise<Map<string, number>> => {
       const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      return new Map([...text.matchAll(/^(verdict_participant_db_\w+)\{[^}]*\} (\S+)$/gm)].map((m) => [m[1], Number(m[2])]));
+      return new Map(
+        [...text.matchAll(/^(verdict_participant_db_\w+)\{[^}]*\} (\S+)$/gm)].map((m) => [m[1], Number(m[2])]),
+      );
     };
-    await waitFor('the stuck branch in the metrics', async () => (await scrape()).get('verdict_participant_db_stuck_prepared') === 1, 30_000);
+    await waitFor(
+      'the stuck branch in the metrics',
+      async () => (await scrape()).get('verdict_participant_db_stuck_prepared') === 1,
+      30_000,
+    );
     const m = await scrape();
     expect(m.get('verdict_participant_db_prepared')).toBe(1);
     expect(m.get('verdict_participant_db_oldest_prepared_age_seconds')).toBeGreaterThanOrEqual(0.2);
     expect(p.resource.preparedStats()).toMatchObject({ count: 1, stuck: 1 });
     await client(p.address).decide(decisionReq('T3', 'DECISION_COMMIT'), DEADLINE_MS);
-    await waitFor('the metrics to drop the committed branch', async () => (await scrape()).get('verdict_participant_db_prepared') === 0, 30_000);
+    await waitFor(
+      'the metrics to drop the committed branch',
+      async () => (await scrape()).get('verdict_participant_db_prepared') === 0,
+      30_000,
+    );
     expect(await amount('m3')).toBe(3);
   });
 
@@ -141,7 +179,11 @@ describe('mysql participant: recovery through the engine (R4)', () => {
 });
 
 describe('verdict participant --resource mysql (the process)', () => {
-  const spawnParticipant = (dir: string, port: number, extra: string[] = []): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } => {
+  const spawnParticipant = (
+    dir: string,
+    port: number,
+    extra: string[] = [],
+  ): { child: ChildProcess; stderr: () => string; exited: Promise<number | null> } => {
     const child = spawn(
       process.execPath,
       [
@@ -187,7 +229,9 @@ describe('verdict participant --resource mysql (the process)', () => {
       await waitFor(
         `the participant process to answer PREPARE (stderr: ${first.stderr()})`,
         async () => {
-          vote = await c.prepare(prepareReq('T-kill', ["INSERT INTO entries VALUES ('kill', 7)"]), 1_000).catch(() => null);
+          vote = await c
+            .prepare(prepareReq('T-kill', ["INSERT INTO entries VALUES ('kill', 7)"]), 1_000)
+            .catch(() => null);
           return vote !== null;
         },
         PROCESS_WAIT_MS,
@@ -200,7 +244,11 @@ describe('verdict participant --resource mysql (the process)', () => {
       cluster.outcomes.set('T-kill', 'OUTCOME_COMMITTED');
       const second = spawnParticipant(dir, port);
       // The row shows as soon as XA COMMIT makes it visible; under load the server may list the branch a moment longer.
-      await waitFor(`the restarted participant to commit T-kill (stderr: ${second.stderr()})`, async () => (await amount('kill')) === 7 && (await ours()).length === 0, PROCESS_WAIT_MS);
+      await waitFor(
+        `the restarted participant to commit T-kill (stderr: ${second.stderr()})`,
+        async () => (await amount('kill')) === 7 && (await ours()).length === 0,
+        PROCESS_WAIT_MS,
+      );
       expect(await amount('kill')).toBe(7);
       expect(await ours()).toEqual([]);
       second.child.kill('SIGTERM');
@@ -217,7 +265,9 @@ describe('verdict participant --resource mysql (the process)', () => {
         const [port] = await freePorts(1);
         const p = spawnParticipant(await dataDir(), port);
         expect(await p.exited).toBe(1);
-        expect(p.stderr()).toMatch(/^verdict: FAILED_PRECONDITION: .*innodb_flush_log_at_trx_commit = 0: an acknowledged XA PREPARE may be lost in a crash.*set innodb_flush_log_at_trx_commit = 1\n$/);
+        expect(p.stderr()).toMatch(
+          /^verdict: FAILED_PRECONDITION: .*innodb_flush_log_at_trx_commit = 0: an acknowledged XA PREPARE may be lost in a crash.*set innodb_flush_log_at_trx_commit = 1\n$/,
+        );
       } finally {
         await mysqlQuery(url, 'SET GLOBAL innodb_flush_log_at_trx_commit = 1');
       }

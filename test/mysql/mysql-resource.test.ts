@@ -20,7 +20,10 @@ const resources: MySqlResource[] = [];
 beforeAll(async () => {
   server = await startMariaDb({ private: true, databases: ['ledger'] });
   url = server.url('ledger');
-  await mysqlQuery(url, 'CREATE TABLE entries (id VARCHAR(64) PRIMARY KEY, amount INT NOT NULL CHECK (amount > 0)) ENGINE=InnoDB');
+  await mysqlQuery(
+    url,
+    'CREATE TABLE entries (id VARCHAR(64) PRIMARY KEY, amount INT NOT NULL CHECK (amount > 0)) ENGINE=InnoDB',
+  );
 }, 120_000);
 
 afterEach(async () => {
@@ -42,8 +45,10 @@ async function open(over: Partial<MySqlResourceOptions> = {}): Promise<MySqlReso
   return r;
 }
 
-const ours = async (): Promise<string[]> => (await xaRecover(url)).filter((x) => x.gtrid.startsWith(`${CLUSTER}:`)).map((x) => `${x.gtrid},${x.bqual}`);
-const amount = async (id: string): Promise<number | undefined> => (await mysqlQuery<{ amount: number }>(url, 'SELECT amount FROM entries WHERE id = ?', [id]))[0]?.amount;
+const ours = async (): Promise<string[]> =>
+  (await xaRecover(url)).filter((x) => x.gtrid.startsWith(`${CLUSTER}:`)).map((x) => `${x.gtrid},${x.bqual}`);
+const amount = async (id: string): Promise<number | undefined> =>
+  (await mysqlQuery<{ amount: number }>(url, 'SELECT amount FROM entries WHERE id = ?', [id]))[0]?.amount;
 
 describe('mysql resource: the unit of work under XA', () => {
   it('runs work inside the XA branch, prepares it (listed by XA RECOVER, invisible to others), and commits it', async () => {
@@ -68,7 +73,10 @@ describe('mysql resource: the unit of work under XA', () => {
     expect(r.counts().redeliveriesAcked).toBe(1);
     const err = await r.abortAsync('T2').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HeuristicHazardError);
-    expect(err).toMatchObject({ kind: 'HEURCOM', message: expect.stringMatching(/ABORT refused: it is not prepared in MySQL and its commit marker is there/) });
+    expect(err).toMatchObject({
+      kind: 'HEURCOM',
+      message: expect.stringMatching(/ABORT refused: it is not prepared in MySQL and its commit marker is there/),
+    });
     expect(await amount('e2')).toBe(2);
   });
 
@@ -86,8 +94,13 @@ describe('mysql resource: the unit of work under XA', () => {
   it('ABORT before PREPARE rolls the open branch back and refuses a later PREPARE with the reason', async () => {
     const r = await open();
     await r.work('T4', async (c) => void (await c.query("INSERT INTO entries VALUES ('e4', 4)")));
-    await new Promise<void>((resolve, reject) => r.abortUnprepared('T4', (err) => (err === null ? resolve() : reject(err))));
-    expect(await r.prepareAsync('T4', new Uint8Array())).toEqual({ yes: false, reason: 'aborted by the decision before PREPARE' });
+    await new Promise<void>((resolve, reject) =>
+      r.abortUnprepared('T4', (err) => (err === null ? resolve() : reject(err))),
+    );
+    expect(await r.prepareAsync('T4', new Uint8Array())).toEqual({
+      yes: false,
+      reason: 'aborted by the decision before PREPARE',
+    });
     expect(await amount('e4')).toBeUndefined();
     expect(r.counts().open).toBe(0);
   });
@@ -96,7 +109,9 @@ describe('mysql resource: the unit of work under XA', () => {
     const r = await open();
     const vote = await r.prepareAsync('T5', pgPayload(["INSERT INTO entries VALUES ('e5', -1)"]));
     expect(vote.yes).toBe(false);
-    expect(vote.reason).toMatch(/^MySQL error 4025 \(SQLSTATE 23000\): CONSTRAINT `entries.amount` failed for `ledger`.`entries`$/);
+    expect(vote.reason).toMatch(
+      /^MySQL error 4025 \(SQLSTATE 23000\): CONSTRAINT `entries.amount` failed for `ledger`.`entries`$/,
+    );
     expect(await ours()).toEqual([]);
     expect(r.counts()).toMatchObject({ open: 0, votesNo: 1 });
   });
@@ -118,13 +133,21 @@ describe('mysql resource: the unit of work under XA', () => {
 
   it('votes NO without work or SQL for the transaction (preparing an empty branch would commit T without its work)', async () => {
     const r = await open();
-    expect((await r.prepareAsync('T7', new Uint8Array())).reason).toMatch(/no work for transaction T7 here: no open XA branch/);
-    expect((await r.prepareAsync('T7b', new TextEncoder().encode('{"sql": 3}'))).reason).toMatch(/payload "sql" must be an array/);
+    expect((await r.prepareAsync('T7', new Uint8Array())).reason).toMatch(
+      /no work for transaction T7 here: no open XA branch/,
+    );
+    expect((await r.prepareAsync('T7b', new TextEncoder().encode('{"sql": 3}'))).reason).toMatch(
+      /payload "sql" must be an array/,
+    );
   });
 
   it('decides on the session that prepared the branch, then reuses that session for the next branch', async () => {
     const r = await open();
-    const connectionId = async (txnId: string): Promise<number> => r.work(txnId, async (c) => ((await c.query('SELECT CONNECTION_ID() AS id')) as unknown as [{ id: number }[]])[0][0].id);
+    const connectionId = async (txnId: string): Promise<number> =>
+      r.work(
+        txnId,
+        async (c) => ((await c.query('SELECT CONNECTION_ID() AS id')) as unknown as [{ id: number }[]])[0][0].id,
+      );
     const first = await connectionId('T11');
     expect((await r.prepareAsync('T11', pgPayload(["INSERT INTO entries VALUES ('e11', 11)"]))).yes).toBe(true);
     await r.commitAsync('T11');
@@ -138,7 +161,9 @@ describe('mysql resource: the unit of work under XA', () => {
     expect((await r.prepareAsync('T13', pgPayload(["INSERT INTO entries VALUES ('e13', 13)"]))).yes).toBe(true);
     const x = xidOf(SCOPE, 'T13');
     // While the preparing session holds it, the server refuses it to every other session (the XA trap).
-    await expect(mysqlQuery(url, `XA COMMIT '${x.gtrid}','${x.bqual}',${x.formatId}`)).rejects.toMatchObject({ errno: 1397 });
+    await expect(mysqlQuery(url, `XA COMMIT '${x.gtrid}','${x.bqual}',${x.formatId}`)).rejects.toMatchObject({
+      errno: 1397,
+    });
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     // Detached: another session (an operator, a restarted participant) commits it.
     await mysqlQuery(url, `XA COMMIT '${x.gtrid}','${x.bqual}',${x.formatId}`);
@@ -181,13 +206,18 @@ describe('mysql resource: round trips on the hot path', () => {
   it('a PREPARE takes one round trip (XA START, the payload, the marker, XA END, XA PREPARE) and XA COMMIT one', async () => {
     const r = await open();
     // A statement's own semicolon, and a -- comment on its last line, do not break the statements after it.
-    const payload = pgPayload(["INSERT INTO entries VALUES ('rt1', 1);", "UPDATE entries SET amount = amount + 1 WHERE id = 'rt1' -- the debit"]);
+    const payload = pgPayload([
+      "INSERT INTO entries VALUES ('rt1', 1);",
+      "UPDATE entries SET amount = amount + 1 WHERE id = 'rt1' -- the debit",
+    ]);
     const sent = await branchQueriesDuring(async () => {
       expect(await r.prepareAsync('T-rt', payload)).toEqual({ yes: true, reason: '' });
       await r.commitAsync('T-rt');
     });
     expect(sent.map((q) => q.split(/\s/).slice(0, 2).join(' '))).toEqual(['XA START', 'XA COMMIT']);
-    expect(sent[0]).toMatch(/^XA START [^;]+;\nINSERT INTO entries .*\n;\nUPDATE entries .* -- the debit\n;\nINSERT INTO verdict_xa_markers .*;\nXA END [^;]+;\nXA PREPARE /s);
+    expect(sent[0]).toMatch(
+      /^XA START [^;]+;\nINSERT INTO entries .*\n;\nUPDATE entries .* -- the debit\n;\nINSERT INTO verdict_xa_markers .*;\nXA END [^;]+;\nXA PREPARE /s,
+    );
     expect(await amount('rt1')).toBe(2);
   });
 
@@ -203,7 +233,8 @@ describe('mysql resource: round trips on the hot path', () => {
       // A client's next branch is prepared before its last is decided: 2 × concurrency prepared at once.
       const round = async (k: number): Promise<void> => {
         const ids = [0, 1, 2, 3].map((i) => `T-warm-${k}-${i}`);
-        for (const id of ids) expect((await r.prepareAsync(id, pgPayload([`INSERT INTO entries VALUES ('${id}', 1)`]))).yes).toBe(true);
+        for (const id of ids)
+          expect((await r.prepareAsync(id, pgPayload([`INSERT INTO entries VALUES ('${id}', 1)`]))).yes).toBe(true);
         for (const id of ids) await r.commitAsync(id);
       };
       await round(1);
@@ -228,7 +259,8 @@ describe('mysql resource: round trips on the hot path', () => {
   });
 
   it('R4: a PREPARE whose XA START finds the branch prepared already votes NO and leaves that prepared branch alone', async () => {
-    // A branch prepared by a process that stopped before it could answer: the server holds it, this process does not know it.
+    // A branch prepared by a process that stopped before it could answer: the server holds it, this process does not
+    // know it.
     const before = await open();
     expect((await before.prepareAsync('T-dup', pgPayload(["INSERT INTO entries VALUES ('dup', 1)"]))).yes).toBe(true);
     await before.close();
@@ -262,7 +294,9 @@ describe('mysql resource: the server check at start (bad input)', () => {
   it('refuses innodb_flush_log_at_trx_commit = 2 (a prepared branch could be lost in a crash)', async () => {
     await mysqlQuery(url, 'SET GLOBAL innodb_flush_log_at_trx_commit = 2');
     try {
-      await expect(open()).rejects.toThrow(/innodb_flush_log_at_trx_commit = 2: an acknowledged XA PREPARE may be lost in a crash/);
+      await expect(open()).rejects.toThrow(
+        /innodb_flush_log_at_trx_commit = 2: an acknowledged XA PREPARE may be lost in a crash/,
+      );
     } finally {
       await mysqlQuery(url, 'SET GLOBAL innodb_flush_log_at_trx_commit = 1');
     }
@@ -270,7 +304,9 @@ describe('mysql resource: the server check at start (bad input)', () => {
 
   it("refuses a server it cannot reach or log in to, with the server's error", async () => {
     const wrong = url.replace('root@', 'nobody:wrong@');
-    await expect(open({ url: wrong })).rejects.toThrow(/cannot check the MySQL server at mysql:\/\/nobody:\*\*\*@.*MySQL error 1045 \(ER_ACCESS_DENIED_ERROR, SQLSTATE 28000\)/);
+    await expect(open({ url: wrong })).rejects.toThrow(
+      /cannot check the MySQL server at mysql:\/\/nobody:\*\*\*@.*MySQL error 1045 \(ER_ACCESS_DENIED_ERROR, SQLSTATE 28000\)/,
+    );
   });
 });
 
@@ -300,6 +336,9 @@ describe('mysql resource: logs', () => {
   it('logs the server version it checked', async () => {
     const log = new MemoryLog();
     await open({ log });
-    expect(log.find('info', /MySQL server checked/)[0]?.obj).toMatchObject({ version: expect.stringMatching(/MariaDB/), flushLogAtTrxCommit: '1' });
+    expect(log.find('info', /MySQL server checked/)[0]?.obj).toMatchObject({
+      version: expect.stringMatching(/MariaDB/),
+      flushLogAtTrxCommit: '1',
+    });
   });
 });

@@ -36,9 +36,17 @@ describe('bench PostgreSQL direct floor', () => {
     expect(r.p50_us).toBeGreaterThan(0);
     expect(r.p50_us).toBeLessThanOrEqual(r.p99_us);
     const tag = `${pg.tag}c${connections}`;
-    const [orders] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)', [`${tag}-`]);
-    const [debits] = await sql<{ d: string }>(pg.urls.ledger, `SELECT coalesce(sum(${OPENING_BALANCE_CENTS} - balance_cents), 0) AS d FROM accounts`);
-    // Warm-up and measured transactions alike: every committed order has its debit (1 cent) and no debit lacks its order.
+    const [orders] = await sql<{ n: string }>(
+      pg.urls.shop,
+      'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)',
+      [`${tag}-`],
+    );
+    const [debits] = await sql<{ d: string }>(
+      pg.urls.ledger,
+      `SELECT coalesce(sum(${OPENING_BALANCE_CENTS} - balance_cents), 0) AS d FROM accounts`,
+    );
+    // Warm-up and measured transactions alike: every committed order has its debit (1 cent) and no debit lacks its
+    // order.
     expect(Number(orders.n)).toBeGreaterThanOrEqual(r.ok);
     expect(Number(debits.d)).toBe(Number(orders.n));
     for (const url of [pg.urls.shop, pg.urls.ledger]) expect(await preparedXacts(url, 'bench-direct-')).toEqual([]);
@@ -53,7 +61,11 @@ describe('bench PostgreSQL direct floor', () => {
       expect(r.errors).toEqual({});
     }
     for (const suffix of ['x', 'y']) {
-      const [orders] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)', [`${pg.tag}c2${suffix}-`]);
+      const [orders] = await sql<{ n: string }>(
+        pg.urls.shop,
+        'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)',
+        [`${pg.tag}c2${suffix}-`],
+      );
       expect(Number(orders.n)).toBeGreaterThan(0);
     }
   });
@@ -64,11 +76,19 @@ describe('bench PostgreSQL direct floor', () => {
     expect(r.errors).toEqual({});
     expect(r.leftover_prepared).toBe(0);
     const tag = `${pg.tag}c2m`;
-    const [orders] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)', [`${tag}-`]);
+    const [orders] = await sql<{ n: string }>(
+      pg.urls.shop,
+      'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)',
+      [`${tag}-`],
+    );
     expect(Number(orders.n)).toBeGreaterThanOrEqual(r.ok);
     // Every committed transaction left its marker in both databases, and no rolled-back one did.
     for (const url of [pg.urls.shop, pg.urls.ledger]) {
-      const [m] = await sql<{ n: string }>(url, `SELECT count(*) AS n FROM ${DIRECT_MARKER_TABLE} WHERE starts_with(txn_id, $1)`, [`${tag}-`]);
+      const [m] = await sql<{ n: string }>(
+        url,
+        `SELECT count(*) AS n FROM ${DIRECT_MARKER_TABLE} WHERE starts_with(txn_id, $1)`,
+        [`${tag}-`],
+      );
       expect(Number(m.n)).toBe(Number(orders.n));
       expect(await preparedXacts(url, 'bench-direct-')).toEqual([]);
     }
@@ -82,16 +102,27 @@ describe('bench PostgreSQL direct floor', () => {
     expect(r.leftover_prepared).toBe(0);
     expect(r.p50_us).toBeGreaterThan(0);
     const tag = `${pg.tag}n2`;
-    const [orders] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)', [tag]);
+    const [orders] = await sql<{ n: string }>(
+      pg.urls.shop,
+      'SELECT count(*) AS n FROM orders WHERE starts_with(id, $1)',
+      [tag],
+    );
     expect(Number(orders.n)).toBeGreaterThanOrEqual(r.ok);
     for (const url of [pg.urls.shop, pg.urls.ledger]) {
-      const [m] = await sql<{ n: string }>(url, `SELECT count(*) AS n FROM ${DIRECT_MARKER_TABLE} WHERE starts_with(txn_id, $1)`, [tag]);
+      const [m] = await sql<{ n: string }>(
+        url,
+        `SELECT count(*) AS n FROM ${DIRECT_MARKER_TABLE} WHERE starts_with(txn_id, $1)`,
+        [tag],
+      );
       expect(Number(m.n)).toBe(Number(orders.n));
       expect(await preparedXacts(url, 'bench-minimal-')).toEqual([]);
     }
     // Every order of every floor in this file has its debit, and no debit lacks its order.
     const [all] = await sql<{ n: string }>(pg.urls.shop, 'SELECT count(*) AS n FROM orders');
-    const [debits] = await sql<{ d: string }>(pg.urls.ledger, `SELECT coalesce(sum(${OPENING_BALANCE_CENTS} - balance_cents), 0) AS d FROM accounts`);
+    const [debits] = await sql<{ d: string }>(
+      pg.urls.ledger,
+      `SELECT coalesce(sum(${OPENING_BALANCE_CENTS} - balance_cents), 0) AS d FROM accounts`,
+    );
     expect(Number(debits.d)).toBe(Number(all.n));
   });
 });

@@ -5,7 +5,11 @@ import { join } from 'node:path';
 import { withClient, type PgServer } from './harness.ts';
 
 /** The ```sql blocks of docs/postgres.md, so the page and this test cannot drift apart. */
-export const DOC_SQL = [...readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'postgres.md'), 'utf8').matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]);
+export const DOC_SQL = [
+  ...readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'postgres.md'), 'utf8').matchAll(
+    /```sql\n([\s\S]*?)```/g,
+  ),
+].map((m) => m[1]);
 export const docBlock = (containing: string): string => {
   const b = DOC_SQL.find((x) => x.includes(containing));
   if (b === undefined) throw new Error(`docs/postgres.md has no sql block with ${containing}`);

@@ -15,7 +15,11 @@ const RUN_MS = 180_000;
 // later, so it is polled for, within this bound, never read once.
 const APPLY_WAIT = { timeout: 30_000, interval: 200 };
 
-function runExample(cmd: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+function runExample(
+  cmd: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; out: string }> {
   return new Promise((res, rej) => {
     // The harness's clusters serve plaintext: VERDICT_INSECURE=true, as examples/cluster-security.mjs reads it.
     const child = spawn(cmd, args, { cwd: ROOT, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
@@ -73,16 +77,27 @@ describe('examples/shop-ledger on two PostgreSQL databases', () => {
     async () => {
       const [shopPort, ledgerPort] = await freePorts(2);
       const ordersBefore = Number((await sql<{ n: string }>(env.SHOP_URL!, 'SELECT count(*) AS n FROM orders'))[0]!.n);
-      const balanceBefore = Number((await sql<{ b: string }>(env.LEDGER_URL!, "SELECT balance_cents AS b FROM accounts WHERE id = 'acct-9'"))[0]!.b);
-      const r = await runExample('bash', [join('examples', 'shop-ledger', 'cli.sh')], { ...env, SHOP_LISTEN: `127.0.0.1:${shopPort}`, LEDGER_LISTEN: `127.0.0.1:${ledgerPort}` });
+      const balanceBefore = Number(
+        (await sql<{ b: string }>(env.LEDGER_URL!, "SELECT balance_cents AS b FROM accounts WHERE id = 'acct-9'"))[0]!
+          .b,
+      );
+      const r = await runExample('bash', [join('examples', 'shop-ledger', 'cli.sh')], {
+        ...env,
+        SHOP_LISTEN: `127.0.0.1:${shopPort}`,
+        LEDGER_LISTEN: `127.0.0.1:${ledgerPort}`,
+      });
       expect(r.out).toMatch(/^COMMITTED /m);
       expect(r.out).toMatch(/^ABORTED /m);
       expect(r.code, r.out).toBe(0);
-      // Exactly one more order, and exactly one debit of 250 cents (the decision reaches the participants at once; allow the apply a moment).
+      // Exactly one more order, and exactly one debit of 250 cents (the decision reaches the participants at once;
+      // allow the apply a moment).
       const deadline = Date.now() + 30_000;
       for (;;) {
         const orders = Number((await sql<{ n: string }>(env.SHOP_URL!, 'SELECT count(*) AS n FROM orders'))[0]!.n);
-        const balance = Number((await sql<{ b: string }>(env.LEDGER_URL!, "SELECT balance_cents AS b FROM accounts WHERE id = 'acct-9'"))[0]!.b);
+        const balance = Number(
+          (await sql<{ b: string }>(env.LEDGER_URL!, "SELECT balance_cents AS b FROM accounts WHERE id = 'acct-9'"))[0]!
+            .b,
+        );
         if ((orders === ordersBefore + 1 && balance === balanceBefore - 250) || Date.now() > deadline) {
           expect({ orders, balance }).toEqual({ orders: ordersBefore + 1, balance: balanceBefore - 250 });
           break;
@@ -124,7 +139,9 @@ describe('examples/seat-payment: a TCC seat reservation and a PostgreSQL payment
       expect(r.out).toMatch(/^ABORTED \S+: 500 seats, .*not 500 free seats/m);
       expect(r.out).toMatch(/seats-tcc: reserves held 0, tried [12], confirmed 1, /);
       expect(r.code, r.out).toBe(0);
-      await expect.poll(() => sql(env.SEATS_URL, "SELECT free, held, sold FROM shows WHERE id = 'show-1'"), APPLY_WAIT).toEqual([{ free: 98, held: 0, sold: 2 }]);
+      await expect
+        .poll(() => sql(env.SEATS_URL, "SELECT free, held, sold FROM shows WHERE id = 'show-1'"), APPLY_WAIT)
+        .toEqual([{ free: 98, held: 0, sold: 2 }]);
       await expect.poll(() => preparedXacts(env.BANK_URL), APPLY_WAIT).toEqual([]);
     },
     RUN_MS,
@@ -138,7 +155,10 @@ describe('examples/outbox-orders: the outbox, the relay as a process, NATS JetSt
   let cluster: Cluster;
 
   beforeAll(async () => {
-    [pgServer, nats] = await startTogether([startPostgres({ databases: ['shop', 'stock'], maxPreparedTransactions: null }), startNats()]);
+    [pgServer, nats] = await startTogether([
+      startPostgres({ databases: ['shop', 'stock'], maxPreparedTransactions: null }),
+      startNats(),
+    ]);
     cluster = await Cluster.start({ nodes: 3, logLevel: 'warn' });
     await cluster.waitForLeader();
   }, RUN_MS);
@@ -156,7 +176,9 @@ describe('examples/outbox-orders: the outbox, the relay as a process, NATS JetSt
         VERDICT_ENDPOINTS: cluster.nodes.map((n) => n.address).join(','),
       };
       const r = await runExample('bash', [join('examples', 'outbox-orders', 'run.sh')], env);
-      expect(r.out).toMatch(/^orders placed 20 \(\+1 rolled back\); applied 20; stock 1000 -> 980; rolled-back order applied: false$/m);
+      expect(r.out).toMatch(
+        /^orders placed 20 \(\+1 rolled back\); applied 20; stock 1000 -> 980; rolled-back order applied: false$/m,
+      );
       expect(r.code, r.out).toBe(0);
       expect(await sql(env.STOCK_URL, "SELECT available FROM stock WHERE sku = 'book'")).toEqual([{ available: 980 }]);
       expect(await sql(env.STOCK_URL, 'SELECT count(*)::int AS n FROM verdict_inbox')).toEqual([{ n: 20 }]);

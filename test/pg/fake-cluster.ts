@@ -3,7 +3,11 @@
 // RegisterParticipant always succeeds; GetOutcome answers from `outcomes`
 // (per txn id; IN_PROGRESS when absent) and records every question.
 import * as grpc from '@grpc/grpc-js';
-import { coordinatorParticipantService, type CoordinatorParticipantHandlers, type OutcomeValue } from '../../src/participant/cluster-link.ts';
+import {
+  coordinatorParticipantService,
+  type CoordinatorParticipantHandlers,
+  type OutcomeValue,
+} from '../../src/participant/cluster-link.ts';
 import type { OutcomeRequest } from '../../src/transport/coordinator-rpc.ts';
 
 export interface FakeCluster {
@@ -33,11 +37,20 @@ export async function fakeCluster(): Promise<FakeCluster> {
     GetOutcome: (call, cb) => {
       fake.questions.push(call.request);
       const outcome = fake.outcomes.get(call.request.txnId) ?? 'OUTCOME_IN_PROGRESS';
-      cb(null, { txnId: call.request.txnId, outcome, reason: '', decisionIndex: outcome === 'OUTCOME_COMMITTED' ? 7 : 0 });
+      cb(null, {
+        txnId: call.request.txnId,
+        outcome,
+        reason: '',
+        decisionIndex: outcome === 'OUTCOME_COMMITTED' ? 7 : 0,
+      });
     },
   };
   server.addService(coordinatorParticipantService, impl);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
   fake.address = `127.0.0.1:${port}`;
   return fake;
 }

@@ -38,7 +38,11 @@ afterAll(async () => {
 const plaintext = (url: string): string => `${url}${url.includes('?') ? '&' : '?'}sslmode=disable`;
 
 const resolve = (url: string, args: string[]) =>
-  spawnSync(join(bin, 'verdict-pg-resolve'), ['--url', plaintext(url), '--cluster-id', 'heur', '--id', 'shop', ...args], { encoding: 'utf8', timeout: 60_000 });
+  spawnSync(
+    join(bin, 'verdict-pg-resolve'),
+    ['--url', plaintext(url), '--cluster-id', 'heur', '--id', 'shop', ...args],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
 
 describe('Go heuristic resolution on PostgreSQL', () => {
   it('R4: an act by hand is recorded before it is done, never reversed, reported to the cluster, and the later decision is acknowledged', async () => {
@@ -48,7 +52,14 @@ describe('Go heuristic resolution on PostgreSQL', () => {
     await sql(url, 'CREATE TABLE conformance_kv (k text PRIMARY KEY, v text NOT NULL)');
     cluster = await FakeCluster.start({ clusterId: 'heur', nodeIds: ['n1'] });
     const [port, probe] = await freePorts(2);
-    const env = { clusterId: 'heur', participantId: 'shop', nodes: [cluster.leader.address], listen: `127.0.0.1:${port}`, dataDir, probe: `127.0.0.1:${probe}` };
+    const env = {
+      clusterId: 'heur',
+      participantId: 'shop',
+      nodes: [cluster.leader.address],
+      listen: `127.0.0.1:${port}`,
+      dataDir,
+      probe: `127.0.0.1:${probe}`,
+    };
     const target = goPostgres(join(bin, 'conformance'), url);
     const proc = new TargetProcess(target, env);
     await waitFor(
@@ -64,17 +75,45 @@ describe('Go heuristic resolution on PostgreSQL', () => {
     expect((await preparedXacts(url, 'verdict:heur:shop:')).map((p) => p.gid)).toEqual(['verdict:heur:shop:t-stuck']);
 
     // Nothing to do without an operator and a reason, and for a transaction not prepared.
-    expect(resolve(url, ['--txn', 't-stuck', '--commit', '--operator', ' ', '--reason', 'x']).stderr).toMatch(/the operator must be/);
-    expect(resolve(url, ['--txn', 't-other', '--commit', '--operator', 'alice', '--reason', 'locks']).stderr).toMatch(/is not prepared in this database/);
-    expect(resolve(url, ['--txn', 't-stuck', '--commit', '--rollback', '--operator', 'alice', '--reason', 'locks']).status).toBe(2);
+    expect(resolve(url, ['--txn', 't-stuck', '--commit', '--operator', ' ', '--reason', 'x']).stderr).toMatch(
+      /the operator must be/,
+    );
+    expect(resolve(url, ['--txn', 't-other', '--commit', '--operator', 'alice', '--reason', 'locks']).stderr).toMatch(
+      /is not prepared in this database/,
+    );
+    expect(
+      resolve(url, ['--txn', 't-stuck', '--commit', '--rollback', '--operator', 'alice', '--reason', 'locks']).status,
+    ).toBe(2);
 
-    const first = resolve(url, ['--txn', 't-stuck', '--commit', '--operator', 'alice', '--reason', 'cluster unreachable, locks held']);
+    const first = resolve(url, [
+      '--txn',
+      't-stuck',
+      '--commit',
+      '--operator',
+      'alice',
+      '--reason',
+      'cluster unreachable, locks held',
+    ]);
     expect(first.status, first.stderr).toBe(0);
-    expect(JSON.parse(first.stdout)).toMatchObject({ txn_id: 't-stuck', gid: 'verdict:heur:shop:t-stuck', outcome: 'committed', operator: 'alice', performed: true });
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      txn_id: 't-stuck',
+      gid: 'verdict:heur:shop:t-stuck',
+      outcome: 'committed',
+      operator: 'alice',
+      performed: true,
+    });
     expect(await preparedXacts(url, 'verdict:heur:shop:')).toEqual([]);
     expect(await sql(url, 'SELECT v FROM conformance_kv WHERE k = $1', ['k1'])).toEqual([{ v: 'by-hand' }]);
     // Repeated: the first record, nothing done again. Reversed: refused.
-    const again = resolve(url, ['--txn', 'verdict:heur:shop:t-stuck', '--commit', '--operator', 'bob', '--reason', 'again']);
+    const again = resolve(url, [
+      '--txn',
+      'verdict:heur:shop:t-stuck',
+      '--commit',
+      '--operator',
+      'bob',
+      '--reason',
+      'again',
+    ]);
     expect(JSON.parse(again.stdout)).toMatchObject({ operator: 'alice', performed: false });
     const reverse = resolve(url, ['--txn', 't-stuck', '--rollback', '--operator', 'bob', '--reason', 'undo']);
     expect(reverse.status).toBe(1);
@@ -95,10 +134,15 @@ describe('Go heuristic resolution on PostgreSQL', () => {
       gid: 'verdict:heur:shop:t-stuck',
       operator: 'alice',
     });
-    await waitFor('the act marked reported', WAIT_MS, async () => ((await sql(url, 'SELECT 1 FROM verdict_heuristics WHERE reported_at IS NOT NULL')).length === 1 ? true : undefined));
+    await waitFor('the act marked reported', WAIT_MS, async () =>
+      (await sql(url, 'SELECT 1 FROM verdict_heuristics WHERE reported_at IS NOT NULL')).length === 1
+        ? true
+        : undefined,
+    );
     expect(cluster.heuristicReports.length).toBe(1);
 
-    // The cluster's decision, here the contrary one, is acknowledged: the conflict is the cluster's to record from the report.
+    // The cluster's decision, here the contrary one, is acknowledged: the conflict is the cluster's to record from the
+    // report.
     expect((await leader.decide('t-stuck', false)).code).toBe(0);
     expect(await sql(url, 'SELECT v FROM conformance_kv WHERE k = $1', ['k1'])).toEqual([{ v: 'by-hand' }]);
     await proc.kill();

@@ -70,7 +70,9 @@ describe('the Go PostgreSQL resource', () => {
     try {
       let gop = new GoProc(participant, args);
       await gop.waitLine('the PostgreSQL participant registered', (e) => e.event === 'ready');
-      const insert = (id: string, amount: number | null) => ({ sql: [`INSERT INTO go_orders VALUES ('${id}', ${amount === null ? 'NULL' : amount})`] });
+      const insert = (id: string, amount: number | null) => ({
+        sql: [`INSERT INTO go_orders VALUES ('${id}', ${amount === null ? 'NULL' : amount})`],
+      });
       const results = await goClient(client, nodes, [
         { op: 'commit', txn: 'gpg-c1', enlist: { goshop: insert('gpg-c1', 1) } },
         { op: 'commit', txn: 'gpg-n1', enlist: { goshop: insert('gpg-n1', null) } },
@@ -78,22 +80,34 @@ describe('the Go PostgreSQL resource', () => {
       expect(results.map((r) => r.outcome ?? r.error)).toEqual(['COMMITTED', 'ABORTED']);
       await gop.waitLine('gpg-c1 committed in PostgreSQL', (e) => e.event === 'decided' && e.txn_id === 'gpg-c1');
       // The NULL into a NOT NULL column is a NO vote with PostgreSQL's SQLSTATE.
-      expect(await gop.waitLine('gpg-n1 voted', (e) => e.event === 'vote' && e.txn_id === 'gpg-n1')).toMatchObject({ vote: 'NO', reason: expect.stringMatching(/23502/) });
+      expect(await gop.waitLine('gpg-n1 voted', (e) => e.event === 'vote' && e.txn_id === 'gpg-n1')).toMatchObject({
+        vote: 'NO',
+        reason: expect.stringMatching(/23502/),
+      });
 
       writeFileSync(hold, '');
-      const committing = goClient(client, nodes, [{ op: 'commit', txn: 'gpg-k1', enlist: { goshop: insert('gpg-k1', 3) } }]);
+      const committing = goClient(client, nodes, [
+        { op: 'commit', txn: 'gpg-k1', enlist: { goshop: insert('gpg-k1', 3) } },
+      ]);
       await gop.waitLine('gpg-k1 held inside COMMIT', (e) => e.event === 'holding' && e.txn_id === 'gpg-k1');
       expect((await committing).map((r) => r.outcome ?? r.error)).toEqual(['COMMITTED']);
       await gop.kill('SIGKILL');
       // The prepared transaction outlives its process, under the TypeScript resource's gid.
       expect((await preparedXacts(shop, prefix)).map((p) => p.gid)).toEqual([gidOf(prefix, 'gpg-k1')]);
-      // And one prepared under this participant's gid that its journal never recorded (a crash between PREPARE TRANSACTION and the journal's fsync): no YES left for it.
+      // And one prepared under this participant's gid that its journal never recorded (a crash between PREPARE
+      // TRANSACTION and the journal's fsync): no YES left for it.
       await prepareByHand(shop, gidOf(prefix, 'gpg-orphan'), ["INSERT INTO go_orders VALUES ('gpg-orphan', 9)"]);
       rmSync(hold, { force: true });
 
       gop = new GoProc(participant, args);
-      await gop.waitLine('gpg-k1 committed after the restart', (e) => e.event === 'decided' && e.txn_id === 'gpg-k1' && e.outcome === 'COMMITTED');
-      await gop.waitLine('gpg-orphan rolled back after the restart', (e) => e.event === 'decided' && e.txn_id === 'gpg-orphan' && e.outcome === 'ABORTED');
+      await gop.waitLine(
+        'gpg-k1 committed after the restart',
+        (e) => e.event === 'decided' && e.txn_id === 'gpg-k1' && e.outcome === 'COMMITTED',
+      );
+      await gop.waitLine(
+        'gpg-orphan rolled back after the restart',
+        (e) => e.event === 'decided' && e.txn_id === 'gpg-orphan' && e.outcome === 'ABORTED',
+      );
       expect(await preparedXacts(shop, prefix)).toEqual([]);
       expect(await sql(shop, "SELECT id, amount FROM go_orders WHERE id LIKE 'gpg-%' ORDER BY id")).toEqual([
         { id: 'gpg-c1', amount: 1 },
@@ -106,7 +120,10 @@ describe('the Go PostgreSQL resource', () => {
   });
 
   it('TCC: a Go TCC participant confirms and cancels seats through its barrier beside a Go PostgreSQL participant, and a reserve whose TTL ran out is settled by asking the cluster', async () => {
-    await sql(shop, 'CREATE TABLE IF NOT EXISTS go_seats (show text PRIMARY KEY, free int NOT NULL, held int NOT NULL, sold int NOT NULL)');
+    await sql(
+      shop,
+      'CREATE TABLE IF NOT EXISTS go_seats (show text PRIMARY KEY, free int NOT NULL, held int NOT NULL, sold int NOT NULL)',
+    );
     await sql(shop, "INSERT INTO go_seats VALUES ('s1', 10, 0, 0), ('s2', 5, 0, 0)");
     const c = await Cluster.start({ nodes: 3, logLevel: 'warn' });
     await c.waitForLeader();
@@ -142,27 +159,51 @@ describe('the Go PostgreSQL resource', () => {
         { op: 'commit', txn: 'gtcc-n1', enlist: { goshop2: order('gtcc-n1'), goseats: 's1:50' } },
       ]);
       expect(results.map((r) => r.outcome ?? r.error)).toEqual(['COMMITTED', 'ABORTED']);
-      await seats.waitLine('gtcc-c1 confirmed', (e) => e.event === 'decided' && e.txn_id === 'gtcc-c1' && e.outcome === 'COMMITTED');
-      expect(await seats.waitLine('gtcc-n1 refused', (e) => e.event === 'vote' && e.txn_id === 'gtcc-n1')).toMatchObject({ vote: 'NO', reason: expect.stringMatching(/not 50 free seats/) });
-      expect(await sql(shop, "SELECT free, held, sold FROM go_seats WHERE show = 's1'")).toEqual([{ free: 7, held: 0, sold: 3 }]);
+      await seats.waitLine(
+        'gtcc-c1 confirmed',
+        (e) => e.event === 'decided' && e.txn_id === 'gtcc-c1' && e.outcome === 'COMMITTED',
+      );
+      expect(
+        await seats.waitLine('gtcc-n1 refused', (e) => e.event === 'vote' && e.txn_id === 'gtcc-n1'),
+      ).toMatchObject({ vote: 'NO', reason: expect.stringMatching(/not 50 free seats/) });
+      expect(await sql(shop, "SELECT free, held, sold FROM go_seats WHERE show = 's1'")).toEqual([
+        { free: 7, held: 0, sold: 3 },
+      ]);
       expect(await sql(shop, "SELECT id FROM go_orders WHERE id LIKE 'gtcc-%'")).toEqual([{ id: 'gtcc-c1' }]);
-      expect(await sql(shop, "SELECT txn_id, state FROM verdict_tcc_barrier WHERE branch = 'goseats' ORDER BY txn_id")).toEqual([{ txn_id: 'gtcc-c1', state: 'confirmed' }]);
+      expect(
+        await sql(shop, "SELECT txn_id, state FROM verdict_tcc_barrier WHERE branch = 'goseats' ORDER BY txn_id"),
+      ).toEqual([{ txn_id: 'gtcc-c1', state: 'confirmed' }]);
 
-      // A reserve with a 300 ms TTL in a transaction whose other participant is slow to vote: the TTL runs out
-      // long before the transaction's timeout, and the participant asks the cluster to abort instead of cancelling alone.
+      // A reserve with a 300 ms TTL in a transaction whose other participant is slow to vote: the TTL runs out long
+      // before the transaction's timeout, and the participant asks the cluster to abort instead of cancelling alone.
       const holdPrepare = join(dir, 'hold-prepare');
       writeFileSync(holdPrepare, '');
       const slow = new GoProc(participant, [...common('goslow', p3), '--hold-prepare-file', holdPrepare]);
       await slow.waitLine('a participant slow to vote registered', (e) => e.event === 'ready');
-      const ttl = new GoProc(participant, [...common('gottl', p4), '--tcc-pg-url', plaintext(shop), '--tcc-ttl-ms', '300']);
+      const ttl = new GoProc(participant, [
+        ...common('gottl', p4),
+        '--tcc-pg-url',
+        plaintext(shop),
+        '--tcc-ttl-ms',
+        '300',
+      ]);
       await ttl.waitLine('the TTL participant registered', (e) => e.event === 'ready');
-      const expiringRun = goClient(client, nodes, [{ op: 'commit', txn: 'gtcc-t1', timeout_ms: 60_000, enlist: { gottl: 's2:2', goslow: { set: { k: 'v' } } } }]);
-      await slow.waitLine('goslow holds the PREPARE of gtcc-t1', (e) => e.event === 'holding-prepare' && e.txn_id === 'gtcc-t1');
-      expect(await ttl.waitLine('gtcc-t1 expired', (e) => e.event === 'tcc-expired' && e.txn_id === 'gtcc-t1')).toMatchObject({ outcome: 'ABORTED' });
+      const expiringRun = goClient(client, nodes, [
+        { op: 'commit', txn: 'gtcc-t1', timeout_ms: 60_000, enlist: { gottl: 's2:2', goslow: { set: { k: 'v' } } } },
+      ]);
+      await slow.waitLine(
+        'goslow holds the PREPARE of gtcc-t1',
+        (e) => e.event === 'holding-prepare' && e.txn_id === 'gtcc-t1',
+      );
+      expect(
+        await ttl.waitLine('gtcc-t1 expired', (e) => e.event === 'tcc-expired' && e.txn_id === 'gtcc-t1'),
+      ).toMatchObject({ outcome: 'ABORTED' });
       rmSync(holdPrepare, { force: true });
       const expiring = await expiringRun;
       expect(expiring.map((r) => r.outcome ?? r.error)).toEqual(['ABORTED']);
-      expect(await sql(shop, "SELECT free, held, sold FROM go_seats WHERE show = 's2'")).toEqual([{ free: 5, held: 0, sold: 0 }]);
+      expect(await sql(shop, "SELECT free, held, sold FROM go_seats WHERE show = 's2'")).toEqual([
+        { free: 5, held: 0, sold: 0 },
+      ]);
       await shopP.kill('SIGTERM');
       await seats.kill('SIGTERM');
       await ttl.kill('SIGTERM');
@@ -178,7 +219,22 @@ describe('the Go PostgreSQL resource', () => {
       const dir = tempDir('verdict-gopg-');
       const r = spawnSync(
         join(bin, 'participant'),
-        ['--id', 'goshop', '--cluster-id', 'c', '--pg-url', plaintext(off.url('shop')), '--nodes', '127.0.0.1:1', '--data-dir', dir, '--listen', '127.0.0.1:0', '--hold-file', join(dir, 'hold')],
+        [
+          '--id',
+          'goshop',
+          '--cluster-id',
+          'c',
+          '--pg-url',
+          plaintext(off.url('shop')),
+          '--nodes',
+          '127.0.0.1:1',
+          '--data-dir',
+          dir,
+          '--listen',
+          '127.0.0.1:0',
+          '--hold-file',
+          join(dir, 'hold'),
+        ],
         {
           encoding: 'utf8',
           timeout: 60_000,

@@ -44,7 +44,18 @@ describe('a Go step service on PostgreSQL', () => {
     const [port] = await freePorts(1);
     const dir = tempDir('verdict-go-pgsaga-');
     const hold = join(dir, 'hold');
-    const args = ['--id', 'gopgshop', '--cluster-id', cluster.clusterId, '--nodes', nodes.join(','), '--listen', `127.0.0.1:${port}`, '--data', join(dir, 'unused')];
+    const args = [
+      '--id',
+      'gopgshop',
+      '--cluster-id',
+      cluster.clusterId,
+      '--nodes',
+      nodes.join(','),
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--data',
+      join(dir, 'unused'),
+    ];
     args.push('--hold-file', hold, '--pg-url', plaintext(url));
     const client = join(bin, 'client');
     let svc = new GoProc(join(bin, 'stepservice'), args);
@@ -56,14 +67,23 @@ describe('a Go step service on PostgreSQL', () => {
       { op: 'saga-wait', saga: 'pg-ok' },
       { op: 'saga-wait', saga: 'pg-declined' },
     ]);
-    expect(results[2]).toMatchObject({ state: 'finished', steps: ['done', 'done'], outputs: ['reserved 1', 'charged 40'] });
+    expect(results[2]).toMatchObject({
+      state: 'finished',
+      steps: ['done', 'done'],
+      outputs: ['reserved 1', 'charged 40'],
+    });
     expect(results[3]).toMatchObject({ state: 'compensated', steps: ['compensated', 'failed'] });
 
     // SIGKILL inside the reserve's transaction, after its effect's INSERT and before the commit.
     writeFileSync(hold, '');
-    const [started] = await goClient(client, nodes, [{ op: 'saga-start', saga: 'pg-killed', steps: [step('reserve', 'hold'), step('charge', '50')] }]);
+    const [started] = await goClient(client, nodes, [
+      { op: 'saga-start', saga: 'pg-killed', steps: [step('reserve', 'hold'), step('charge', '50')] },
+    ]);
     expect(started).toMatchObject({ state: 'running' });
-    await svc.waitLine('the reserve held inside its transaction', (e) => e.event === 'holding' && e.key === 'pg-killed/0/action');
+    await svc.waitLine(
+      'the reserve held inside its transaction',
+      (e) => e.event === 'holding' && e.key === 'pg-killed/0/action',
+    );
     await svc.kill('SIGKILL');
     rmSync(hold);
     svc = new GoProc(join(bin, 'stepservice'), args);
@@ -72,9 +92,18 @@ describe('a Go step service on PostgreSQL', () => {
     expect(killed).toMatchObject({ state: 'finished', outputs: ['reserved hold', 'charged 50'] });
 
     // One row per effect, whatever was retried; the declined charge's row went with its FAILED answer.
-    const effects = (await sql<{ key: string; effect: string }>(url, 'SELECT key, effect FROM go_saga_effects ORDER BY key')).map((r) => `${r.key} ${r.effect}`);
+    const effects = (
+      await sql<{ key: string; effect: string }>(url, 'SELECT key, effect FROM go_saga_effects ORDER BY key')
+    ).map((r) => `${r.key} ${r.effect}`);
     expect(effects).toEqual(
-      ['pg-declined/0/action reserve', 'pg-declined/0/compensate release', 'pg-killed/0/action reserve', 'pg-killed/1/action charge', 'pg-ok/0/action reserve', 'pg-ok/1/action charge'].sort(),
+      [
+        'pg-declined/0/action reserve',
+        'pg-declined/0/compensate release',
+        'pg-killed/0/action reserve',
+        'pg-killed/1/action charge',
+        'pg-ok/0/action reserve',
+        'pg-ok/1/action charge',
+      ].sort(),
     );
     // The orchestrator ends the sagas: their inbox rows go, their ends stay.
     await waitFor(
@@ -83,7 +112,13 @@ describe('a Go step service on PostgreSQL', () => {
       async () => ((await sql(url, 'SELECT saga_id FROM verdict_saga_ended')).length === 3 ? true : undefined),
       () => svc.stderr.slice(-2_000),
     );
-    expect((await sql<{ saga_id: string }>(url, 'SELECT saga_id FROM verdict_saga_ended ORDER BY saga_id')).map((r) => r.saga_id)).toEqual(['pg-declined', 'pg-killed', 'pg-ok']);
-    expect(await sql(url, "SELECT key FROM verdict_saga_inbox WHERE saga_id IN ('pg-ok', 'pg-declined', 'pg-killed')")).toEqual([]);
+    expect(
+      (await sql<{ saga_id: string }>(url, 'SELECT saga_id FROM verdict_saga_ended ORDER BY saga_id')).map(
+        (r) => r.saga_id,
+      ),
+    ).toEqual(['pg-declined', 'pg-killed', 'pg-ok']);
+    expect(
+      await sql(url, "SELECT key FROM verdict_saga_inbox WHERE saga_id IN ('pg-ok', 'pg-declined', 'pg-killed')"),
+    ).toEqual([]);
   }, 300_000);
 });

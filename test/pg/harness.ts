@@ -42,7 +42,10 @@ export interface StartOptions {
   databases?: string[];
   /** Start our own server even when VERDICT_PG_URL is set. */
   private?: boolean;
-  /** More server settings (`name=value`, each passed as -c), e.g. wal_level=logical for the outbox's CDC relay; implies a private server. */
+  /**
+   * More server settings (`name=value`, each passed as -c), e.g. wal_level=logical for the outbox's CDC relay; implies
+   * a private server.
+   */
   settings?: string[];
 }
 
@@ -60,7 +63,11 @@ export async function startPostgres(opts: StartOptions = {}): Promise<PgServer> 
     await createDatabases(external, databases);
     return { url, external: true, log: () => '', stop: async () => {} };
   }
-  return startOwn(opts.maxPreparedTransactions === undefined ? 64 : opts.maxPreparedTransactions, databases, opts.settings ?? []);
+  return startOwn(
+    opts.maxPreparedTransactions === undefined ? 64 : opts.maxPreparedTransactions,
+    databases,
+    opts.settings ?? [],
+  );
 }
 
 async function startOwn(maxPrepared: number | null, databases: string[], extra: string[]): Promise<PgServer> {
@@ -84,7 +91,8 @@ async function startOwn(maxPrepared: number | null, databases: string[], extra: 
     await chown(data, owner.uid, owner.gid);
     await chown(sock, owner.uid, owner.gid);
   }
-  const cmd = (bin: string, args: string[]): [string, string[]] => (asRoot ? ['runuser', ['-u', 'postgres', '--', join(PG_BIN, bin), ...args]] : [join(PG_BIN, bin), args]);
+  const cmd = (bin: string, args: string[]): [string, string[]] =>
+    asRoot ? ['runuser', ['-u', 'postgres', '--', join(PG_BIN, bin), ...args]] : [join(PG_BIN, bin), args];
   let child: ChildProcess | null = null;
   let output = '';
   let exitHook: (() => void) | null = null;
@@ -94,7 +102,10 @@ async function startOwn(maxPrepared: number | null, databases: string[], extra: 
   };
   try {
     // --no-sync: the cluster is thrown away after the tests; the server itself runs with fsync=on.
-    await run(...cmd('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C']), 30_000);
+    await run(
+      ...cmd('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C']),
+      30_000,
+    );
     const port = await freePort();
     const settings = ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=on', '-c', 'max_connections=100'];
     if (maxPrepared !== null) settings.push('-c', `max_prepared_transactions=${maxPrepared}`);
@@ -116,7 +127,8 @@ async function startOwn(maxPrepared: number | null, databases: string[], extra: 
       const deadline = Date.now() + START_TIMEOUT_MS;
       for (;;) {
         if (exited) throw new Error(`postgres exited during start-up:\n${output}`);
-        if (Date.now() > deadline) throw new Error(`postgres did not accept connections within ${START_TIMEOUT_MS} ms:\n${output}`);
+        if (Date.now() > deadline)
+          throw new Error(`postgres did not accept connections within ${START_TIMEOUT_MS} ms:\n${output}`);
         const probe = new pg.Client({ connectionString: url('postgres'), connectionTimeoutMillis: 1_000 });
         try {
           await probe.connect();
@@ -188,7 +200,9 @@ function postgresUser(): { uid: number; gid: number } {
     const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
     return { uid, gid };
   } catch {
-    throw new Error('the tests run as root but there is no `postgres` user to run PostgreSQL as (PostgreSQL refuses root); install postgresql-15, which creates it');
+    throw new Error(
+      'the tests run as root but there is no `postgres` user to run PostgreSQL as (PostgreSQL refuses root); install postgresql-15, which creates it',
+    );
   }
 }
 
@@ -243,16 +257,26 @@ export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T
 }
 
 /** One statement in a fresh session; returns its rows. */
-export function sql<R extends pg.QueryResultRow = Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+export function sql<R extends pg.QueryResultRow = Record<string, unknown>>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<R[]> {
   return withClient(url, async (c) => (await c.query<R>(text, values)).rows);
 }
 
 /** Every prepared transaction on the server (all databases), or those whose gid starts with prefix. */
 export async function preparedXacts(url: string, prefix = ''): Promise<{ gid: string; database: string }[]> {
-  return sql<{ gid: string; database: string }>(url, 'SELECT gid, database FROM pg_prepared_xacts WHERE starts_with(gid, $1) ORDER BY gid', [prefix]);
+  return sql<{ gid: string; database: string }>(
+    url,
+    'SELECT gid, database FROM pg_prepared_xacts WHERE starts_with(gid, $1) ORDER BY gid',
+    [prefix],
+  );
 }
 
-/** Prepares a transaction by hand (as if another process, or a crash, had left it): work, then PREPARE TRANSACTION gid. */
+/**
+ * Prepares a transaction by hand (as if another process, or a crash, had left it): work, then PREPARE TRANSACTION gid.
+ */
 export async function prepareByHand(url: string, gid: string, statements: string[]): Promise<void> {
   await withClient(url, async (c) => {
     await c.query('BEGIN');
@@ -271,7 +295,11 @@ export async function rollbackPrepared(server: PgServer, databases: string[], pr
   }
 }
 
-export async function waitFor(what: string, probe: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(
+  what: string,
+  probe: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);

@@ -34,7 +34,14 @@ beforeAll(async () => {
   server = await startPostgres({
     databases: ['shop'],
     maxPreparedTransactions: null,
-    settings: ['wal_level=logical', 'max_replication_slots=8', 'max_wal_senders=8', 'max_slot_wal_keep_size=1GB', 'min_wal_size=32MB', 'max_wal_size=64MB'],
+    settings: [
+      'wal_level=logical',
+      'max_replication_slots=8',
+      'max_wal_senders=8',
+      'max_slot_wal_keep_size=1GB',
+      'min_wal_size=32MB',
+      'max_wal_size=64MB',
+    ],
   });
   url = server.url('shop');
   db = new pg.Client({ connectionString: url });
@@ -104,7 +111,13 @@ async function write(aggregate: string, n = 1): Promise<void> {
 }
 
 async function unpublished(aggregatePrefix: string): Promise<number> {
-  return Number((await db.query('SELECT count(*) AS n FROM verdict_outbox WHERE aggregate LIKE $1 AND published_at IS NULL', [`${aggregatePrefix}%`])).rows[0].n);
+  return Number(
+    (
+      await db.query('SELECT count(*) AS n FROM verdict_outbox WHERE aggregate LIKE $1 AND published_at IS NULL', [
+        `${aggregatePrefix}%`,
+      ])
+    ).rows[0].n,
+  );
 }
 
 async function slotOf(slot: string) {
@@ -117,9 +130,17 @@ describe('the CDC relay running', () => {
   it('a: a standby started while another program reads the slot starts and waits for the lease; holding it, it publishes what was written meanwhile', async () => {
     await ensureSlot(db, 'standby_slot');
     // pg_recvlogical stands for the active relay: it holds the slot (active, with its pid) for as long as it runs.
-    const reader = spawn(join(PG_BIN, 'pg_recvlogical'), ['-d', url, '--slot', 'standby_slot', '--start', '-f', '/dev/null'], { stdio: 'ignore' });
+    const reader = spawn(
+      join(PG_BIN, 'pg_recvlogical'),
+      ['-d', url, '--slot', 'standby_slot', '--start', '-f', '/dev/null'],
+      { stdio: 'ignore' },
+    );
     children.push(reader);
-    await waitFor('pg_recvlogical to hold the slot', async () => (await slotOf('standby_slot'))?.active === true, 20_000);
+    await waitFor(
+      'pg_recvlogical to hold the slot',
+      async () => (await slotOf('standby_slot'))?.active === true,
+      20_000,
+    );
     const keeper = leases(1, 'outbox/standby');
     const lines: string[] = [];
     const r = runner('standby_slot', keeper, lines);
@@ -136,7 +157,11 @@ describe('the CDC relay running', () => {
     reader.kill('SIGTERM');
     await waitFor('the slot to be free', async () => (await slotOf('standby_slot'))?.active === false, 20_000);
     keeper.held = true;
-    await waitFor('the standby to publish once it holds the lease', async () => (await unpublished('standby-')) === 0, 20_000);
+    await waitFor(
+      'the standby to publish once it holds the lease',
+      async () => (await unpublished('standby-')) === 0,
+      20_000,
+    );
     await r.stop();
     expect(failed).toBe(false);
     await db.query(`SELECT pg_drop_replication_slot('standby_slot')`);
@@ -167,7 +192,11 @@ describe('the CDC relay running', () => {
   it('d: a relay that lost its lease marks nothing the new holder marked, and does not move the slot', async () => {
     await ensureSlot(db, 'fence_slot');
     const lease = 'outbox/fence';
-    const fenceAt = (epoch: number): Fence => ({ owned: () => new Map([[0, epoch]]), valid: () => true, leaseName: (p) => `${lease}/p${p}` });
+    const fenceAt = (epoch: number): Fence => ({
+      owned: () => new Map([[0, epoch]]),
+      valid: () => true,
+      leaseName: (p) => `${lease}/p${p}`,
+    });
     const newSink = new RecordingSink();
     const oldSink = new RecordingSink();
     const holder = new CdcRelay({ db, sink: newSink, fence: fenceAt(8), slot: 'fence_slot' });
@@ -175,15 +204,19 @@ describe('the CDC relay running', () => {
     await write('fence-a');
     // The new holder (epoch 8) publishes and marks fence-a.
     expect(await holder.round()).toMatchObject({ published: 1, fenced: 0 });
-    const markedAt = (await db.query("SELECT published_at FROM verdict_outbox WHERE aggregate = 'fence-a'")).rows[0].published_at as Date;
+    const markedAt = (await db.query("SELECT published_at FROM verdict_outbox WHERE aggregate = 'fence-a'")).rows[0]
+      .published_at as Date;
     await write('fence-b');
     const before = (await slotOf('fence_slot'))?.retainedBytes;
-    // The old holder (epoch 7, paused while the lease moved) wakes up and runs a round: its publish happens, its mark does not.
+    // The old holder (epoch 7, paused while the lease moved) wakes up and runs a round: its publish happens, its mark
+    // does not.
     const r = await stale.round();
     expect(r).toMatchObject({ fenced: 1, advancedTo: null });
     expect(oldSink.got.map((m) => m.aggregate)).toEqual(['fence-b']);
     expect(await unpublished('fence-b')).toBe(1);
-    expect((await db.query("SELECT published_at FROM verdict_outbox WHERE aggregate = 'fence-a'")).rows[0].published_at).toEqual(markedAt);
+    expect(
+      (await db.query("SELECT published_at FROM verdict_outbox WHERE aggregate = 'fence-a'")).rows[0].published_at,
+    ).toEqual(markedAt);
     expect((await slotOf('fence_slot'))?.retainedBytes).toBeGreaterThanOrEqual(before ?? 0);
     // The new holder still finds fence-b in the slot, publishes it with its epoch and marks it.
     expect(await holder.round()).toMatchObject({ published: 1, fenced: 0 });
@@ -222,7 +255,9 @@ describe('the CDC relay running', () => {
     const running = runner('lost_slot', keeper, lines);
     running.start();
     const why = await running.failed;
-    expect(why.message).toMatch(/replication slot lost_slot is lost \(wal_status = lost\).*pg_drop_replication_slot\('lost_slot'\)/);
+    expect(why.message).toMatch(
+      /replication slot lost_slot is lost \(wal_status = lost\).*pg_drop_replication_slot\('lost_slot'\)/,
+    );
     await running.stop();
     expect(lines.filter((l) => /outbox relay stops: its replication slot is lost/.test(l))).toHaveLength(1);
     expect(await alert(running)).toBe(1);
@@ -231,7 +266,11 @@ describe('the CDC relay running', () => {
     await measuring.sampleLag();
     expect(await alert(measuring)).toBe(1);
     // The operator's check fails on it, whatever --warn-bytes says.
-    const verdict = (args: string[]) => spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'bin', 'verdict.mjs'), ...args], { encoding: 'utf8', timeout: 60_000 });
+    const verdict = (args: string[]) =>
+      spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'bin', 'verdict.mjs'), ...args], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
     const check = verdict(['outbox', 'slots', '--pg-url', url, '--warn-bytes', String(1024 ** 3)]);
     expect(check.status, check.stderr).toBe(1);
     expect(check.stderr).toMatch(/WARN slot lost_slot is lost \(wal_status = lost\)/);

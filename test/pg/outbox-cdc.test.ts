@@ -22,7 +22,11 @@ let url: string;
 let db: pg.Client;
 
 beforeAll(async () => {
-  server = await startPostgres({ databases: ['shop'], maxPreparedTransactions: null, settings: ['wal_level=logical', 'max_replication_slots=8', 'max_wal_senders=8'] });
+  server = await startPostgres({
+    databases: ['shop'],
+    maxPreparedTransactions: null,
+    settings: ['wal_level=logical', 'max_replication_slots=8', 'max_wal_senders=8'],
+  });
   url = server.url('shop');
   db = new pg.Client({ connectionString: url });
   await db.connect();
@@ -57,7 +61,9 @@ async function write(aggregate: string, payload: unknown): Promise<void> {
 
 describe('CDC relay', () => {
   it('refuses max_slot_wal_keep_size = -1 saying why, unless allowed; accepts a bounded one', async () => {
-    await expect(checkCdcServer(db, false)).rejects.toThrow(/max_slot_wal_keep_size = -1: .*412 GB.*--allow-unbounded-slot/);
+    await expect(checkCdcServer(db, false)).rejects.toThrow(
+      /max_slot_wal_keep_size = -1: .*412 GB.*--allow-unbounded-slot/,
+    );
     await checkCdcServer(db, true);
     await db.query(`ALTER SYSTEM SET max_slot_wal_keep_size = '1GB'`);
     await db.query('SELECT pg_reload_conf()');
@@ -115,7 +121,14 @@ describe('CDC relay', () => {
     for (let i = 0; i < 50; i++) await write(`cart-${i % 5}`, { pad: randomBytes(1_000).toString('hex') });
     const r = await relay.round();
     expect(r.advancedTo).toBeNull();
-    const unmarked = async (): Promise<number> => Number((await db.query("SELECT count(*) AS n FROM verdict_outbox WHERE aggregate LIKE 'cart-%' AND published_at IS NULL")).rows[0].n);
+    const unmarked = async (): Promise<number> =>
+      Number(
+        (
+          await db.query(
+            "SELECT count(*) AS n FROM verdict_outbox WHERE aggregate LIKE 'cart-%' AND published_at IS NULL",
+          )
+        ).rows[0].n,
+      );
     // Nothing confirmed, nothing marked.
     expect(await unmarked()).toBe(50);
     const after = (await slots(db)).find((s) => s.slot === 'verdict_outbox_test');
@@ -123,7 +136,10 @@ describe('CDC relay', () => {
     expect(after?.walStatus).toBe('reserved');
     sink.down = false;
     for (let i = 0; i < 5; i++) await relay.round();
-    for (let a = 0; a < 5; a++) expect(sink.got.filter((m) => m.aggregate === `cart-${a}`).map((m) => m.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    for (let a = 0; a < 5; a++)
+      expect(sink.got.filter((m) => m.aggregate === `cart-${a}`).map((m) => m.seq)).toEqual([
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+      ]);
     // Confirmed, so marked published: prunable like the polling relay's rows.
     expect(await unmarked()).toBe(0);
   });
@@ -147,7 +163,11 @@ describe('CDC relay', () => {
     await c.query('BEGIN');
     await c.query("INSERT INTO cdc_orders VALUES ('o-1')");
     // A payload that spells other test_decoding lines must not fool the filter.
-    await enqueue(c, { aggregate: 'filter-1', type: 't', payload: { text: 'COMMIT 1 BEGIN 2 table public.verdict_outbox: UPDATE: x' } });
+    await enqueue(c, {
+      aggregate: 'filter-1',
+      type: 't',
+      payload: { text: 'COMMIT 1 BEGIN 2 table public.verdict_outbox: UPDATE: x' },
+    });
     await c.query('COMMIT');
     await c.end();
     await relay.round();
@@ -157,33 +177,60 @@ describe('CDC relay', () => {
     await relay.round();
     expect(sink.got.filter((m) => m.aggregate === 'filter-1').map((m) => m.seq)).toEqual([1, 2]);
     expect(read.filter((l) => l.startsWith('table public.verdict_outbox: INSERT: '))).toHaveLength(2);
-    expect(read.filter((l) => !/^(BEGIN|COMMIT) /.test(l) && !l.startsWith('table public.verdict_outbox: INSERT: '))).toEqual([]);
-    expect(Number((await db.query("SELECT count(*) AS n FROM verdict_outbox WHERE aggregate = 'filter-1' AND published_at IS NULL")).rows[0].n)).toBe(0);
+    expect(
+      read.filter((l) => !/^(BEGIN|COMMIT) /.test(l) && !l.startsWith('table public.verdict_outbox: INSERT: ')),
+    ).toEqual([]);
+    expect(
+      Number(
+        (
+          await db.query(
+            "SELECT count(*) AS n FROM verdict_outbox WHERE aggregate = 'filter-1' AND published_at IS NULL",
+          )
+        ).rows[0].n,
+      ),
+    ).toBe(0);
     await db.query(`SELECT pg_drop_replication_slot('verdict_outbox_filter')`);
   });
 
   it('verdict outbox slots lists every slot; the lag alert fires when the relay is stopped while writes continue', async () => {
-    const verdict = (args: string[]) => spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'bin', 'verdict.mjs'), ...args], { encoding: 'utf8', timeout: 60_000 });
+    const verdict = (args: string[]) =>
+      spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'bin', 'verdict.mjs'), ...args], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
     // The relay of the tests above is stopped; writes continue.
     for (let i = 0; i < 30; i++) await write('late-1', { pad: randomBytes(1_000).toString('hex') });
     const ok = verdict(['outbox', 'slots', '--pg-url', url, '--json']);
     expect(ok.status, ok.stderr).toBe(0);
-    const listed = JSON.parse(ok.stdout) as { slot: string; active: boolean; walStatus: string; retainedBytes: number }[];
+    const listed = JSON.parse(ok.stdout) as {
+      slot: string;
+      active: boolean;
+      walStatus: string;
+      retainedBytes: number;
+    }[];
     const mine = listed.find((s) => s.slot === 'verdict_outbox_test');
     expect(mine).toMatchObject({ active: false, walStatus: 'reserved' });
     const alert = verdict(['outbox', 'slots', '--pg-url', url, '--warn-bytes', String(30 * 1_000)]);
     expect(alert.status).toBe(1);
     expect(alert.stdout).toMatch(/^slot\tplugin\tactive\twal_status\tretained_bytes\n/);
-    expect(alert.stderr).toMatch(/WARN slot verdict_outbox_test retains \d+ bytes of WAL, above --warn-bytes 30000 and nobody reads it/);
+    expect(alert.stderr).toMatch(
+      /WARN slot verdict_outbox_test retains \d+ bytes of WAL, above --warn-bytes 30000 and nobody reads it/,
+    );
   }, 120_000);
 
   it('refuses a slot that belongs to another program', async () => {
     await db.query(`SELECT pg_create_logical_replication_slot('someone_else', 'pgoutput')`);
-    await expect(ensureSlot(db, 'someone_else')).rejects.toThrow(/uses plugin pgoutput, not test_decoding: it belongs to another program/);
+    await expect(ensureSlot(db, 'someone_else')).rejects.toThrow(
+      /uses plugin pgoutput, not test_decoding: it belongs to another program/,
+    );
   });
 
   it('parses test_decoding lines, quotes included, and ignores other tables', () => {
-    expect(parseOutboxInsert(`table public.verdict_outbox: INSERT: id[bigint]:7 event_id[text]:'e''1' payload[jsonb]:'{"a": "b c"}' published_at[timestamp with time zone]:null`)).toEqual({
+    expect(
+      parseOutboxInsert(
+        `table public.verdict_outbox: INSERT: id[bigint]:7 event_id[text]:'e''1' payload[jsonb]:'{"a": "b c"}' published_at[timestamp with time zone]:null`,
+      ),
+    ).toEqual({
       id: '7',
       event_id: "e'1",
       payload: '{"a": "b c"}',

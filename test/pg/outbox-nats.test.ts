@@ -19,7 +19,10 @@ let server: PgServer;
 let nats: NatsServer;
 
 beforeAll(async () => {
-  [server, nats] = await startTogether([startPostgres({ databases: ['shop', 'consumer'], maxPreparedTransactions: null, private: true }), startNats()]);
+  [server, nats] = await startTogether([
+    startPostgres({ databases: ['shop', 'consumer'], maxPreparedTransactions: null, private: true }),
+    startNats(),
+  ]);
   await withClient(server.url('shop'), (c) => initSchema(c, 'outbox'));
   await withClient(server.url('consumer'), (c) => initSchema(c, 'inbox'));
   await sql(server.url('consumer'), 'CREATE TABLE effects (aggregate text, seq bigint, n int)');
@@ -27,7 +30,11 @@ beforeAll(async () => {
 afterAll(async () => Promise.all([server?.stop(), nats?.stop()]));
 
 /** Each test's relays hold their own lease (`lease`): the published mark is fenced by its epoch. */
-const fence = (epoch: number, lease = 'outbox/nats-test'): Fence => ({ owned: () => new Map([[0, epoch]]), valid: () => true, leaseName: (p) => `${lease}/p${p}` });
+const fence = (epoch: number, lease = 'outbox/nats-test'): Fence => ({
+  owned: () => new Map([[0, epoch]]),
+  valid: () => true,
+  leaseName: (p) => `${lease}/p${p}`,
+});
 
 async function write(url: string, aggregate: string, n: number): Promise<void> {
   await withClient(url, async (c) => {
@@ -39,7 +46,9 @@ async function write(url: string, aggregate: string, n: number): Promise<void> {
 
 describe('outbox over NATS JetStream', () => {
   it('refuses a sink that is not nats://, and a bad stream or subject name', () => {
-    expect(() => new NatsSink({ url: 'amqp://127.0.0.1:5672', stream: 'S', subject: 'a' })).toThrow(/only nats:\/\/HOST:PORT/);
+    expect(() => new NatsSink({ url: 'amqp://127.0.0.1:5672', stream: 'S', subject: 'a' })).toThrow(
+      /only nats:\/\/HOST:PORT/,
+    );
     expect(() => new NatsSink({ url: nats.url, stream: 'a b', subject: 'a' })).toThrow(/stream name "a b"/);
     expect(() => new NatsSink({ url: nats.url, stream: 'S', subject: 'a.>' })).toThrow(/no wildcards/);
   });
@@ -55,8 +64,16 @@ describe('outbox over NATS JetStream', () => {
       while ((await relay.round()).read > 0);
       expect((await relay.lag()).unpublished).toBe(0);
       // The same id again: JetStream's dedup window drops it and says so.
-      const [first] = await sql<{ event_id: string }>(server.url('shop'), 'SELECT event_id FROM verdict_outbox ORDER BY id LIMIT 1');
-      expect(await sink.publish({ id: first.event_id, aggregate: 'order-1', seq: 1, type: 'counted', epoch: 7, payload: {} }, 5_000)).toEqual({ duplicate: true });
+      const [first] = await sql<{ event_id: string }>(
+        server.url('shop'),
+        'SELECT event_id FROM verdict_outbox ORDER BY id LIMIT 1',
+      );
+      expect(
+        await sink.publish(
+          { id: first.event_id, aggregate: 'order-1', seq: 1, type: 'counted', epoch: 7, payload: {} },
+          5_000,
+        ),
+      ).toEqual({ duplicate: true });
       // The epoch header, read back raw from the stream.
       const nc = await connect({ servers: `127.0.0.1:${nats.port}` });
       const raw = await (await nc.jetstreamManager()).streams.getMessage('ORDERS', { seq: 1 });
@@ -77,14 +94,25 @@ describe('outbox over NATS JetStream', () => {
         inbox: new Inbox({ retentionMs: 3 * 24 * 3600_000 }),
         pgUrl: server.url('consumer'),
         effect: async (tx, m) => {
-          await tx.query('INSERT INTO effects VALUES ($1, $2, $3)', [m.aggregate, m.seq, (m.payload as { n: number }).n]);
+          await tx.query('INSERT INTO effects VALUES ($1, $2, $3)', [
+            m.aggregate,
+            m.seq,
+            (m.payload as { n: number }).n,
+          ]);
           applied.push(m.id);
         },
       });
-      await waitFor('21 effects and 1 refusal', () => consumer.counts.applied === 21 && consumer.counts.refused === 1, 30_000);
+      await waitFor(
+        '21 effects and 1 refusal',
+        () => consumer.counts.applied === 21 && consumer.counts.refused === 1,
+        30_000,
+      );
       await consumer.stop();
       expect(new Set(applied).size).toBe(21);
-      const rows = await sql<{ aggregate: string; seq: string }>(server.url('consumer'), 'SELECT aggregate, seq FROM effects ORDER BY ctid');
+      const rows = await sql<{ aggregate: string; seq: string }>(
+        server.url('consumer'),
+        'SELECT aggregate, seq FROM effects ORDER BY ctid',
+      );
       for (const a of ['order-0', 'order-1', 'order-2']) {
         const seqs = rows.filter((r) => r.aggregate === a).map((r) => Number(r.seq));
         expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
@@ -98,7 +126,14 @@ describe('outbox over NATS JetStream', () => {
   it('the consumer applies different aggregates in parallel, each in stream order, retrying a failed effect in place; a stale epoch is dropped', async () => {
     const target = { url: nats.url, stream: 'PAR', subject: 'par.events' };
     const sink = new NatsSink(target);
-    const msg = (aggregate: string, seq: number, epoch = 1) => ({ id: `par-${aggregate}-${seq}-${epoch}`, aggregate, seq, type: 't', epoch, payload: { seq } });
+    const msg = (aggregate: string, seq: number, epoch = 1) => ({
+      id: `par-${aggregate}-${seq}-${epoch}`,
+      aggregate,
+      seq,
+      type: 't',
+      epoch,
+      payload: { seq },
+    });
     try {
       // Stream order: all of slow's events first, then fast's, then a retry case, then an epoch change.
       for (let seq = 1; seq <= 3; seq++) await sink.publish(msg('slow', seq), 5_000);
@@ -149,7 +184,11 @@ describe('outbox over NATS JetStream', () => {
         },
       });
       try {
-        await waitFor('13 effects and 1 stale message', () => consumer.counts.applied === 13 && consumer.counts['stale-epoch'] === 1, 30_000);
+        await waitFor(
+          '13 effects and 1 stale message',
+          () => consumer.counts.applied === 13 && consumer.counts['stale-epoch'] === 1,
+          30_000,
+        );
       } finally {
         await consumer.stop();
       }
@@ -161,7 +200,10 @@ describe('outbox over NATS JetStream', () => {
       expect(flakyFailures).toBe(2);
       expect(consumer.counts.failed).toBe(2);
       expect(consumer.counts.duplicate).toBe(0);
-      const rows = await sql<{ n: string }>(server.url('consumer'), "SELECT count(*) AS n FROM effects WHERE aggregate IN ('slow', 'fast', 'flaky', 'fenced')");
+      const rows = await sql<{ n: string }>(
+        server.url('consumer'),
+        "SELECT count(*) AS n FROM effects WHERE aggregate IN ('slow', 'fast', 'flaky', 'fenced')",
+      );
       expect(Number(rows[0].n)).toBe(13);
       // Every message was acknowledged: nothing is left for the durable consumer.
       const nc = await connect({ servers: `127.0.0.1:${nats.port}` });
@@ -174,8 +216,18 @@ describe('outbox over NATS JetStream', () => {
   }, 60_000);
 
   it('refuses a consumer concurrency outside 1..256', async () => {
-    const o = { url: nats.url, stream: 'PAR', subject: 'par.events', durable: 'bad', inbox: new Inbox({ retentionMs: 3 * 24 * 3600_000 }), pgUrl: server.url('consumer'), effect: async () => {} };
-    await expect(consumeToInbox({ ...o, concurrency: 0 })).rejects.toThrow(/concurrency 0 must be an integer from 1 to 256/);
+    const o = {
+      url: nats.url,
+      stream: 'PAR',
+      subject: 'par.events',
+      durable: 'bad',
+      inbox: new Inbox({ retentionMs: 3 * 24 * 3600_000 }),
+      pgUrl: server.url('consumer'),
+      effect: async () => {},
+    };
+    await expect(consumeToInbox({ ...o, concurrency: 0 })).rejects.toThrow(
+      /concurrency 0 must be an integer from 1 to 256/,
+    );
     await expect(consumeToInbox({ ...o, concurrency: 1.5 })).rejects.toThrow(/concurrency 1.5/);
   });
 
@@ -184,12 +236,25 @@ describe('outbox over NATS JetStream', () => {
     const db = new pg.Client({ connectionString: server.url('shop') });
     await db.connect();
     try {
-      const relay = new PollingRelay({ db, sink, fence: fence(1, 'outbox/down'), partitions: 1, publishTimeoutMs: 2_000 });
+      const relay = new PollingRelay({
+        db,
+        sink,
+        fence: fence(1, 'outbox/down'),
+        partitions: 1,
+        publishTimeoutMs: 2_000,
+      });
       await nats.halt();
       await write(server.url('shop'), 'down-1', 1);
       await write(server.url('shop'), 'down-2', 2);
       const errors: unknown[] = [];
-      const r = await new PollingRelay({ db, sink, fence: fence(1, 'outbox/down'), partitions: 1, publishTimeoutMs: 2_000, onError: (e) => errors.push(e) }).round();
+      const r = await new PollingRelay({
+        db,
+        sink,
+        fence: fence(1, 'outbox/down'),
+        partitions: 1,
+        publishTimeoutMs: 2_000,
+        onError: (e) => errors.push(e),
+      }).round();
       expect(r.published).toBe(0);
       expect(r.failed).toBe(2);
       expect(errors[0]).toBeInstanceOf(NatsSinkError);

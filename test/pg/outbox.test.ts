@@ -21,7 +21,11 @@ let shop: string;
 let consumer: string;
 
 beforeAll(async () => {
-  server = await startPostgres({ databases: ['shop', 'consumer', 'empty', 'cli'], maxPreparedTransactions: null, private: true });
+  server = await startPostgres({
+    databases: ['shop', 'consumer', 'empty', 'cli'],
+    maxPreparedTransactions: null,
+    private: true,
+  });
   shop = server.url('shop');
   consumer = server.url('consumer');
 }, 60_000);
@@ -42,7 +46,11 @@ class RecordingSink implements Sink {
   async close(): Promise<void> {}
 }
 
-const allPartitions = (n: number, epoch = 1): Fence => ({ owned: () => new Map(Array.from({ length: n }, (_, p) => [p, epoch])), valid: () => true, leaseName: (p) => `outbox/test/p${p}` });
+const allPartitions = (n: number, epoch = 1): Fence => ({
+  owned: () => new Map(Array.from({ length: n }, (_, p) => [p, epoch])),
+  valid: () => true,
+  leaseName: (p) => `outbox/test/p${p}`,
+});
 
 async function client(url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url });
@@ -70,7 +78,9 @@ describe('outbox', () => {
     const c = await client(server.url('empty'));
     try {
       await c.query('BEGIN');
-      await expect(enqueue(c, { aggregate: 'a', type: 't', payload: {} })).rejects.toThrow(/outbox tables are missing; run verdict outbox init --pg-url URL/);
+      await expect(enqueue(c, { aggregate: 'a', type: 't', payload: {} })).rejects.toThrow(
+        /outbox tables are missing; run verdict outbox init --pg-url URL/,
+      );
       await c.query('ROLLBACK');
     } finally {
       await c.end();
@@ -94,8 +104,12 @@ describe('outbox', () => {
       cyclic.self = cyclic;
       await expect(enqueue(c, { aggregate: 'a', type: 't', payload: cyclic })).rejects.toThrow(/payload is not JSON/);
       await expect(enqueue(c, { aggregate: 'a', type: 't', payload: Number.NaN })).rejects.toThrow(/payload holds NaN/);
-      await expect(enqueue(c, { aggregate: 'a', type: 't', payload: undefined })).rejects.toThrow(/payload is not JSON \(undefined\)/);
-      await expect(enqueue(c, { aggregate: '', type: 't', payload: 1 })).rejects.toThrow(/aggregate must be a string of 1–200/);
+      await expect(enqueue(c, { aggregate: 'a', type: 't', payload: undefined })).rejects.toThrow(
+        /payload is not JSON \(undefined\)/,
+      );
+      await expect(enqueue(c, { aggregate: '', type: 't', payload: 1 })).rejects.toThrow(
+        /aggregate must be a string of 1–200/,
+      );
       expect(await sql(shop, 'SELECT * FROM verdict_outbox')).toEqual([]);
     } finally {
       await c.end();
@@ -110,7 +124,11 @@ describe('outbox', () => {
     const t1 = await client(shop);
     await t1.query('BEGIN');
     const late = await enqueue(t1, { aggregate: 'order-1', type: 'created', payload: { n: 0 } });
-    for (let i = 0; i < 5; i++) await inTxn(shop, async (c) => void (await enqueue(c, { aggregate: `order-${i + 2}`, type: 'created', payload: { n: i } })));
+    for (let i = 0; i < 5; i++)
+      await inTxn(
+        shop,
+        async (c) => void (await enqueue(c, { aggregate: `order-${i + 2}`, type: 'created', payload: { n: i } })),
+      );
     // A rolled-back transaction's event.
     const rb = await client(shop);
     await rb.query('BEGIN');
@@ -143,7 +161,9 @@ describe('outbox', () => {
       [1, 'a'],
       [2, 'b'],
     ]);
-    expect((await sql<{ n: string }>(shop, 'SELECT count(*) AS n FROM verdict_outbox WHERE published_at IS NULL'))[0].n).toBe('0');
+    expect(
+      (await sql<{ n: string }>(shop, 'SELECT count(*) AS n FROM verdict_outbox WHERE published_at IS NULL'))[0].n,
+    ).toBe('0');
     await db.end();
   });
 
@@ -152,7 +172,11 @@ describe('outbox', () => {
     sink.down = true;
     const db = await client(shop);
     const relay = new PollingRelay({ db, sink, fence: allPartitions(2), partitions: 2, onError: () => {} });
-    for (let i = 0; i < 6; i++) await inTxn(shop, async (c) => void (await enqueue(c, { aggregate: `cart-${i % 2}`, type: 'item', payload: { i } })));
+    for (let i = 0; i < 6; i++)
+      await inTxn(
+        shop,
+        async (c) => void (await enqueue(c, { aggregate: `cart-${i % 2}`, type: 'item', payload: { i } })),
+      );
     const r = await relay.round();
     expect(r).toMatchObject({ published: 0 });
     expect(r.failed).toBeGreaterThan(0);
@@ -160,7 +184,8 @@ describe('outbox', () => {
     sink.down = false;
     await drain(relay);
     expect((await relay.lag()).unpublished).toBe(0);
-    for (const agg of ['cart-0', 'cart-1']) expect(sink.got.filter((m) => m.aggregate === agg).map((m) => m.seq)).toEqual([1, 2, 3]);
+    for (const agg of ['cart-0', 'cart-1'])
+      expect(sink.got.filter((m) => m.aggregate === agg).map((m) => m.seq)).toEqual([1, 2, 3]);
     await db.end();
   });
 
@@ -169,7 +194,10 @@ describe('outbox', () => {
     const db = await client(shop);
     const relay = new PollingRelay({ db, sink, fence: allPartitions(1, 3), partitions: 1, onError: () => {} });
     let id = '';
-    await inTxn(shop, async (c) => void ({ id } = await enqueue(c, { aggregate: 'inv-1', type: 'reserved', payload: { qty: 2 } })));
+    await inTxn(
+      shop,
+      async (c) => void ({ id } = await enqueue(c, { aggregate: 'inv-1', type: 'reserved', payload: { qty: 2 } })),
+    );
     sink.crashAfter.add(id);
     await relay.round();
     await drain(relay);
@@ -183,7 +211,17 @@ describe('outbox', () => {
       const inbox = new Inbox({ retentionMs: 2 * 24 * 3600_000 });
       const results = [];
       for (const m of copies)
-        results.push(await inbox.handle(c, m, async (tx) => void (await tx.query('INSERT INTO stock VALUES ($1, $2) ON CONFLICT (sku) DO UPDATE SET reserved = stock.reserved + $2', ['inv-1', 2]))));
+        results.push(
+          await inbox.handle(
+            c,
+            m,
+            async (tx) =>
+              void (await tx.query(
+                'INSERT INTO stock VALUES ($1, $2) ON CONFLICT (sku) DO UPDATE SET reserved = stock.reserved + $2',
+                ['inv-1', 2],
+              )),
+          ),
+        );
       expect(results).toEqual(['applied', 'duplicate']);
       expect(await sql(consumer, 'SELECT reserved FROM stock')).toEqual([{ reserved: 2 }]);
     } finally {
@@ -196,7 +234,11 @@ describe('outbox', () => {
     const sink = new RecordingSink();
     const db = await client(shop);
     let valid = false;
-    const fence: Fence = { owned: () => new Map([[0, 5]]), valid: () => valid, leaseName: (p) => `outbox/fenced-test/p${p}` };
+    const fence: Fence = {
+      owned: () => new Map([[0, 5]]),
+      valid: () => valid,
+      leaseName: (p) => `outbox/fenced-test/p${p}`,
+    };
     const relay = new PollingRelay({ db, sink, fence, partitions: 1 });
     await inTxn(shop, async (c) => void (await enqueue(c, { aggregate: 'fenced', type: 't', payload: null })));
     await relay.round();
@@ -209,21 +251,33 @@ describe('outbox', () => {
   it('the published mark is fenced by the lease epoch: a relay that lost its lease marks nothing once the new holder has marked', async () => {
     const db = await client(shop);
     const lease = 'outbox/handover';
-    const at = (epoch: number): Fence => ({ owned: () => new Map([[0, epoch]]), valid: () => true, leaseName: (p) => `${lease}/p${p}` });
+    const at = (epoch: number): Fence => ({
+      owned: () => new Map([[0, epoch]]),
+      valid: () => true,
+      leaseName: (p) => `${lease}/p${p}`,
+    });
     const ids: string[] = [];
-    for (const agg of ['handover-1', 'handover-2']) await inTxn(shop, async (c) => void ids.push((await enqueue(c, { aggregate: agg, type: 't', payload: null })).id));
-    const rowId = async (eventId: string): Promise<string> => String((await db.query('SELECT id FROM verdict_outbox WHERE event_id = $1', [eventId])).rows[0].id);
+    for (const agg of ['handover-1', 'handover-2'])
+      await inTxn(
+        shop,
+        async (c) => void ids.push((await enqueue(c, { aggregate: agg, type: 't', payload: null })).id),
+      );
+    const rowId = async (eventId: string): Promise<string> =>
+      String((await db.query('SELECT id FROM verdict_outbox WHERE event_id = $1', [eventId])).rows[0].id);
     const [one, two] = [await rowId(ids[0]), await rowId(ids[1])];
     // The new holder (epoch 8) marks handover-1.
     expect(await markPublished(db, at(8), 0, 8, [one])).toBe(true);
-    const markedAt = async (id: string) => (await db.query('SELECT published_at FROM verdict_outbox WHERE id = $1', [id])).rows[0].published_at as Date | null;
+    const markedAt = async (id: string) =>
+      (await db.query('SELECT published_at FROM verdict_outbox WHERE id = $1', [id])).rows[0]
+        .published_at as Date | null;
     const first = await markedAt(one);
     expect(first).not.toBeNull();
     // The old holder (epoch 7) had published both before it was paused: it marks neither, and rewrites nothing.
     expect(await markPublished(db, at(7), 0, 7, [one, two])).toBe(false);
     expect(await markedAt(one)).toEqual(first);
     expect(await markedAt(two)).toBeNull();
-    // The same from a whole round of the polling relay: it publishes (the broker dedups by message id), marks nothing, says so.
+    // The same from a whole round of the polling relay: it publishes (the broker dedups by message id), marks nothing,
+    // says so.
     const stale = new PollingRelay({ db, sink: new RecordingSink(), fence: at(7), partitions: 1 });
     const r = await stale.round();
     expect(r.fenced).toBe(1);
@@ -238,7 +292,9 @@ describe('outbox', () => {
 
 describe('inbox', () => {
   it('refuses a retention window that does not exceed the relay retry horizon, saying why', () => {
-    expect(() => new Inbox({ retentionMs: 3600_000 })).toThrow(/does not exceed the relay's retry horizon of 86400000 ms/);
+    expect(() => new Inbox({ retentionMs: 3600_000 })).toThrow(
+      /does not exceed the relay's retry horizon of 86400000 ms/,
+    );
     expect(() => new Inbox({ retentionMs: 10_000, retryHorizonMs: 10_000 })).toThrow(/would take effect twice/);
   });
 
@@ -247,12 +303,21 @@ describe('inbox', () => {
     try {
       await initSchema(c, 'inbox');
       const inbox = new Inbox({ retentionMs: 2_000, retryHorizonMs: 1_000 });
-      const msg = (id: string, seq: number, epoch: number): OutboxMessage => ({ id, aggregate: 'user-1', seq, type: 't', epoch, payload: {} });
+      const msg = (id: string, seq: number, epoch: number): OutboxMessage => ({
+        id,
+        aggregate: 'user-1',
+        seq,
+        type: 't',
+        epoch,
+        payload: {},
+      });
       let effects = 0;
       const effect = async (): Promise<void> => void effects++;
       expect(await inbox.handle(c, msg('m1', 1, 2), effect)).toBe('applied');
       expect(await inbox.handle(c, msg('m0', 2, 1), effect)).toBe('stale-epoch');
-      await expect(inbox.handle(c, msg('m2', 2, 2), async () => Promise.reject(new Error('effect failed')))).rejects.toThrow(/effect failed/);
+      await expect(
+        inbox.handle(c, msg('m2', 2, 2), async () => Promise.reject(new Error('effect failed'))),
+      ).rejects.toThrow(/effect failed/);
       // Not recorded: the redelivery runs it.
       expect(await inbox.handle(c, msg('m2', 2, 2), effect)).toBe('applied');
       expect(effects).toBe(2);
@@ -265,13 +330,21 @@ describe('inbox', () => {
 });
 
 describe('verdict outbox init', () => {
-  const verdict = (args: string[]) => spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'bin', 'verdict.mjs'), ...args], { encoding: 'utf8', timeout: 60_000 });
+  const verdict = (args: string[]) =>
+    spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'bin', 'verdict.mjs'), ...args], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
 
   it('creates the tables once, then says they are present; --inbox creates the inbox tables; a bad URL is one line', () => {
     const first = verdict(['outbox', 'init', '--pg-url', server.url('cli')]);
     expect(first.stdout, first.stderr).toBe('outbox tables created (schema version 2)\n');
-    expect(verdict(['outbox', 'init', '--pg-url', server.url('cli')]).stdout).toBe('outbox tables already present (schema version 2)\n');
-    expect(verdict(['outbox', 'init', '--pg-url', server.url('cli'), '--inbox']).stdout).toBe('inbox tables created (schema version 2)\n');
+    expect(verdict(['outbox', 'init', '--pg-url', server.url('cli')]).stdout).toBe(
+      'outbox tables already present (schema version 2)\n',
+    );
+    expect(verdict(['outbox', 'init', '--pg-url', server.url('cli'), '--inbox']).stdout).toBe(
+      'inbox tables created (schema version 2)\n',
+    );
     const bad = verdict(['outbox', 'init', '--pg-url', 'postgres://postgres@127.0.0.1:1/x']);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toMatch(/^verdict: cannot connect to PostgreSQL at --pg-url: .*\n$/);

@@ -66,13 +66,19 @@ describe('parallel commit: the leader SIGKILLed between the last YES and the exp
       );
     }
     await Promise.all(participants.map((p) => p.registered));
-    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
+    const client = new VerdictClient({
+      insecure: true,
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 30_000,
+    });
     try {
       const heard = new Map<string, string>();
       await Promise.all(
         Array.from({ length: TXNS }, async (_, i) => {
           const tx = client.transaction({ timeoutMs: 20_000, parallelCommit: true });
-          tx.enlist('shop', { sql: [`INSERT INTO orders (id) VALUES ('o${i}')`] }).enlist('ledger', { sql: [`INSERT INTO debits (id) VALUES ('o${i}')`] });
+          tx.enlist('shop', { sql: [`INSERT INTO orders (id) VALUES ('o${i}')`] }).enlist('ledger', {
+            sql: [`INSERT INTO debits (id) VALUES ('o${i}')`],
+          });
           try {
             heard.set(tx.txnId, (await tx.commit()).outcome);
           } catch (err) {
@@ -80,9 +86,16 @@ describe('parallel commit: the leader SIGKILLed between the last YES and the exp
           }
         }),
       );
-      // The fault point fired: the leader is gone by SIGKILL, and its log names the transactions it answered COMMITTED without proposing COMMIT.
-      await waitForValue('the leader to be SIGKILLed by its fault point', 30_000, async () => (leader.lastExit?.signal === 'SIGKILL' ? true : undefined));
-      const halted = [...readFileSync(leader.logFile, 'utf8').matchAll(/"txnId":"([^"]+)"[^\n]*test fault point: COMMITTED answered/g)].map((m) => m[1]);
+      // The fault point fired: the leader is gone by SIGKILL, and its log names the transactions it answered COMMITTED
+      // without proposing COMMIT.
+      await waitForValue('the leader to be SIGKILLed by its fault point', 30_000, async () =>
+        leader.lastExit?.signal === 'SIGKILL' ? true : undefined,
+      );
+      const halted = [
+        ...readFileSync(leader.logFile, 'utf8').matchAll(
+          /"txnId":"([^"]+)"[^\n]*test fault point: COMMITTED answered/g,
+        ),
+      ].map((m) => m[1]);
       expect(halted.length).toBeGreaterThan(0);
       for (const id of halted) expect(heard.get(id), `${id} was halted after its implied COMMITTED`).toBe('COMMITTED');
       const { node: next } = await c.waitForLeader({ notId: leader.id });
@@ -98,15 +111,20 @@ describe('parallel commit: the leader SIGKILLed between the last YES and the exp
         );
       }
       await waitForValue('no prepared transaction left in PostgreSQL', 60_000, async () =>
-        (await preparedXacts(server.url('shop'))).length + (await preparedXacts(server.url('ledger'))).length === 0 ? true : undefined,
+        (await preparedXacts(server.url('shop'))).length + (await preparedXacts(server.url('ledger'))).length === 0
+          ? true
+          : undefined,
       );
       const orders = new Set((await sql<{ id: string }>(server.url('shop'), 'SELECT id FROM orders')).map((r) => r.id));
-      const debits = new Set((await sql<{ id: string }>(server.url('ledger'), 'SELECT id FROM debits')).map((r) => r.id));
+      const debits = new Set(
+        (await sql<{ id: string }>(server.url('ledger'), 'SELECT id FROM debits')).map((r) => r.id),
+      );
       expect([...orders].sort()).toEqual([...debits].sort());
       const committed = [...outcomes.values()].filter((o) => o === 'COMMITTED').length;
       expect(orders.size).toBe(committed);
       // Those halted were decided by recovery alone: their stager never proposed COMMIT.
-      for (const [id, said] of heard) if (said === 'COMMITTED') expect(outcomes.get(id), `${id} was answered COMMITTED`).toBe('COMMITTED');
+      for (const [id, said] of heard)
+        if (said === 'COMMITTED') expect(outcomes.get(id), `${id} was answered COMMITTED`).toBe('COMMITTED');
       console.log(
         `leader ${leader.id} SIGKILLed after ${halted.length} implied COMMITTED without an explicit COMMIT (recovered by ${next.id}, the new leader). Clients heard: ${[...heard.values()].map((h) => h.split(':')[0]).join(', ')}; ` +
           `the log says ${committed} COMMIT, ${TXNS - committed} ABORT; shop has ${orders.size} orders, ledger ${debits.size} debits, nothing prepared left`,

@@ -21,7 +21,16 @@ import { pgPayload } from '../../src/participant/postgres.ts';
 import { ParticipantClient, type DecideRequest, type PrepareRequest } from '../../src/transport/participant-rpc.ts';
 import { DEADLINE_MS, Held, ROOT } from '../db-participant-fixture.ts';
 import { fakeCluster, type FakeCluster } from './fake-cluster.ts';
-import { freePort, preparedXacts, rollbackPrepared, sql, startPostgres, uniqueClusterId, waitFor, type PgServer } from './harness.ts';
+import {
+  freePort,
+  preparedXacts,
+  rollbackPrepared,
+  sql,
+  startPostgres,
+  uniqueClusterId,
+  waitFor,
+  type PgServer,
+} from './harness.ts';
 
 const CLUSTER = uniqueClusterId('crash');
 const PREFIX = gidPrefix(CLUSTER, 'shop');
@@ -55,11 +64,39 @@ interface Proc {
 }
 
 async function startParticipant(dir: string, port: number): Promise<Proc> {
-  const args = ['participant', '--id', 'shop', '--cluster-id', CLUSTER, '--listen', `127.0.0.1:${port}`, '--data', dir, '--endpoints', cluster.address, '--insecure'];
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'verdict.mjs'), ...args, '--resource', 'postgres', '--pg-url', shop, '--pg-concurrency', '4', '--log-level', 'warn'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const args = [
+    'participant',
+    '--id',
+    'shop',
+    '--cluster-id',
+    CLUSTER,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--data',
+    dir,
+    '--endpoints',
+    cluster.address,
+    '--insecure',
+  ];
+  const child = spawn(
+    process.execPath,
+    [
+      join(ROOT, 'bin', 'verdict.mjs'),
+      ...args,
+      '--resource',
+      'postgres',
+      '--pg-url',
+      shop,
+      '--pg-concurrency',
+      '4',
+      '--log-level',
+      'warn',
+    ],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
   const exited = new Promise((resolve) => child.on('exit', resolve));
@@ -69,7 +106,8 @@ async function startParticipant(dir: string, port: number): Promise<Proc> {
     // An ABORT for an id never used answers once the engine serves (presumed abort: nothing to do).
     await waitFor(
       `the participant process to serve (stderr: ${stderr})`,
-      async () => (await probe.decide(decisionReq(`probe-${Date.now()}`, 'DECISION_ABORT'), 1_000).catch(() => null)) !== null,
+      async () =>
+        (await probe.decide(decisionReq(`probe-${Date.now()}`, 'DECISION_ABORT'), 1_000).catch(() => null)) !== null,
       60_000,
     );
   } finally {
@@ -91,10 +129,21 @@ const prepareReq = (txnId: string, row: string): PrepareRequest => ({
   payload: pgPayload([`INSERT INTO orders VALUES ('${row}', 1)`]),
   timeoutMs: 0,
 });
-const decisionReq = (txnId: string, decision: DecideRequest['decision']): DecideRequest => ({ clusterId: CLUSTER, txnId, participantId: 'shop', decision, reason: '' });
-const rows = async (like: string): Promise<Set<string>> => new Set((await sql<{ id: string }>(shop, 'SELECT id FROM orders WHERE id LIKE $1', [like])).map((r) => r.id));
-/** Every fourth id is too long for a readable gid once percent-encoded (':' takes 3 bytes): hashed, its prepared record is synced before the vote. */
-const txnIdOf = (round: string, i: number): string => (i % 4 === 3 ? `${round}-${i}${':'.repeat(100)}` : `${round}-${i}`);
+const decisionReq = (txnId: string, decision: DecideRequest['decision']): DecideRequest => ({
+  clusterId: CLUSTER,
+  txnId,
+  participantId: 'shop',
+  decision,
+  reason: '',
+});
+const rows = async (like: string): Promise<Set<string>> =>
+  new Set((await sql<{ id: string }>(shop, 'SELECT id FROM orders WHERE id LIKE $1', [like])).map((r) => r.id));
+/**
+ * Every fourth id is too long for a readable gid once percent-encoded (':' takes 3 bytes): hashed, its prepared record
+ * is synced before the vote.
+ */
+const txnIdOf = (round: string, i: number): string =>
+  i % 4 === 3 ? `${round}-${i}${':'.repeat(100)}` : `${round}-${i}`;
 const isHashed = (txnId: string): boolean => parseGid(PREFIX, gidOf(PREFIX, txnId)).kind === 'hashed';
 
 describe('postgres participant process: SIGKILL and restart, no journal sync before the vote (readable gids)', () => {
@@ -109,7 +158,8 @@ describe('postgres participant process: SIGKILL and restart, no journal sync bef
     const c = new ParticipantClient(first.address);
     const voted = new Set<string>();
     const ids = Array.from({ length: TXNS }, (_, i) => txnIdOf('A', i));
-    // All PREPAREs at once; the kill comes with the first YES, while the rest are in PostgreSQL or waiting for a connection.
+    // All PREPAREs at once; the kill comes with the first YES, while the rest are in PostgreSQL or waiting for a
+    // connection.
     const firstYes = new Promise<void>((resolve) => {
       for (const [i, txnId] of ids.entries()) {
         c.prepare(prepareReq(txnId, `A-${i}`), DEADLINE_MS).then(
@@ -127,21 +177,28 @@ describe('postgres participant process: SIGKILL and restart, no journal sync bef
     c.close();
     const votedAtKill = new Set(voted);
     const preparedAtKill = (await preparedXacts(shop, PREFIX)).length;
-    // The cluster: a YES voted is committed (its record may never have reached the journal's disk); no YES, aborted (R3).
+    // The cluster: a YES voted is committed (its record may never have reached the journal's disk); no YES, aborted
+    // (R3).
     const commit = new Set(ids.filter((t) => votedAtKill.has(t)));
     for (const t of ids) cluster.outcomes.set(t, commit.has(t) ? 'OUTCOME_COMMITTED' : 'OUTCOME_ABORTED');
 
     const second = await startParticipant(dir, port);
     try {
-      // In doubt after the restart: the participant asks and applies; only hashed gids that never voted stay (unknown to the journal).
+      // In doubt after the restart: the participant asks and applies; only hashed gids that never voted stay (unknown
+      // to the journal).
       const leftover = async (): Promise<string[]> => (await preparedXacts(shop, PREFIX)).map((x) => x.gid);
-      await waitFor('every prepared gid but unvoted hashed ones to be resolved', async () => (await leftover()).every((g) => parseGid(PREFIX, g).kind === 'hashed'), 60_000);
+      await waitFor(
+        'every prepared gid but unvoted hashed ones to be resolved',
+        async () => (await leftover()).every((g) => parseGid(PREFIX, g).kind === 'hashed'),
+        60_000,
+      );
       for (const g of await leftover()) {
         const owner = ids.find((t) => gidOf(PREFIX, t) === g);
         expect(owner !== undefined && isHashed(owner) && !votedAtKill.has(owner), `gid ${g} left prepared`).toBe(true);
       }
       const present = await rows('A-%');
-      for (const [i, t] of ids.entries()) expect(present.has(`A-${i}`), `${t}: row present iff the cluster committed it`).toBe(commit.has(t));
+      for (const [i, t] of ids.entries())
+        expect(present.has(`A-${i}`), `${t}: row present iff the cluster committed it`).toBe(commit.has(t));
       console.log(
         `crash between PREPARE and vote: ${votedAtKill.size} YES before the kill, ${preparedAtKill} prepared in PostgreSQL at the kill, ${commit.size} committed, ${(await leftover()).length} unvoted hashed left`,
       );
@@ -190,9 +247,15 @@ describe('postgres participant process: SIGKILL and restart, no journal sync bef
         ),
       );
       expect(answers).toEqual(ids.map(() => 'ack'));
-      await waitFor('nothing of this round left prepared', async () => (await preparedXacts(shop, PREFIX)).length === 0, 60_000);
+      await waitFor(
+        'nothing of this round left prepared',
+        async () => (await preparedXacts(shop, PREFIX)).length === 0,
+        60_000,
+      );
       expect((await rows('B-%')).size).toBe(TXNS);
-      console.log(`crash while committing: ${ackedAtKill} ACKed before the kill, ${committedAtKill} committed in PostgreSQL at the kill; after the restart ${TXNS} ACKed, ${TXNS} rows`);
+      console.log(
+        `crash while committing: ${ackedAtKill} ACKed before the kill, ${committedAtKill} committed in PostgreSQL at the kill; after the restart ${TXNS} ACKed, ${TXNS} rows`,
+      );
     } finally {
       c2.close();
       await kill(second);

@@ -89,20 +89,51 @@ describe('docs/postgres.md, in order', () => {
     }
     const ep = ['--endpoints', node.address];
     // The page's payloads, as its shell quoting delivers them.
-    const debit = (cents: number): string => `ledger-pg={"sql":["UPDATE accounts SET balance_cents = balance_cents - ${cents} WHERE id = 'acct-9'"]}`;
-    const ok = await runCli(['txn', 'commit', '--participant', 'shop-pg={"sql":["INSERT INTO orders(id) VALUES (42)"]}', '--participant', debit(2000), ...ep], { timeoutMs: WAIT_MS });
+    const debit = (cents: number): string =>
+      `ledger-pg={"sql":["UPDATE accounts SET balance_cents = balance_cents - ${cents} WHERE id = 'acct-9'"]}`;
+    const ok = await runCli(
+      [
+        'txn',
+        'commit',
+        '--participant',
+        'shop-pg={"sql":["INSERT INTO orders(id) VALUES (42)"]}',
+        '--participant',
+        debit(2000),
+        ...ep,
+      ],
+      { timeoutMs: WAIT_MS },
+    );
     expect([ok.code, ok.stderr]).toEqual([0, '']);
     expect(ok.stdout).toMatch(/^COMMITTED /);
-    const no = await runCli(['txn', 'commit', '--participant', 'shop-pg={"sql":["INSERT INTO orders(id) VALUES (43)"]}', '--participant', debit(99_999_999), ...ep], { timeoutMs: WAIT_MS });
+    const no = await runCli(
+      [
+        'txn',
+        'commit',
+        '--participant',
+        'shop-pg={"sql":["INSERT INTO orders(id) VALUES (43)"]}',
+        '--participant',
+        debit(99_999_999),
+        ...ep,
+      ],
+      { timeoutMs: WAIT_MS },
+    );
     expect(no.code).toBe(2);
     expect(no.stdout).toMatch(/^ABORTED .*participant ledger-pg voted NO: SQLSTATE 23514/);
 
-    await waitFor('the COMMIT to reach PostgreSQL', WAIT_MS, async () => ((await sql(server.url('shop'), 'SELECT id FROM orders')).length === 1 ? true : undefined));
+    await waitFor('the COMMIT to reach PostgreSQL', WAIT_MS, async () =>
+      (await sql(server.url('shop'), 'SELECT id FROM orders')).length === 1 ? true : undefined,
+    );
     expect(await sql(server.url('shop'), 'SELECT id FROM orders ORDER BY id')).toEqual([{ id: '42' }]);
     await waitFor('the debit to reach PostgreSQL', WAIT_MS, async () => {
-      const rows = await sql<{ balance_cents: string }>(server.url('ledger'), "SELECT balance_cents FROM accounts WHERE id = 'acct-9'");
+      const rows = await sql<{ balance_cents: string }>(
+        server.url('ledger'),
+        "SELECT balance_cents FROM accounts WHERE id = 'acct-9'",
+      );
       return rows[0]?.balance_cents === '8000' ? true : undefined;
     });
-    for (const db of ['shop', 'ledger']) await waitFor(`no prepared transaction left in ${db}`, WAIT_MS, async () => ((await preparedXacts(server.url(db))).length === 0 ? true : undefined));
+    for (const db of ['shop', 'ledger'])
+      await waitFor(`no prepared transaction left in ${db}`, WAIT_MS, async () =>
+        (await preparedXacts(server.url(db))).length === 0 ? true : undefined,
+      );
   }, 300_000);
 });

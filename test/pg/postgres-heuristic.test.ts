@@ -43,14 +43,22 @@ afterAll(async () => {
   }
 });
 
-const orderAmount = async (id: string): Promise<number | undefined> => (await sql<{ amount: number }>(shop, 'SELECT amount FROM orders WHERE id = $1', [id]))[0]?.amount;
+const orderAmount = async (id: string): Promise<number | undefined> =>
+  (await sql<{ amount: number }>(shop, 'SELECT amount FROM orders WHERE id = $1', [id]))[0]?.amount;
 
 describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
   it('resolve --commit while the cluster is unreachable commits the gid and records who/when/why; the cluster, back, records HEURMIX against its ABORT', async () => {
     const T = 'heur-1';
     const gid = gidOf(gidPrefix(h.cluster.clusterId, 'shop'), T);
     const vote = await h.participant.prepare(
-      { clusterId: h.cluster.clusterId, txnId: T, participantId: 'shop', participants: ['shop', 'ledger'], payload: pgPayload(["INSERT INTO orders VALUES ('h1', 10)"]), timeoutMs: 0 },
+      {
+        clusterId: h.cluster.clusterId,
+        txnId: T,
+        participantId: 'shop',
+        participants: ['shop', 'ledger'],
+        payload: pgPayload(["INSERT INTO orders VALUES ('h1', 10)"]),
+        timeoutMs: 0,
+      },
       DEADLINE_MS,
     );
     expect(vote.vote).toBe('VOTE_YES');
@@ -79,8 +87,17 @@ describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
     expect(done.stdout).toMatch(/COMMIT PREPARED .* done by alice@db1/);
     expect(await orderAmount('h1')).toBe(10);
     expect(await preparedXacts(shop, gid)).toEqual([]);
-    const [row] = await sql<{ operator: string; outcome: string; reason: string; reported_at: Date | null }>(shop, 'SELECT * FROM verdict_heuristics WHERE gid = $1', [gid]);
-    expect(row).toMatchObject({ operator: 'alice@db1', outcome: 'committed', reason: 'cluster down for hours; locks held on orders', reported_at: null });
+    const [row] = await sql<{ operator: string; outcome: string; reason: string; reported_at: Date | null }>(
+      shop,
+      'SELECT * FROM verdict_heuristics WHERE gid = $1',
+      [gid],
+    );
+    expect(row).toMatchObject({
+      operator: 'alice@db1',
+      outcome: 'committed',
+      reason: 'cluster down for hours; locks held on orders',
+      reported_at: null,
+    });
 
     // Idempotent: the same act again is a no-op; the contrary one is refused.
     await expectResolveRepeatNoopContraryRefused(args, args);
@@ -91,7 +108,14 @@ describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
       txnId: T,
       participantId: 'shop',
       gid,
-      reported: async () => (await sql<{ r: boolean }>(shop, 'SELECT reported_at IS NOT NULL AS r FROM verdict_heuristics WHERE gid = $1', [gid]))[0]?.r === true,
+      reported: async () =>
+        (
+          await sql<{ r: boolean }>(
+            shop,
+            'SELECT reported_at IS NOT NULL AS r FROM verdict_heuristics WHERE gid = $1',
+            [gid],
+          )
+        )[0]?.r === true,
     });
     expect(await orderAmount('h1')).toBe(10);
   }, 400_000);
@@ -102,9 +126,25 @@ describe('heuristic resolution at a PostgreSQL participant (R4)', () => {
       await c.query("INSERT INTO orders VALUES ('o-open', 1)");
     });
     const idleInTxn = async (): Promise<number> =>
-      Number((await sql<{ n: string }>(shop, "SELECT count(*) AS n FROM pg_stat_activity WHERE state = 'idle in transaction' AND application_name = 'verdict-shop'"))[0]?.n);
+      Number(
+        (
+          await sql<{ n: string }>(
+            shop,
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE state = 'idle in transaction' AND application_name = 'verdict-shop'",
+          )
+        )[0]?.n,
+      );
     expect(await idleInTxn()).toBe(1);
-    const ack = await h.participant.decide({ clusterId: h.cluster.clusterId, txnId: T, participantId: 'shop', decision: 'DECISION_ABORT', reason: 'vote no elsewhere' }, DEADLINE_MS);
+    const ack = await h.participant.decide(
+      {
+        clusterId: h.cluster.clusterId,
+        txnId: T,
+        participantId: 'shop',
+        decision: 'DECISION_ABORT',
+        reason: 'vote no elsewhere',
+      },
+      DEADLINE_MS,
+    );
     expect(ack.txnId).toBe(T);
     await waitFor('the open transaction rolled back', async () => (await idleInTxn()) === 0, 5_000);
     await expect(h.rt.resource.work(T, async () => {})).rejects.toThrow(/has ended here/);

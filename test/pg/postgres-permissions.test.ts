@@ -30,15 +30,23 @@ function asRole(db: string): string {
   return u.toString();
 }
 
-const open = (db: string): Promise<PostgresResource> => PostgresResource.open({ clusterId: 'c', participantId: 'shop', url: asRole(db), concurrency: 2 });
+const open = (db: string): Promise<PostgresResource> =>
+  PostgresResource.open({ clusterId: 'c', participantId: 'shop', url: asRole(db), concurrency: 2 });
 
 const tables = async (db: string): Promise<string[]> =>
-  (await sql<{ t: string }>(server.url(db), "SELECT schemaname || '.' || tablename AS t FROM pg_tables WHERE tablename LIKE 'verdict\\_%' ORDER BY 1")).map((r) => r.t);
+  (
+    await sql<{ t: string }>(
+      server.url(db),
+      "SELECT schemaname || '.' || tablename AS t FROM pg_tables WHERE tablename LIKE 'verdict\\_%' ORDER BY 1",
+    )
+  ).map((r) => r.t);
 
 describe('postgres participant: the rights docs/postgres.md lists', () => {
   it("the page's SQL runs as written: role, databases owned by it, the example tables; the adapter then starts with no grant", async () => {
     await psqlOn(server, docBlock('CREATE TABLE orders'));
-    expect(await sql(asRole('ledger'), 'SELECT id, balance_cents FROM accounts')).toEqual([{ id: 'acct-9', balance_cents: '10000' }]);
+    expect(await sql(asRole('ledger'), 'SELECT id, balance_cents FROM accounts')).toEqual([
+      { id: 'acct-9', balance_cents: '10000' },
+    ]);
     for (const db of ['shop', 'ledger']) {
       const r = await open(db);
       await r.close();
@@ -57,7 +65,9 @@ describe('postgres participant: the rights docs/postgres.md lists', () => {
     const message = (err as Error).message;
     expect(message).toMatch(/permission denied for schema public \(SQLSTATE 42501\)/);
     expect(message).toMatch(/verdict_markers and verdict_heuristics/);
-    expect(message).toContain('GRANT CREATE ON SCHEMA public TO verdict; (run it in database owned_by_postgres as its owner or a superuser');
+    expect(message).toContain(
+      'GRANT CREATE ON SCHEMA public TO verdict; (run it in database owned_by_postgres as its owner or a superuser',
+    );
     expect(await tables('owned_by_postgres')).toEqual([]);
 
     await sql(server.url('owned_by_postgres'), `GRANT CREATE ON SCHEMA public TO ${ROLE}`);
@@ -68,7 +78,10 @@ describe('postgres participant: the rights docs/postgres.md lists', () => {
 
   it('a schema of its own (CREATE SCHEMA ... AUTHORIZATION, search_path) holds the adapter tables', async () => {
     await sql(server.url('with_schema'), `CREATE SCHEMA verdict AUTHORIZATION ${ROLE}`);
-    await sql(server.url('with_schema'), `ALTER ROLE ${ROLE} IN DATABASE with_schema SET search_path = verdict, public`);
+    await sql(
+      server.url('with_schema'),
+      `ALTER ROLE ${ROLE} IN DATABASE with_schema SET search_path = verdict, public`,
+    );
     const r = await open('with_schema');
     await r.close();
     expect(await tables('with_schema')).toEqual(['verdict.verdict_heuristics', 'verdict.verdict_markers']);

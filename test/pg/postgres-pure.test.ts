@@ -17,7 +17,10 @@ describe('gid format', () => {
   it('names cluster, participant and transaction readably when they fit', () => {
     expect(gidOf(gidPrefix('local', 'shop'), 'T42')).toBe('verdict:local:shop:T42');
     expect(gidOf(gidPrefix('local', 'shop'), "order/17 'x'")).toBe('verdict:local:shop:order%2F17%20%27x%27');
-    expect(parseGid(gidPrefix('local', 'shop'), 'verdict:local:shop:order%2F17')).toEqual({ kind: 'readable', txnId: 'order/17' });
+    expect(parseGid(gidPrefix('local', 'shop'), 'verdict:local:shop:order%2F17')).toEqual({
+      kind: 'readable',
+      txnId: 'order/17',
+    });
   });
 
   it('hashes a txn id that does not fit, and a prefix longer than 100 bytes', () => {
@@ -63,8 +66,19 @@ describe('gid format', () => {
 describe('reconcile: the journal and pg_prepared_xacts', () => {
   const prefix = gidPrefix('c', 'shop');
   const g = (t: string): string => gidOf(prefix, t);
-  const found = (gid: string, atMs = 5): PreparedGid => ({ gid, parsed: parseGid(prefix, gid), preparedAtMs: atMs, ageMs: 0 });
-  const prepared = (t: string): TxnRecord => ({ kind: 'prepared', txnId: t, atMs: 1, payloadB64: '', participants: ['shop'] });
+  const found = (gid: string, atMs = 5): PreparedGid => ({
+    gid,
+    parsed: parseGid(prefix, gid),
+    preparedAtMs: atMs,
+    ageMs: 0,
+  });
+  const prepared = (t: string): TxnRecord => ({
+    kind: 'prepared',
+    txnId: t,
+    atMs: 1,
+    payloadB64: '',
+    participants: ['shop'],
+  });
 
   it("keeps the journal's prepared transactions in doubt whether or not PostgreSQL still holds them", () => {
     const journal = [prepared('A'), prepared('B')];
@@ -99,13 +113,23 @@ describe('payload and errors', () => {
   it('parses {"sql": [...]}, takes an empty payload as in-process work, and gives reasons for the rest', () => {
     expect(parsePgPayload(pgPayload(['SELECT 1']))).toEqual({ ok: true, sql: ['SELECT 1'] });
     expect(parsePgPayload(new Uint8Array())).toEqual({ ok: true, sql: null });
-    expect(parsePgPayload(new TextEncoder().encode('{"set": {}}'))).toEqual({ ok: false, reason: 'payload has an unknown field "set"; allowed: sql' });
-    expect(parsePgPayload(new TextEncoder().encode('nope'))).toMatchObject({ ok: false, reason: expect.stringMatching(/^payload is not UTF-8 JSON/) });
+    expect(parsePgPayload(new TextEncoder().encode('{"set": {}}'))).toEqual({
+      ok: false,
+      reason: 'payload has an unknown field "set"; allowed: sql',
+    });
+    expect(parsePgPayload(new TextEncoder().encode('nope'))).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^payload is not UTF-8 JSON/),
+    });
   });
 
   it('describes a lost connection as one', () => {
-    expect(describePgError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }))).toBe('lost connection to PostgreSQL: connect ECONNREFUSED 127.0.0.1:1');
-    expect(describePgError(new Error('Connection terminated unexpectedly'))).toBe('lost connection to PostgreSQL: Connection terminated unexpectedly');
+    expect(
+      describePgError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' })),
+    ).toBe('lost connection to PostgreSQL: connect ECONNREFUSED 127.0.0.1:1');
+    expect(describePgError(new Error('Connection terminated unexpectedly'))).toBe(
+      'lost connection to PostgreSQL: Connection terminated unexpectedly',
+    );
   });
 });
 
@@ -113,7 +137,12 @@ describe('verdict participant flags', () => {
   const base = ['--id', 'shop', '--listen', '127.0.0.1:7101', '--data', 'd'];
   it('selects the postgres resource with --resource postgres --pg-url, memory by default', () => {
     expect(parseParticipantArgs(base, {})).toMatchObject({ resource: 'memory', pgUrl: undefined });
-    expect(parseParticipantArgs([...base, '--resource', 'postgres', '--pg-url', 'postgres://u@h:5432/shop', '--pg-concurrency', '4'], {})).toMatchObject({
+    expect(
+      parseParticipantArgs(
+        [...base, '--resource', 'postgres', '--pg-url', 'postgres://u@h:5432/shop', '--pg-concurrency', '4'],
+        {},
+      ),
+    ).toMatchObject({
       resource: 'postgres',
       pgUrl: 'postgres://u@h:5432/shop',
       pgConcurrency: 4,
@@ -121,10 +150,23 @@ describe('verdict participant flags', () => {
   });
 
   it('refuses incomplete or mismatched postgres flags with one line', () => {
-    expect(() => parseParticipantArgs([...base, '--resource', 'postgres'], {})).toThrow('--resource postgres needs --pg-url postgres://USER@HOST:PORT/DATABASE');
-    expect(() => parseParticipantArgs([...base, '--pg-url', 'postgres://h/db'], {})).toThrow('--pg-url and --pg-concurrency go with --resource postgres');
-    expect(() => parseParticipantArgs([...base, '--resource', 'oracle'], {})).toThrow('--resource must be memory, postgres or mysql, not "oracle"');
-    expect(() => parseParticipantArgs([...base, '--resource', 'postgres', '--pg-url', 'postgres://h/db', '--pg-concurrency', '0'], {})).toThrow(/--pg-concurrency must be an integer from 1 to 1000/);
-    expect(() => parseParticipantArgs([...base, '--resource', 'postgres', '--pg-url', 'mysql://u:pw@h/db'], {})).toThrow('--pg-url "mysql://u:***@h/db" must start with postgres:// or postgresql://');
+    expect(() => parseParticipantArgs([...base, '--resource', 'postgres'], {})).toThrow(
+      '--resource postgres needs --pg-url postgres://USER@HOST:PORT/DATABASE',
+    );
+    expect(() => parseParticipantArgs([...base, '--pg-url', 'postgres://h/db'], {})).toThrow(
+      '--pg-url and --pg-concurrency go with --resource postgres',
+    );
+    expect(() => parseParticipantArgs([...base, '--resource', 'oracle'], {})).toThrow(
+      '--resource must be memory, postgres or mysql, not "oracle"',
+    );
+    expect(() =>
+      parseParticipantArgs(
+        [...base, '--resource', 'postgres', '--pg-url', 'postgres://h/db', '--pg-concurrency', '0'],
+        {},
+      ),
+    ).toThrow(/--pg-concurrency must be an integer from 1 to 1000/);
+    expect(() =>
+      parseParticipantArgs([...base, '--resource', 'postgres', '--pg-url', 'mysql://u:pw@h/db'], {}),
+    ).toThrow('--pg-url "mysql://u:***@h/db" must start with postgres:// or postgresql://');
   });
 });

@@ -15,7 +15,17 @@ import type { AskOutcome, ClusterOutcome } from '../../src/participant/types.ts'
 import { ParticipantClient, type DecideRequest, type PrepareRequest } from '../../src/transport/participant-rpc.ts';
 import { DEADLINE_MS, Held, ROOT } from '../db-participant-fixture.ts';
 import { fakeCluster, type FakeCluster } from './fake-cluster.ts';
-import { freePort, prepareByHand, preparedXacts, rollbackPrepared, sql, startPostgres, uniqueClusterId, waitFor, type PgServer } from './harness.ts';
+import {
+  freePort,
+  prepareByHand,
+  preparedXacts,
+  rollbackPrepared,
+  sql,
+  startPostgres,
+  uniqueClusterId,
+  waitFor,
+  type PgServer,
+} from './harness.ts';
 import { MemoryLog } from './log.ts';
 
 const CLUSTER = uniqueClusterId('rec');
@@ -60,8 +70,17 @@ const dataDir = (): Promise<string> => held.dataDir();
 const client = (address: string): ParticipantClient => held.client(address);
 const stop = (r: ParticipantRuntime<PostgresResource>): Promise<void> => held.stop(r);
 
-function start(dir: string, pgOver: { scanIntervalMs?: number; orphanAfterMs?: number; stuckAfterMs?: number } = {}): Promise<ParticipantRuntime<PostgresResource>> {
-  return held.start({ clusterId: CLUSTER, participantId: 'shop', endpoint: cluster.address, dataDir: dir, resource: { postgres: { url: shop, concurrency: 4, ...pgOver } } });
+function start(
+  dir: string,
+  pgOver: { scanIntervalMs?: number; orphanAfterMs?: number; stuckAfterMs?: number } = {},
+): Promise<ParticipantRuntime<PostgresResource>> {
+  return held.start({
+    clusterId: CLUSTER,
+    participantId: 'shop',
+    endpoint: cluster.address,
+    dataDir: dir,
+    resource: { postgres: { url: shop, concurrency: 4, ...pgOver } },
+  });
 }
 
 async function bareResource(participantId = 'shop', over: { stuckAfterMs?: number } = {}): Promise<PostgresResource> {
@@ -78,15 +97,24 @@ const prepareReq = (txnId: string, statements: string[]): PrepareRequest => ({
   payload: pgPayload(statements),
   timeoutMs: 0,
 });
-const decisionReq = (txnId: string, decision: DecideRequest['decision']): DecideRequest => ({ clusterId: CLUSTER, txnId, participantId: 'shop', decision, reason: '' });
-const orderAmount = async (id: string): Promise<number | undefined> => (await sql<{ amount: number }>(shop, 'SELECT amount FROM orders WHERE id = $1', [id]))[0]?.amount;
+const decisionReq = (txnId: string, decision: DecideRequest['decision']): DecideRequest => ({
+  clusterId: CLUSTER,
+  txnId,
+  participantId: 'shop',
+  decision,
+  reason: '',
+});
+const orderAmount = async (id: string): Promise<number | undefined> =>
+  (await sql<{ amount: number }>(shop, 'SELECT amount FROM orders WHERE id = $1', [id]))[0]?.amount;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('postgres participant: recovery through the engine (R4)', () => {
   it('after a restart finds its prepared gid in pg_prepared_xacts, asks the cluster with its participant id, and applies COMMIT', async () => {
     const dir = await dataDir();
     const first = await start(dir);
-    expect(await client(first.address).prepare(prepareReq('T1', ["INSERT INTO orders VALUES ('o1', 10)"]), DEADLINE_MS)).toEqual({ txnId: 'T1', participantId: 'shop', vote: 'VOTE_YES', reason: '' });
+    expect(
+      await client(first.address).prepare(prepareReq('T1', ["INSERT INTO orders VALUES ('o1', 10)"]), DEADLINE_MS),
+    ).toEqual({ txnId: 'T1', participantId: 'shop', vote: 'VOTE_YES', reason: '' });
     await stop(first);
     // The participant is gone; the prepared transaction is PostgreSQL's, held across the restart.
     expect(await preparedXacts(shop, PREFIX)).toEqual([{ gid: gidOf(PREFIX, 'T1'), database: 'shop' }]);
@@ -103,7 +131,14 @@ describe('postgres participant: recovery through the engine (R4)', () => {
   it('keeps asking while the cluster says IN_PROGRESS: nothing is decided alone and the row stays invisible', async () => {
     const dir = await dataDir();
     const first = await start(dir);
-    expect((await client(first.address).prepare(prepareReq('T-wait', ["INSERT INTO orders VALUES ('o-wait', 1)"]), DEADLINE_MS)).vote).toBe('VOTE_YES');
+    expect(
+      (
+        await client(first.address).prepare(
+          prepareReq('T-wait', ["INSERT INTO orders VALUES ('o-wait', 1)"]),
+          DEADLINE_MS,
+        )
+      ).vote,
+    ).toBe('VOTE_YES');
     await stop(first);
     const second = await start(dir);
     await waitFor('three questions', () => cluster.questions.filter((q) => q.txnId === 'T-wait').length >= 3);
@@ -131,7 +166,10 @@ describe('postgres participant: recovery through the engine (R4)', () => {
   it('a COMMIT applied in PostgreSQL whose record missed the journal is applied again idempotently: the marker answers, no hazard', async () => {
     const dir = await dataDir();
     const first = await start(dir);
-    expect((await client(first.address).prepare(prepareReq('T3', ["INSERT INTO orders VALUES ('o3', 30)"]), DEADLINE_MS)).vote).toBe('VOTE_YES');
+    expect(
+      (await client(first.address).prepare(prepareReq('T3', ["INSERT INTO orders VALUES ('o3', 30)"]), DEADLINE_MS))
+        .vote,
+    ).toBe('VOTE_YES');
     await stop(first);
     // As if the participant crashed right after COMMIT PREPARED, before journaling COMMITTED.
     await sql(shop, `COMMIT PREPARED '${gidOf(PREFIX, 'T3')}'`);
@@ -146,12 +184,23 @@ describe('postgres participant: recovery through the engine (R4)', () => {
   it('serves Prepare and Decide over gRPC: NO with the SQLSTATE, then COMMIT and a redelivered COMMIT are ACKed', async () => {
     const p = await start(await dataDir());
     const c = client(p.address);
-    const no = await c.prepare(prepareReq('T4', ["INSERT INTO orders VALUES ('o4', 1)", "INSERT INTO orders VALUES ('o4', 2)"]), DEADLINE_MS);
+    const no = await c.prepare(
+      prepareReq('T4', ["INSERT INTO orders VALUES ('o4', 1)", "INSERT INTO orders VALUES ('o4', 2)"]),
+      DEADLINE_MS,
+    );
     expect(no.vote).toBe('VOTE_NO');
     expect(no.reason).toMatch(/SQLSTATE 23505: duplicate key value violates unique constraint "orders_pkey"/);
-    expect((await c.prepare(prepareReq('T5', ["INSERT INTO orders VALUES ('o5', 5)"]), DEADLINE_MS)).vote).toBe('VOTE_YES');
-    expect(await c.decide(decisionReq('T5', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({ txnId: 'T5', participantId: 'shop' });
-    expect(await c.decide(decisionReq('T5', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({ txnId: 'T5', participantId: 'shop' });
+    expect((await c.prepare(prepareReq('T5', ["INSERT INTO orders VALUES ('o5', 5)"]), DEADLINE_MS)).vote).toBe(
+      'VOTE_YES',
+    );
+    expect(await c.decide(decisionReq('T5', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({
+      txnId: 'T5',
+      participantId: 'shop',
+    });
+    expect(await c.decide(decisionReq('T5', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({
+      txnId: 'T5',
+      participantId: 'shop',
+    });
     expect(await orderAmount('o5')).toBe(5);
   });
 
@@ -172,7 +221,10 @@ describe('postgres participant: recovery through the engine (R4)', () => {
       expect(p.engine.inDoubt()).toEqual([]);
       expect(cluster.questions).toEqual([]);
       expect(p.resource.preparedStats().count).toBe(0);
-      const all = await sql<{ gid: string; database: string }>(shop, 'SELECT gid, database FROM pg_prepared_xacts ORDER BY gid');
+      const all = await sql<{ gid: string; database: string }>(
+        shop,
+        'SELECT gid, database FROM pg_prepared_xacts ORDER BY gid',
+      );
       expect(all).toEqual(
         expect.arrayContaining([
           { gid: otherGid, database: 'shop' },
@@ -226,14 +278,27 @@ describe('postgres participant: the monitor (orphans, stuck alerts, metrics valu
     await r.prepareAsync('T-young', new Uint8Array());
     const log = new MemoryLog();
     const asked: string[] = [];
-    const monitor = new PostgresMonitor({ resource: r, engine: { stateOf: () => 'prepared', resolveInDoubt: () => {} }, askOutcome: askFrom({}, asked), log, scanIntervalMs: 50 });
+    const monitor = new PostgresMonitor({
+      resource: r,
+      engine: { stateOf: () => 'prepared', resolveInDoubt: () => {} },
+      askOutcome: askFrom({}, asked),
+      log,
+      scanIntervalMs: 50,
+    });
     const report = await monitor.scan();
     // Only the old one alerts, and only it is asked about (the young one is the engine's to resolve).
-    expect(report.stuck).toEqual([{ txnId: 'T-stuck', gid: r.gid('T-stuck'), ageMs: expect.any(Number), clusterAnswer: 'IN_PROGRESS' }]);
+    expect(report.stuck).toEqual([
+      { txnId: 'T-stuck', gid: r.gid('T-stuck'), ageMs: expect.any(Number), clusterAnswer: 'IN_PROGRESS' },
+    ]);
     expect(asked).toEqual(['T-stuck']);
     const alerts = log.find('warn', /older than the alert threshold/);
     expect(alerts).toHaveLength(1);
-    expect(alerts[0]?.obj).toMatchObject({ txnId: 'T-stuck', gid: r.gid('T-stuck'), clusterAnswer: 'IN_PROGRESS', local: 'prepared' });
+    expect(alerts[0]?.obj).toMatchObject({
+      txnId: 'T-stuck',
+      gid: r.gid('T-stuck'),
+      clusterAnswer: 'IN_PROGRESS',
+      local: 'prepared',
+    });
     expect(alerts[0]?.obj.ageMs).toBeGreaterThanOrEqual(300);
     const stats = r.preparedStats();
     expect(stats).toMatchObject({ count: 2, stuck: 1 });
@@ -241,7 +306,10 @@ describe('postgres participant: the monitor (orphans, stuck alerts, metrics valu
     // Running on its own, the monitor scans periodically and alerts again.
     monitor.start();
     try {
-      await waitFor('two more alerts from the periodic scan', () => log.find('warn', /older than the alert threshold/).length >= 3);
+      await waitFor(
+        'two more alerts from the periodic scan',
+        () => log.find('warn', /older than the alert threshold/).length >= 3,
+      );
     } finally {
       await monitor.stop();
     }
@@ -258,7 +326,13 @@ describe('postgres participant: the monitor (orphans, stuck alerts, metrics valu
     await prepareByHand(shop, gid, ["INSERT INTO orders VALUES ('hashed', 1)"]);
     const log = new MemoryLog();
     try {
-      const setup = await openPostgresParticipant({ clusterId: CLUSTER, participantId: 'shop', url: shop, dataDir: await dataDir(), log });
+      const setup = await openPostgresParticipant({
+        clusterId: CLUSTER,
+        participantId: 'shop',
+        url: shop,
+        dataDir: await dataDir(),
+        log,
+      });
       try {
         expect(setup.records).toEqual([]);
         expect(log.find('error', /hashed gid the journal does not know/)[0]?.obj).toMatchObject({ gid });
@@ -313,13 +387,18 @@ describe('verdict participant --resource postgres (the process)', () => {
       await waitFor(
         `the participant process to answer PREPARE (stderr: ${stderr})`,
         async () => {
-          vote = await c.prepare(prepareReq('T-cli', ["INSERT INTO orders VALUES ('cli', 3)"]), 1_000).catch(() => null);
+          vote = await c
+            .prepare(prepareReq('T-cli', ["INSERT INTO orders VALUES ('cli', 3)"]), 1_000)
+            .catch(() => null);
           return vote !== null;
         },
         20_000,
       );
       expect(vote).toMatchObject({ vote: 'VOTE_YES' });
-      expect(await c.decide(decisionReq('T-cli', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({ txnId: 'T-cli', participantId: 'shop' });
+      expect(await c.decide(decisionReq('T-cli', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({
+        txnId: 'T-cli',
+        participantId: 'shop',
+      });
       expect(await orderAmount('cli')).toBe(3);
       c.close(); // so the gRPC server's graceful shutdown has no session to wait for
     } finally {

@@ -5,7 +5,13 @@
 // it exposes (R4, R7). Every row is checked from another session.
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HeuristicHazardError, PostgresResource, pgPayload, type PostgresResourceOptions, type PgTxnClient } from '../../src/participant/postgres.ts';
+import {
+  HeuristicHazardError,
+  PostgresResource,
+  pgPayload,
+  type PostgresResourceOptions,
+  type PgTxnClient,
+} from '../../src/participant/postgres.ts';
 import { preparedXacts, rollbackPrepared, sql, startPostgres, uniqueClusterId, type PgServer } from './harness.ts';
 import { MemoryLog } from './log.ts';
 
@@ -18,7 +24,10 @@ const resources: PostgresResource[] = [];
 beforeAll(async () => {
   server = await startPostgres();
   url = server.url('shop');
-  await sql(url, 'CREATE TABLE IF NOT EXISTS accounts (id text PRIMARY KEY, balance int NOT NULL CHECK (balance >= 0))');
+  await sql(
+    url,
+    'CREATE TABLE IF NOT EXISTS accounts (id text PRIMARY KEY, balance int NOT NULL CHECK (balance >= 0))',
+  );
   await sql(url, 'CREATE TABLE IF NOT EXISTS doctors (name text PRIMARY KEY, on_call boolean NOT NULL)');
 });
 
@@ -43,11 +52,13 @@ async function open(over: Partial<PostgresResourceOptions> = {}): Promise<Postgr
   return r;
 }
 
-const balanceOf = async (id: string): Promise<number | undefined> => (await sql<{ balance: number }>(url, 'SELECT balance FROM accounts WHERE id = $1', [id]))[0]?.balance;
+const balanceOf = async (id: string): Promise<number | undefined> =>
+  (await sql<{ balance: number }>(url, 'SELECT balance FROM accounts WHERE id = $1', [id]))[0]?.balance;
 const insert = (id: string, balance: number) => async (c: PgTxnClient) => {
   await c.query('INSERT INTO accounts (id, balance) VALUES ($1, $2)', [id, balance]);
 };
-const markerOf = async (gid: string): Promise<string[]> => (await sql<{ txn_id: string }>(url, 'SELECT txn_id FROM verdict_markers WHERE gid = $1', [gid])).map((r) => r.txn_id);
+const markerOf = async (gid: string): Promise<string[]> =>
+  (await sql<{ txn_id: string }>(url, 'SELECT txn_id FROM verdict_markers WHERE gid = $1', [gid])).map((r) => r.txn_id);
 
 describe('postgres resource: PREPARE TRANSACTION, COMMIT PREPARED, ROLLBACK PREPARED', () => {
   it('commits: the work is invisible while open and while prepared, visible to another session after COMMIT PREPARED', async () => {
@@ -89,11 +100,21 @@ describe('postgres resource: PREPARE TRANSACTION, COMMIT PREPARED, ROLLBACK PREP
 
   it('runs a {"sql": [...]} payload inside T at PREPARE time, with or without work() before it', async () => {
     const r = await open();
-    expect(await r.prepareAsync('T-payload', pgPayload(["INSERT INTO accounts VALUES ('dave', 5)", "UPDATE accounts SET balance = balance + 1 WHERE id = 'dave'"]))).toEqual({ yes: true, reason: '' });
+    expect(
+      await r.prepareAsync(
+        'T-payload',
+        pgPayload([
+          "INSERT INTO accounts VALUES ('dave', 5)",
+          "UPDATE accounts SET balance = balance + 1 WHERE id = 'dave'",
+        ]),
+      ),
+    ).toEqual({ yes: true, reason: '' });
     await r.commitAsync('T-payload');
     expect(await balanceOf('dave')).toBe(6);
     await r.work('T-both', insert('erin', 1));
-    expect((await r.prepareAsync('T-both', pgPayload(["UPDATE accounts SET balance = 2 WHERE id = 'erin'"]))).yes).toBe(true);
+    expect((await r.prepareAsync('T-both', pgPayload(["UPDATE accounts SET balance = 2 WHERE id = 'erin'"]))).yes).toBe(
+      true,
+    );
     await r.commitAsync('T-both');
     expect(await balanceOf('erin')).toBe(2);
   });
@@ -120,7 +141,9 @@ describe('postgres resource: NO votes carry the PostgreSQL error', () => {
     await expect(r.work('T-dup', insert('frank', 2))).rejects.toMatchObject({ code: '23505' });
     const vote = await r.prepareAsync('T-dup', NONE);
     expect(vote.yes).toBe(false);
-    expect(vote.reason).toMatch(/^work failed: SQLSTATE 23505: duplicate key value violates unique constraint "accounts_pkey"/);
+    expect(vote.reason).toMatch(
+      /^work failed: SQLSTATE 23505: duplicate key value violates unique constraint "accounts_pkey"/,
+    );
     expect(r.counts().open).toBe(0);
     await expect(r.work('T-dup', insert('frank', 3))).rejects.toThrow(/has ended here: work failed: SQLSTATE 23505/);
   });
@@ -128,15 +151,23 @@ describe('postgres resource: NO votes carry the PostgreSQL error', () => {
   it('votes NO with SQLSTATE 23514 when the payload breaks a check constraint at PREPARE time; nothing stays prepared', async () => {
     const r = await open();
     await r.work('T-check', insert('grace', 10));
-    const vote = await r.prepareAsync('T-check', pgPayload(["UPDATE accounts SET balance = balance - 1000 WHERE id = 'grace'"]));
+    const vote = await r.prepareAsync(
+      'T-check',
+      pgPayload(["UPDATE accounts SET balance = balance - 1000 WHERE id = 'grace'"]),
+    );
     expect(vote.yes).toBe(false);
-    expect(vote.reason).toMatch(/^SQLSTATE 23514: new row for relation "accounts" violates check constraint "accounts_balance_check"/);
+    expect(vote.reason).toMatch(
+      /^SQLSTATE 23514: new row for relation "accounts" violates check constraint "accounts_balance_check"/,
+    );
     expect(await preparedXacts(url, r.prefix)).toEqual([]);
     expect(await balanceOf('grace')).toBeUndefined();
   });
 
   it('votes NO with SQLSTATE 40001 when SERIALIZABLE finds write skew at PREPARE TRANSACTION', async () => {
-    await sql(url, "INSERT INTO doctors VALUES ('ann', true), ('ben', true) ON CONFLICT (name) DO UPDATE SET on_call = true");
+    await sql(
+      url,
+      "INSERT INTO doctors VALUES ('ann', true), ('ben', true) ON CONFLICT (name) DO UPDATE SET on_call = true",
+    );
     const r = await open({ isolation: 'serializable' });
     const goOffCall = (name: string) => async (c: PgTxnClient) => {
       const n = await c.query<{ n: string }>('SELECT count(*) AS n FROM doctors WHERE on_call');
@@ -176,7 +207,10 @@ describe('postgres resource: NO votes carry the PostgreSQL error', () => {
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(r.counts().open).toBe(0);
     const vote = await r.prepareAsync('T-slow', NONE);
-    expect(vote).toEqual({ yes: false, reason: 'transaction was open for more than 150 ms without PREPARE and was rolled back' });
+    expect(vote).toEqual({
+      yes: false,
+      reason: 'transaction was open for more than 150 ms without PREPARE and was rolled back',
+    });
   });
 
   it('votes NO when the work committed and began another transaction (COMMIT AND CHAIN, COMMIT; BEGIN), in work() or in the payload', async () => {
@@ -188,7 +222,10 @@ describe('postgres resource: NO votes carry the PostgreSQL error', () => {
     const chained = await r.prepareAsync('T-chain', NONE);
     expect(chained.yes).toBe(false);
     expect(chained.reason).toMatch(/ended by its own work/);
-    const payload = await r.prepareAsync('T-chain-payload', pgPayload(["INSERT INTO accounts (id, balance) VALUES ('chain-payload', 1)", 'COMMIT', 'BEGIN']));
+    const payload = await r.prepareAsync(
+      'T-chain-payload',
+      pgPayload(["INSERT INTO accounts (id, balance) VALUES ('chain-payload', 1)", 'COMMIT', 'BEGIN']),
+    );
     expect(payload.yes).toBe(false);
     expect(payload.reason).toMatch(/ended by its own work/);
     // The work committed itself and cannot be undone here; what the vote keeps is that nothing is prepared for it.
@@ -221,7 +258,10 @@ describe('postgres resource: round trips and connections on the hot path', () =>
     const sent: { text: string; pid: number }[] = [];
     const query = pg.Client.prototype.query as (...a: unknown[]) => unknown;
     pg.Client.prototype.query = function (this: pg.Client & { processID: number }, ...a: unknown[]) {
-      sent.push({ text: typeof a[0] === 'string' ? a[0] : String((a[0] as { text?: string }).text), pid: this.processID });
+      sent.push({
+        text: typeof a[0] === 'string' ? a[0] : String((a[0] as { text?: string }).text),
+        pid: this.processID,
+      });
       return query.apply(this, a);
     } as typeof pg.Client.prototype.query;
     try {
@@ -235,7 +275,10 @@ describe('postgres resource: round trips and connections on the hot path', () =>
   it('a PREPARE takes one round trip (BEGIN, its SQL, the marker and PREPARE TRANSACTION), after work() too, and COMMIT PREPARED one', async () => {
     const r = await open();
     // A statement ending in a -- comment still ends where the next begins.
-    const payload = pgPayload(["INSERT INTO accounts VALUES ('rt-1', 5) -- the order", "UPDATE accounts SET balance = balance + 1 WHERE id = 'rt-1'"]);
+    const payload = pgPayload([
+      "INSERT INTO accounts VALUES ('rt-1', 5) -- the order",
+      "UPDATE accounts SET balance = balance + 1 WHERE id = 'rt-1'",
+    ]);
     const sent = await queriesDuring(async () => {
       expect(await r.prepareAsync('T-rt', payload)).toEqual({ yes: true, reason: '' });
       await r.commitAsync('T-rt');
@@ -264,7 +307,10 @@ describe('postgres resource: round trips and connections on the hot path', () =>
 
   it('a payload whose second statement fails votes NO with the error, and nothing of T stays (the first statement is rolled back)', async () => {
     const r = await open();
-    const vote = await r.prepareAsync('T-rt-no', pgPayload(["INSERT INTO accounts VALUES ('rt-2', 5)", "UPDATE accounts SET balance = -1 WHERE id = 'rt-2'"]));
+    const vote = await r.prepareAsync(
+      'T-rt-no',
+      pgPayload(["INSERT INTO accounts VALUES ('rt-2', 5)", "UPDATE accounts SET balance = -1 WHERE id = 'rt-2'"]),
+    );
     expect(vote.yes).toBe(false);
     expect(vote.reason).toMatch(/SQLSTATE 23514/);
     expect(await balanceOf('rt-2')).toBeUndefined();
@@ -278,7 +324,8 @@ describe('postgres resource: round trips and connections on the hot path', () =>
   it('decisions arriving together run on connections of their own, not queued behind the two control connections', async () => {
     const r = await open({ concurrency: 8 });
     const ids = Array.from({ length: 8 }, (_, i) => `T-par-${i}`);
-    for (const id of ids) expect((await r.prepareAsync(id, pgPayload([`INSERT INTO accounts VALUES ('${id}', 1)`]))).yes).toBe(true);
+    for (const id of ids)
+      expect((await r.prepareAsync(id, pgPayload([`INSERT INTO accounts VALUES ('${id}', 1)`]))).yes).toBe(true);
     const sent = await queriesDuring(async () => {
       await Promise.all(ids.map((id) => r.commitAsync(id)));
     });
@@ -359,7 +406,9 @@ describe('postgres resource: redelivered decisions and heuristic hazards (R7, R4
     );
     expect(err).toBeInstanceOf(HeuristicHazardError);
     expect((err as HeuristicHazardError).kind).toBe('HEURCOM');
-    expect((err as Error).message).toMatch(/ABORT refused: it is not prepared in PostgreSQL and its commit marker is there, so it committed here/);
+    expect((err as Error).message).toMatch(
+      /ABORT refused: it is not prepared in PostgreSQL and its commit marker is there, so it committed here/,
+    );
     expect(await balanceOf('olga')).toBe(1);
   });
 
@@ -375,7 +424,9 @@ describe('postgres resource: redelivered decisions and heuristic hazards (R7, R4
       await res.prepareAsync(txnId, NONE);
       await res.commitAsync(txnId);
     }
-    await sql(url, "UPDATE verdict_markers SET prepared_at = now() - interval '2 minutes' WHERE gid = ANY($1)", [[r.gid('M-old'), other.gid('M-other')]]);
+    await sql(url, "UPDATE verdict_markers SET prepared_at = now() - interval '2 minutes' WHERE gid = ANY($1)", [
+      [r.gid('M-old'), other.gid('M-other')],
+    ]);
     expect(await r.cleanupMarkers()).toBe(1);
     expect(await markerOf(r.gid('M-old'))).toEqual([]);
     expect(await markerOf(r.gid('M-new'))).toEqual(['M-new']);
@@ -385,11 +436,14 @@ describe('postgres resource: redelivered decisions and heuristic hazards (R7, R4
 
 describe('postgres resource: start-up checks', () => {
   // Our own server runs with max_prepared_transactions = 64; an external one may not.
-  it.skipIf(process.env.VERDICT_PG_URL !== undefined && process.env.VERDICT_PG_URL !== '')('warns when max_prepared_transactions is below the configured concurrency', async () => {
-    const log = new MemoryLog();
-    await open({ concurrency: 100, log });
-    const w = log.find('warn', /max_prepared_transactions \(64\) is below the adapter's concurrency \(100\)/);
-    expect(w).toHaveLength(1);
-    expect(w[0]?.obj).toMatchObject({ maxPreparedTransactions: 64, concurrency: 100 });
-  });
+  it.skipIf(process.env.VERDICT_PG_URL !== undefined && process.env.VERDICT_PG_URL !== '')(
+    'warns when max_prepared_transactions is below the configured concurrency',
+    async () => {
+      const log = new MemoryLog();
+      await open({ concurrency: 100, log });
+      const w = log.find('warn', /max_prepared_transactions \(64\) is below the adapter's concurrency \(100\)/);
+      expect(w).toHaveLength(1);
+      expect(w[0]?.obj).toMatchObject({ maxPreparedTransactions: 64, concurrency: 100 });
+    },
+  );
 });

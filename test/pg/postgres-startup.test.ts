@@ -112,11 +112,18 @@ describe('postgres participant: refuses max_prepared_transactions = 0', () => {
   });
 
   it('refuses a PostgreSQL it cannot reach, saying where it tried', async () => {
-    const err = await PostgresResource.open({ clusterId: 'c', participantId: 'shop', url: 'postgres://verdict:secret@127.0.0.1:1/shop', acquireTimeoutMs: 2_000 }).then(
+    const err = await PostgresResource.open({
+      clusterId: 'c',
+      participantId: 'shop',
+      url: 'postgres://verdict:secret@127.0.0.1:1/shop',
+      acquireTimeoutMs: 2_000,
+    }).then(
       () => null,
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(PostgresConfigError);
-    expect((err as Error).message).toMatch(/^FAILED_PRECONDITION: cannot use PostgreSQL at postgres:\/\/verdict:\*\*\*@127\.0\.0\.1:1\/shop: lost connection to PostgreSQL: connect ECONNREFUSED/);
+    expect((err as Error).message).toMatch(
+      /^FAILED_PRECONDITION: cannot use PostgreSQL at postgres:\/\/verdict:\*\*\*@127\.0\.0\.1:1\/shop: lost connection to PostgreSQL: connect ECONNREFUSED/,
+    );
   });
 });

@@ -26,7 +26,11 @@ afterEach(stopPythonProcs);
 
 /** One step of the Python side, to its end; its JSON answer. */
 function step(url: string, dataDir: string, name: string): Record<string, unknown> {
-  const r = spawnSync('/usr/bin/python3', [SCRIPT, url, CLUSTER, dataDir, name], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+  const r = spawnSync('/usr/bin/python3', [SCRIPT, url, CLUSTER, dataDir, name], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+  });
   if (r.status !== 0) throw new Error(`pg_engine.py ${name} ended with ${r.status ?? r.signal}: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
 }
@@ -58,13 +62,24 @@ describe('the Python PostgreSQL resource', () => {
     expect(prepared.t6).toEqual([false, expect.stringMatching(/57014/)]);
     // The TypeScript resource's gids, so either runtime and the operator's tools read them.
     const prefix = gidPrefix(CLUSTER, 'shop');
-    expect(prepared.gids).toEqual({ t1: gidOf(prefix, 't1'), t2: gidOf(prefix, 't2'), t3: gidOf(prefix, 't3'), t4: gidOf(prefix, 't4') });
-    expect((await preparedXacts(shop, prefix)).map((p) => p.gid)).toEqual(['t1', 't2', 't3', 't4'].map((t) => gidOf(prefix, t)));
+    expect(prepared.gids).toEqual({
+      t1: gidOf(prefix, 't1'),
+      t2: gidOf(prefix, 't2'),
+      t3: gidOf(prefix, 't3'),
+      t4: gidOf(prefix, 't4'),
+    });
+    expect((await preparedXacts(shop, prefix)).map((p) => p.gid)).toEqual(
+      ['t1', 't2', 't3', 't4'].map((t) => gidOf(prefix, t)),
+    );
     // Nothing is visible before the decision.
     expect(await sql(shop, 'SELECT id FROM orders ORDER BY id')).toEqual([]);
 
     const recovered = step(shop, dir, 'recover');
-    expect(recovered).toEqual({ in_doubt: ['t1', 't2', 't3', 't4'], prepared_here: ['t1', 't2', 't3', 't4'], after: [] });
+    expect(recovered).toEqual({
+      in_doubt: ['t1', 't2', 't3', 't4'],
+      prepared_here: ['t1', 't2', 't3', 't4'],
+      after: [],
+    });
     expect(await sql(shop, 'SELECT id, amount FROM orders ORDER BY id')).toEqual([
       { id: 't1', amount: 10 },
       { id: 't4', amount: 40 },
@@ -90,11 +105,28 @@ describe('the Python PostgreSQL resource', () => {
     const dir = tempDir('verdict-pypg-');
     const hold = join(dir, 'hold');
     const [port] = await freePorts(1);
-    const args = ['--id', 'pyshop', '--cluster-id', c.clusterId, '--pg-url', shop, '--nodes', nodes.join(','), '--data-dir', join(dir, 'pyshop'), '--listen', `127.0.0.1:${port}`, '--hold-file', hold];
+    const args = [
+      '--id',
+      'pyshop',
+      '--cluster-id',
+      c.clusterId,
+      '--pg-url',
+      shop,
+      '--nodes',
+      nodes.join(','),
+      '--data-dir',
+      join(dir, 'pyshop'),
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--hold-file',
+      hold,
+    ];
     try {
       let py = new PythonProc('participant.py', args);
       await py.waitLine('the PostgreSQL participant registered', (e) => e.event === 'ready');
-      const insert = (id: string, amount: number | null) => ({ sql: [`INSERT INTO orders VALUES ('${id}', ${amount === null ? 'NULL' : amount})`] });
+      const insert = (id: string, amount: number | null) => ({
+        sql: [`INSERT INTO orders VALUES ('${id}', ${amount === null ? 'NULL' : amount})`],
+      });
       const results = await pythonClient(nodes, [
         { op: 'commit', txn: 'pg-c1', enlist: { pyshop: insert('pg-c1', 1) } },
         { op: 'commit', txn: 'pg-n1', enlist: { pyshop: insert('pg-n1', null) } },
@@ -112,7 +144,10 @@ describe('the Python PostgreSQL resource', () => {
       rmSync(hold, { force: true });
 
       py = new PythonProc('participant.py', args);
-      await py.waitLine('pg-k1 committed after the restart', (e) => e.event === 'decided' && e.txn_id === 'pg-k1' && e.outcome === 'COMMITTED');
+      await py.waitLine(
+        'pg-k1 committed after the restart',
+        (e) => e.event === 'decided' && e.txn_id === 'pg-k1' && e.outcome === 'COMMITTED',
+      );
       expect(await preparedXacts(shop, prefix)).toEqual([]);
       expect(await sql(shop, "SELECT id, amount FROM orders WHERE id LIKE 'pg-%' ORDER BY id")).toEqual([
         { id: 'pg-c1', amount: 1 },

@@ -33,13 +33,34 @@ describe('a Python step service with its inbox in PostgreSQL', () => {
     const [port] = await freePorts(1);
     const dir = tempDir('verdict-py-saga-pg-');
     const hold = join(dir, 'hold');
-    const args = ['--id', 'shop', '--cluster-id', cluster.clusterId, '--nodes', endpoints, '--listen', `127.0.0.1:${port}`, '--data', join(dir, 'shop'), '--pg', url, '--hold-file', hold];
+    const args = [
+      '--id',
+      'shop',
+      '--cluster-id',
+      cluster.clusterId,
+      '--nodes',
+      endpoints,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--data',
+      join(dir, 'shop'),
+      '--pg',
+      url,
+      '--hold-file',
+      hold,
+    ];
     writeFileSync(hold, '');
     let svc = new PythonProc('step_service.py', args);
     await svc.waitLine('the step service registered', (e) => e.event === 'ready');
 
-    const running = runCli(['saga', 'start', '--step', 'shop:reserve', '--step', 'shop:charge=40', '--json', '--endpoints', endpoints], { timeoutMs: WAIT_MS * 2 });
-    const held = await svc.waitLine('the reservation committed and held before its answer', (e) => e.event === 'holding');
+    const running = runCli(
+      ['saga', 'start', '--step', 'shop:reserve', '--step', 'shop:charge=40', '--json', '--endpoints', endpoints],
+      { timeoutMs: WAIT_MS * 2 },
+    );
+    const held = await svc.waitLine(
+      'the reservation committed and held before its answer',
+      (e) => e.event === 'holding',
+    );
     const key = String(held.key);
     expect(key).toMatch(/\/0\/action$/);
     const sagaId = key.slice(0, -'/0/action'.length);
@@ -53,7 +74,11 @@ describe('a Python step service with its inbox in PostgreSQL', () => {
     await svc.waitLine('the restarted step service registered', (e) => e.event === 'ready');
     const done = await running;
     expect(done.code, done.stderr).toBe(0);
-    expect(JSON.parse(done.stdout)).toMatchObject({ id: sagaId, state: 'finished', outputs: ['reserve done', 'charged'] });
+    expect(JSON.parse(done.stdout)).toMatchObject({
+      id: sagaId,
+      state: 'finished',
+      outputs: ['reserve done', 'charged'],
+    });
     // Each effect once, though the reservation's call was repeated after the crash.
     const rows = await sql<{ key: string; effect: string }>(url, 'SELECT key, effect FROM saga_ledger ORDER BY key');
     expect(rows).toEqual([
@@ -61,7 +86,9 @@ describe('a Python step service with its inbox in PostgreSQL', () => {
       { key: `${sagaId}/1/action`, effect: 'charge' },
     ]);
     // The orchestrator ends the saga; the service confirms it with the cluster, drops its rows and remembers the end.
-    await waitFor('the saga ended at the step service', WAIT_MS, async () => ((await sql(url, 'SELECT 1 FROM verdict_saga_ended WHERE saga_id = $1', [sagaId])).length === 1 ? true : undefined));
+    await waitFor('the saga ended at the step service', WAIT_MS, async () =>
+      (await sql(url, 'SELECT 1 FROM verdict_saga_ended WHERE saga_id = $1', [sagaId])).length === 1 ? true : undefined,
+    );
     expect(await sql(url, 'SELECT key FROM verdict_saga_inbox WHERE saga_id = $1', [sagaId])).toEqual([]);
     await svc.kill('SIGTERM');
   }, 240_000);

@@ -101,7 +101,9 @@ describe('travel booking: sagas across processes on PostgreSQL', () => {
           [hotelUrl, 'rooms'],
         ] as const) {
           const booked = await sql<{ n: string }>(url, `SELECT count(*) AS n FROM ${table} WHERE booked_by = $1`, [id]);
-          const pending = await sql<{ n: string }>(url, `SELECT count(*) AS n FROM ${table} WHERE saga_pending = $1`, [id]);
+          const pending = await sql<{ n: string }>(url, `SELECT count(*) AS n FROM ${table} WHERE saga_pending = $1`, [
+            id,
+          ]);
           // Exactly once: one seat and one room per finished trip, none per released one; nothing left pending.
           expect(Number(booked[0].n), `${id} ${table} booked`).toBe(r.end === 'finished' ? 1 : 0);
           expect(Number(pending[0].n), `${id} ${table} pending`).toBe(0);
@@ -116,7 +118,9 @@ describe('travel booking: sagas across processes on PostgreSQL', () => {
         return left === 0 ? true : undefined;
       });
       // Every trip reached the hotel (step 1 is before the pivot), so every trip's end is recorded there.
-      expect(Number((await sql<{ n: string }>(hotelUrl, 'SELECT count(*) AS n FROM verdict_saga_ended'))[0].n)).toBe(ids.length);
+      expect(Number((await sql<{ n: string }>(hotelUrl, 'SELECT count(*) AS n FROM verdict_saga_ended'))[0].n)).toBe(
+        ids.length,
+      );
 
       // The example's own client, as a user runs it.
       const trip = await new Promise<string>((resolve) => {

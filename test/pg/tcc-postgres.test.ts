@@ -18,7 +18,10 @@ let ttlMs: number | undefined = 60_000;
 beforeAll(async () => {
   server = await startPostgres({ private: true, databases: ['theatre'] });
   url = server.url('theatre');
-  await sql(url, 'CREATE TABLE shows (id text PRIMARY KEY, free integer NOT NULL CHECK (free >= 0), held integer NOT NULL DEFAULT 0, sold integer NOT NULL DEFAULT 0)');
+  await sql(
+    url,
+    'CREATE TABLE shows (id text PRIMARY KEY, free integer NOT NULL CHECK (free >= 0), held integer NOT NULL DEFAULT 0, sold integer NOT NULL DEFAULT 0)',
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -28,7 +31,9 @@ afterAll(async () => {
 const seatsOf = (b: TccBranch): number => Number(new TextDecoder().decode(b.payload));
 const handlers: TccPgHandlers = {
   async try(tx: PgTxnClient, b) {
-    const r = await tx.query("UPDATE shows SET free = free - $1, held = held + $1 WHERE id = 'show' AND free >= $1", [seatsOf(b)]);
+    const r = await tx.query("UPDATE shows SET free = free - $1, held = held + $1 WHERE id = 'show' AND free >= $1", [
+      seatsOf(b),
+    ]);
     if (r.rowCount === 0) throw new TccRefusal('not enough free seats');
     return ttlMs === undefined ? undefined : { ttlMs };
   },
@@ -41,13 +46,22 @@ const handlers: TccPgHandlers = {
   },
 };
 
-const open = (participantId = 'seats'): Promise<PostgresTccResource> => PostgresTccResource.open({ participantId, url, handlers, concurrency: 2 });
-const show = async () => (await sql<{ free: number; held: number; sold: number }>(url, "SELECT free, held, sold FROM shows WHERE id = 'show'"))[0];
-const reset = () => sql(url, "INSERT INTO shows (id, free) VALUES ('show', 10) ON CONFLICT (id) DO UPDATE SET free = 10, held = 0, sold = 0");
+const open = (participantId = 'seats'): Promise<PostgresTccResource> =>
+  PostgresTccResource.open({ participantId, url, handlers, concurrency: 2 });
+const show = async () =>
+  (
+    await sql<{ free: number; held: number; sold: number }>(url, "SELECT free, held, sold FROM shows WHERE id = 'show'")
+  )[0];
+const reset = () =>
+  sql(
+    url,
+    "INSERT INTO shows (id, free) VALUES ('show', 10) ON CONFLICT (id) DO UPDATE SET free = 10, held = 0, sold = 0",
+  );
 
 function op(r: PostgresTccResource, txnId: string, o: BarrierOp, seats = 3): Promise<string> {
   return new Promise((resolve) => {
-    if (o === 'try') r.prepare(txnId, new TextEncoder().encode(String(seats)), (_e, v) => resolve(v.yes ? 'yes' : `no: ${v.reason}`));
+    if (o === 'try')
+      r.prepare(txnId, new TextEncoder().encode(String(seats)), (_e, v) => resolve(v.yes ? 'yes' : `no: ${v.reason}`));
     else r[o === 'confirm' ? 'commit' : 'abort'](txnId, (e) => resolve(e === null ? 'ok' : `err: ${e.message}`));
   });
 }
@@ -95,7 +109,8 @@ describe('PostgreSQL TCC barrier', () => {
     try {
       expect(await op(r, 'pay-1', 'try', 4)).toBe('yes');
       failConfirm = true;
-      for (let i = 0; i < 3; i++) expect(await op(r, 'pay-1', 'confirm')).toMatch(/Confirm handler failed for pay-1: ticket printer offline/);
+      for (let i = 0; i < 3; i++)
+        expect(await op(r, 'pay-1', 'confirm')).toMatch(/Confirm handler failed for pay-1: ticket printer offline/);
       expect(await show()).toEqual({ free: 6, held: 4, sold: 0 });
       expect(await r.branchState('pay-1')).toBe('tried');
       failConfirm = false;
@@ -114,7 +129,9 @@ describe('PostgreSQL TCC barrier', () => {
     try {
       for (const bad of [0, -1]) {
         ttlMs = bad;
-        expect(await op(r, `ttl-${bad}`, 'try')).toMatch(/^no: the Try handler gave ttlMs .*a TTL must be a positive whole number of milliseconds/);
+        expect(await op(r, `ttl-${bad}`, 'try')).toMatch(
+          /^no: the Try handler gave ttlMs .*a TTL must be a positive whole number of milliseconds/,
+        );
         expect(await r.branchState(`ttl-${bad}`)).toBeUndefined();
       }
       ttlMs = 60_000;

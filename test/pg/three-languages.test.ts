@@ -15,7 +15,17 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
 import { startParticipant } from '../../src/participant/runtime.ts';
-import { BIN, Cluster, fileTempDir, freePorts, ROOT, sleep, tempDir, useProcessCleanup, waitFor } from '../process/harness.ts';
+import {
+  BIN,
+  Cluster,
+  fileTempDir,
+  freePorts,
+  ROOT,
+  sleep,
+  tempDir,
+  useProcessCleanup,
+  waitFor,
+} from '../process/harness.ts';
 import { buildGoDrivers, GoProc, goClient, stopGoProcs } from '../process/go-procs.ts';
 import { PythonProc, pythonClient, stopPythonProcs, type Event } from '../process/python-procs.ts';
 import { preparedXacts, rollbackPrepared, sql, startPostgres, type PgServer } from './harness.ts';
@@ -86,7 +96,19 @@ describe('one transaction, three languages', () => {
     const [tsPort, pyPort, goPort] = await freePorts(3);
 
     const ts = new TsParticipant(
-      ['--id', 'tsmem', '--listen', `127.0.0.1:${tsPort}`, '--data', join(dir, 'tsmem'), '--cluster-id', c.clusterId, '--endpoints', nodes.join(','), '--insecure'],
+      [
+        '--id',
+        'tsmem',
+        '--listen',
+        `127.0.0.1:${tsPort}`,
+        '--data',
+        join(dir, 'tsmem'),
+        '--cluster-id',
+        c.clusterId,
+        '--endpoints',
+        nodes.join(','),
+        '--insecure',
+      ],
       join(dir, 'tsmem.log'),
     );
     ts.start();
@@ -108,7 +130,18 @@ describe('one transaction, three languages', () => {
       join(dir, 'py-hold'),
     ];
     let py = new PythonProc('participant.py', pyArgs);
-    const goArgs = ['--id', 'gop', '--nodes', nodes.join(','), '--data-dir', join(dir, 'gop'), '--listen', `127.0.0.1:${goPort}`, '--hold-file', join(dir, 'go-hold')];
+    const goArgs = [
+      '--id',
+      'gop',
+      '--nodes',
+      nodes.join(','),
+      '--data-dir',
+      join(dir, 'gop'),
+      '--listen',
+      `127.0.0.1:${goPort}`,
+      '--hold-file',
+      join(dir, 'go-hold'),
+    ];
     let gop = new GoProc(join(goBin, 'participant'), goArgs);
     await py.waitLine('the Python participant registered', (e) => e.event === 'ready');
     await gop.waitLine('the Go participant registered', (e) => e.event === 'ready');
@@ -125,13 +158,24 @@ describe('one transaction, three languages', () => {
       Array.from({ length: PER_CLIENT }, (_, i) => {
         const txn = `${lang}-${round}-${i}`;
         const amount = i % 4 === 3 ? 'NULL' : String(i + 1);
-        return { op: 'commit', txn, enlist: { tsmem: { set: { [txn]: txn } }, pyshop: { sql: [`INSERT INTO orders VALUES ('${txn}', ${amount})`] }, gop: { set: { [txn]: txn } } } };
+        return {
+          op: 'commit',
+          txn,
+          enlist: {
+            tsmem: { set: { [txn]: txn } },
+            pyshop: { sql: [`INSERT INTO orders VALUES ('${txn}', ${amount})`] },
+            gop: { set: { [txn]: txn } },
+          },
+        };
       });
 
     const answers: Event[] = [];
     const victims = ['leader', 'pyshop', 'gop', 'tsmem'] as const;
     for (const [round, victim] of victims.entries()) {
-      const running = Promise.all([pythonClient(nodes, ops('py', round)), goClient(join(goBin, 'client'), nodes, ops('go', round))]);
+      const running = Promise.all([
+        pythonClient(nodes, ops('py', round)),
+        goClient(join(goBin, 'client'), nodes, ops('go', round)),
+      ]);
       await sleep(300);
       if (victim === 'leader') {
         const { node } = await c.waitForLeader();
@@ -162,7 +206,10 @@ describe('one transaction, three languages', () => {
       'every transaction decided and acknowledged by every participant',
       WAIT_MS,
       async () => {
-        const open = [...(await client.transactions({ inFlight: true })), ...(await client.transactions({ unacked: true }))];
+        const open = [
+          ...(await client.transactions({ inFlight: true })),
+          ...(await client.transactions({ unacked: true })),
+        ];
         pending = open.map((t) => t.txnId).join(', ');
         return open.length === 0 ? true : undefined;
       },
@@ -181,7 +228,9 @@ describe('one transaction, three languages', () => {
     const notCommitted = [...outcome].filter(([, o]) => o !== 'COMMITTED').map(([t]) => t);
     expect(committed.length).toBeGreaterThan(0);
     expect(notCommitted.length).toBeGreaterThan(0);
-    console.log(`three languages: ${committed.length} committed, ${notCommitted.length} not, ${answers.filter((a) => a.outcome === undefined).length} answered with an error`);
+    console.log(
+      `three languages: ${committed.length} committed, ${notCommitted.length} not, ${answers.filter((a) => a.outcome === undefined).length} answered with an error`,
+    );
 
     // PostgreSQL (Python participant): exactly the committed rows, nothing prepared.
     expect(await preparedXacts(shop, 'verdict:')).toEqual([]);
@@ -191,7 +240,8 @@ describe('one transaction, three languages', () => {
     // Go participant: its journal's values after a clean restart.
     await gop.kill('SIGTERM');
     gop = new GoProc(join(goBin, 'participant'), goArgs);
-    const goValues = (await gop.waitLine('the Go participant back with its values', (e) => e.event === 'ready')).values as Record<string, string>;
+    const goValues = (await gop.waitLine('the Go participant back with its values', (e) => e.event === 'ready'))
+      .values as Record<string, string>;
     expect(Object.keys(goValues).sort()).toEqual([...committed].sort());
 
     // TypeScript participant: its journal read back by the runtime on the same data directory.

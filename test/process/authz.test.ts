@@ -55,7 +55,8 @@ afterAll(async () => {
 
 const creds = (c: CertFiles): grpc.ChannelCredentials => tlsCredentials({ ca: ca.cert, cert: c.cert, key: c.key });
 /** Dialling a participant (not a node): the CA and the host are checked, not the node mark. */
-const participantCreds = (c: CertFiles): grpc.ChannelCredentials => grpc.credentials.createSsl(readFileSync(ca.cert), readFileSync(c.key), readFileSync(c.cert));
+const participantCreds = (c: CertFiles): grpc.ChannelCredentials =>
+  grpc.credentials.createSsl(readFileSync(ca.cert), readFileSync(c.key), readFileSync(c.cert));
 
 /** The status code and details of a rejected promise (or of an error handed to a callback). */
 async function refusal(p: Promise<unknown>): Promise<{ code: number | undefined; details: string }> {
@@ -97,7 +98,9 @@ describe('mutual TLS binds roles to identities', () => {
     expect(put.index).toBeGreaterThan(0);
     const adminApi = new RaftNodeClient(leader.address, creds(admin));
     try {
-      expect((await adminApi.putStreamed({ key: 'k-streamed', value: Buffer.from('v') }, 20_000)).index).toBeGreaterThan(put.index);
+      expect(
+        (await adminApi.putStreamed({ key: 'k-streamed', value: Buffer.from('v') }, 20_000)).index,
+      ).toBeGreaterThan(put.index);
     } finally {
       adminApi.close();
     }
@@ -106,11 +109,15 @@ describe('mutual TLS binds roles to identities', () => {
       try {
         const p = await refusal(api.put({ key: 'k', value: Buffer.from('forged') }));
         expect(p.code).toBe(grpc.status.PERMISSION_DENIED);
-        expect(p.details).toMatch(/^put needs an admin certificate: client certificate CN=(alice|shop) is not in the node's tls\.adminNames/);
+        expect(p.details).toMatch(
+          /^put needs an admin certificate: client certificate CN=(alice|shop) is not in the node's tls\.adminNames/,
+        );
         // The streamed Put is refused for the whole stream, with the same reason.
         const ps = await refusal(api.putStreamed({ key: 'k', value: Buffer.from('forged') }));
         expect(ps.code).toBe(grpc.status.PERMISSION_DENIED);
-        expect(ps.details).toMatch(/^put needs an admin certificate: client certificate CN=(alice|shop) is not in the node's tls\.adminNames/);
+        expect(ps.details).toMatch(
+          /^put needs an admin certificate: client certificate CN=(alice|shop) is not in the node's tls\.adminNames/,
+        );
         const g = await refusal(api.get({ key: 'k', linearizable: true }));
         expect(g.code).toBe(grpc.status.PERMISSION_DENIED);
         expect(g.details).toMatch(/^get needs an admin certificate/);
@@ -141,7 +148,8 @@ describe('mutual TLS binds roles to identities', () => {
       links.push(l);
       return l;
     };
-    const shopEndpoint = async (): Promise<string | undefined> => (await client.participants()).find((p) => p.participantId === 'shop')?.endpoint;
+    const shopEndpoint = async (): Promise<string | undefined> =>
+      (await client.participants()).find((p) => p.participantId === 'shop')?.endpoint;
     try {
       expect(await shopEndpoint()).toBe(shop.address);
 
@@ -156,18 +164,24 @@ describe('mutual TLS binds roles to identities', () => {
       expect(otherCluster.details).toMatch(/the caller presented client certificate CN=shop, OU=other-cluster$/);
       expect(await shopEndpoint()).toBe(shop.address);
       // A participant id that is a node's is refused, even to a participant certificate of that name...
-      const asNode = await refusal(linkAs(ca.issue('n2', { ou: clusterId, file: 'n2-participant' })).register('n2', `127.0.0.1:${malloryPort}`));
+      const asNode = await refusal(
+        linkAs(ca.issue('n2', { ou: clusterId, file: 'n2-participant' })).register('n2', `127.0.0.1:${malloryPort}`),
+      );
       expect(asNode.code).toBe(grpc.status.INVALID_ARGUMENT);
       expect(asNode.details).toMatch(/participant id "n2" is the id of a node of cluster/);
       // ...and a node's own certificate (the node mark) is no participant's.
-      const nodeItself = await refusal(linkAs({ cert: join(certs, 'n2.crt'), key: join(certs, 'n2.key') }).register('n2', `127.0.0.1:${malloryPort}`));
+      const nodeItself = await refusal(
+        linkAs({ cert: join(certs, 'n2.crt'), key: join(certs, 'n2.key') }).register('n2', `127.0.0.1:${malloryPort}`),
+      );
       expect(nodeItself.code).toBe(grpc.status.PERMISSION_DENIED);
 
       // ...and a node whose id is a registered participant's, even by an admin.
       const addShop = await waitFor('the leader to answer AddMember', WAIT_MS, async () => {
         const api = new RaftNodeClient((await c.waitForLeader({ timeoutMs: WAIT_MS })).node.address, creds(admin));
         try {
-          const r = await refusal(api.addMember({ nodeId: 'shop', address: `127.0.0.1:${malloryPort}`, timeoutMs: 1_000 }));
+          const r = await refusal(
+            api.addMember({ nodeId: 'shop', address: `127.0.0.1:${malloryPort}`, timeoutMs: 1_000 }),
+          );
           return r.code === grpc.status.UNAVAILABLE ? undefined : r;
         } finally {
           api.close();
@@ -187,30 +201,61 @@ describe('mutual TLS binds roles to identities', () => {
       // explicit COMMIT is applied, and a participant learns its outcome from the log only (IN_PROGRESS
       // until then): polled with a bound, never read once.
       const asShop = linkAs(shopCert);
-      await expect.poll(async () => (await asShop.outcome(txn.txnId, 'shop')).outcome, { timeout: 30_000, interval: 200 }).toBe('OUTCOME_COMMITTED');
+      await expect
+        .poll(async () => (await asShop.outcome(txn.txnId, 'shop')).outcome, { timeout: 30_000, interval: 200 })
+        .toBe('OUTCOME_COMMITTED');
 
       // A forged heuristic report for shop (HEURMIX on a committed transaction) is refused.
       const heur = await refusal(
-        linkAs(mallory).reportHeuristic({ participantId: 'shop', txnId: txn.txnId, outcome: 'OUTCOME_ABORTED', gid: 'g', operator: 'mallory', reason: 'forged', atMs: Date.now() }),
+        linkAs(mallory).reportHeuristic({
+          participantId: 'shop',
+          txnId: txn.txnId,
+          outcome: 'OUTCOME_ABORTED',
+          gid: 'g',
+          operator: 'mallory',
+          reason: 'forged',
+          atMs: Date.now(),
+        }),
       );
       expect(heur.code).toBe(grpc.status.PERMISSION_DENIED);
-      expect(heur.details).toMatch(/^reporting a heuristic outcome for participant "shop" is for participant "shop" only/);
+      expect(heur.details).toMatch(
+        /^reporting a heuristic outcome for participant "shop" is for participant "shop" only/,
+      );
       const view = (await client.transactions({ txnId: txn.txnId }))[0];
       expect(view?.heuristics ?? []).toEqual([]);
 
-      // shop's Prepare, Decide and Exchange take only the cluster's nodes: not mallory, not another participant, not a node of another cluster.
-      const forged: PrepareRequest = { clusterId, txnId: 'forged-1', participantId: 'shop', participants: ['shop'], payload: Buffer.from(JSON.stringify({ set: { stolen: '1' } })), timeoutMs: 10_000 };
+      // shop's Prepare, Decide and Exchange take only the cluster's nodes: not mallory, not another participant, not a
+      // node of another cluster.
+      const forged: PrepareRequest = {
+        clusterId,
+        txnId: 'forged-1',
+        participantId: 'shop',
+        participants: ['shop'],
+        payload: Buffer.from(JSON.stringify({ set: { stolen: '1' } })),
+        timeoutMs: 10_000,
+      };
       for (const who of [mallory, ledgerCert, n1OfOther]) {
         const direct = new ParticipantClient(shop.address, participantCreds(who));
         const exchange = new ParticipantExchange(direct.channel, shop.address);
         try {
           const prep = await refusal(direct.prepare(forged, 5_000));
           expect(prep.code).toBe(grpc.status.PERMISSION_DENIED);
-          expect(prep.details).toMatch(/^PREPARE is taken only from a node of this participant's cluster: the caller's certificate /);
-          const dec = await refusal(direct.decide({ clusterId, txnId: 'forged-1', participantId: 'shop', decision: 'DECISION_COMMIT', reason: '' }, 5_000));
+          expect(prep.details).toMatch(
+            /^PREPARE is taken only from a node of this participant's cluster: the caller's certificate /,
+          );
+          const dec = await refusal(
+            direct.decide(
+              { clusterId, txnId: 'forged-1', participantId: 'shop', decision: 'DECISION_COMMIT', reason: '' },
+              5_000,
+            ),
+          );
           expect(dec.code).toBe(grpc.status.PERMISSION_DENIED);
           expect(dec.details).toMatch(/^DECISION is taken only from a node/);
-          const streamed = await refusal(new Promise((resolve, reject) => exchange.prepare(forged, 5_000, (err, v) => (err ? reject(err) : resolve(v)))));
+          const streamed = await refusal(
+            new Promise((resolve, reject) =>
+              exchange.prepare(forged, 5_000, (err, v) => (err ? reject(err) : resolve(v))),
+            ),
+          );
           expect(streamed.code).toBe(grpc.status.PERMISSION_DENIED);
         } finally {
           exchange.close();
@@ -219,11 +264,15 @@ describe('mutual TLS binds roles to identities', () => {
       }
       expect(shop.engine.stateOf('forged-1')).toBeUndefined();
       expect(shop.resource.get('stolen')).toBeUndefined();
-      // Counted where an operator looks: 3 certificates × (Prepare, Decide, Exchange) at shop; the nodes' refusals by role.
-      expect(value((await scrape(shop.metricsAddress!)).samples, 'verdict_participant_refused_calls_total')).toBeGreaterThanOrEqual(9);
+      // Counted where an operator looks: 3 certificates × (Prepare, Decide, Exchange) at shop; the nodes' refusals by
+      // role.
+      expect(
+        value((await scrape(shop.metricsAddress!)).samples, 'verdict_participant_refused_calls_total'),
+      ).toBeGreaterThanOrEqual(9);
       const denied = async (role: string): Promise<number> => {
         let sum = 0;
-        for (const n of c.nodes) sum += value((await scrape(n.metricsAddress!)).samples, 'verdict_permission_denied_total', { role });
+        for (const n of c.nodes)
+          sum += value((await scrape(n.metricsAddress!)).samples, 'verdict_permission_denied_total', { role });
         return sum;
       };
       // Put and Get twice (alice, shop); two hijacks, the question and the heuristic report.
@@ -237,7 +286,9 @@ describe('mutual TLS binds roles to identities', () => {
       // And the nodes still reach shop over their own certificates (learned as the cluster's members).
       const again = await (await client.begin({ timeoutMs: 20_000 })).enlist('shop', { set: { b: '2' } }).commit();
       expect(again.outcome).toBe('COMMITTED');
-      await waitFor('shop to apply the commit', WAIT_MS, async () => (shop.resource.get('b') === '2' ? true : undefined));
+      await waitFor('shop to apply the commit', WAIT_MS, async () =>
+        shop.resource.get('b') === '2' ? true : undefined,
+      );
     } finally {
       for (const l of links) l.close();
       client.close();
@@ -257,7 +308,16 @@ describe('without TLS: plaintext only when said, loopback included', () => {
   it('a node without TLS and without "insecure" refuses to start on loopback, in one line saying why and how, before touching its data', async () => {
     const [port] = await freePorts(1);
     const file = join(dir, 'n1.json');
-    writeFileSync(file, JSON.stringify({ clusterId: 'c1', nodeId: 'n1', listen: `127.0.0.1:${port}`, dataDir: 'data-n1', peers: { n1: `127.0.0.1:${port}` } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        clusterId: 'c1',
+        nodeId: 'n1',
+        listen: `127.0.0.1:${port}`,
+        dataDir: 'data-n1',
+        peers: { n1: `127.0.0.1:${port}` },
+      }),
+    );
     const res = await runCli(['node', '--config', file], { timeoutMs: EXIT_WITHIN_MS + 5_000, env: unsaid });
     const lines = res.stderr.split('\n').filter((l) => l !== '');
     expect(res.code, res.stderr).toBe(1);
@@ -289,7 +349,11 @@ describe('without TLS: plaintext only when said, loopback included', () => {
     expect(existsSync(join(dir, 'data-wide'))).toBe(false);
     // Said in the config: it serves, and says so.
     writeFileSync(file, JSON.stringify({ ...cfg, insecure: true }));
-    const node = spawn(process.execPath, [BIN, 'node', '--config', file], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VERDICT_LOG_FORMAT: 'json' } });
+    const node = spawn(process.execPath, [BIN, 'node', '--config', file], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, VERDICT_LOG_FORMAT: 'json' },
+    });
     let log = '';
     node.stderr?.setEncoding('utf8').on('data', (d: string) => (log += d));
     try {
@@ -300,7 +364,9 @@ describe('without TLS: plaintext only when said, loopback included', () => {
         () => log,
       );
       expect((await fetch(`http://127.0.0.1:${consolePort}/api/cluster`)).status).toBe(200);
-      expect(log.split('\n').filter((l) => l.includes(`insecure: serving plaintext on 127.0.0.1:${port} without TLS`))).toHaveLength(1);
+      expect(
+        log.split('\n').filter((l) => l.includes(`insecure: serving plaintext on 127.0.0.1:${port} without TLS`)),
+      ).toHaveLength(1);
     } finally {
       node.kill('SIGKILL');
     }
@@ -310,7 +376,10 @@ describe('without TLS: plaintext only when said, loopback included', () => {
     const [port, other] = await freePorts(2);
     for (const listen of [`127.0.0.1:${port}`, `0.0.0.0:${other}`]) {
       // Cluster c1 is not the local cluster of `npm start`: no certificate is made for it.
-      const res = await runCli(['participant', '--id', 'p1', '--cluster-id', 'c1', '--listen', listen, '--data', join(dir, 'p1')], { timeoutMs: EXIT_WITHIN_MS + 5_000, env: unsaid });
+      const res = await runCli(
+        ['participant', '--id', 'p1', '--cluster-id', 'c1', '--listen', listen, '--data', join(dir, 'p1')],
+        { timeoutMs: EXIT_WITHIN_MS + 5_000, env: unsaid },
+      );
       const lines = res.stderr.split('\n').filter((l) => l !== '');
       expect(res.code, res.stderr).toBe(1);
       expect(lines).toHaveLength(1);
@@ -336,8 +405,18 @@ describe('without TLS: plaintext only when said, loopback included', () => {
     const raw = new grpc.Client(n1.address, grpc.credentials.createInsecure());
     try {
       const err = await new Promise<grpc.ServiceError | null>((resolve) => {
-        const call = raw.makeClientStreamRequest<WireBatch, WireStreamAck>(streamMethod.path, streamMethod.requestSerialize, streamMethod.responseDeserialize, (e) => resolve(e));
-        call.write({ clusterId: c.clusterId, from: 'n9', to: 'n1', messages: [toWire(message({ type: MessageType.Heartbeat, from: 'n9', to: 'n1', term: before.term + 5 }))] });
+        const call = raw.makeClientStreamRequest<WireBatch, WireStreamAck>(
+          streamMethod.path,
+          streamMethod.requestSerialize,
+          streamMethod.responseDeserialize,
+          (e) => resolve(e),
+        );
+        call.write({
+          clusterId: c.clusterId,
+          from: 'n9',
+          to: 'n1',
+          messages: [toWire(message({ type: MessageType.Heartbeat, from: 'n9', to: 'n1', term: before.term + 5 }))],
+        });
       });
       expect(err?.code).toBe(grpc.status.PERMISSION_DENIED);
       expect(err?.details).toMatch(/^"n9" is not a member of the current configuration/);
@@ -348,9 +427,13 @@ describe('without TLS: plaintext only when said, loopback included', () => {
     expect(after.term).toBe(before.term);
     expect(after.role).toBe('leader');
     // The node's log reaches its file a little later (bounded wait, never read once).
-    await expect.poll(() => readFileSync(n1.logFile, 'utf8'), { timeout: WAIT_MS }).toMatch(/"from":"n9","reason":"sender","field":"from".*is not a member of the current configuration/);
+    await expect
+      .poll(() => readFileSync(n1.logFile, 'utf8'), { timeout: WAIT_MS })
+      .toMatch(/"from":"n9","reason":"sender","field":"from".*is not a member of the current configuration/);
     await waitFor('the metrics registry', WAIT_MS, async () => scrape(n1.metricsAddress!));
-    expect(value((await scrape(n1.metricsAddress!)).samples, 'verdict_raft_messages_refused_total', { reason: 'sender' })).toBe(1);
+    expect(
+      value((await scrape(n1.metricsAddress!)).samples, 'verdict_raft_messages_refused_total', { reason: 'sender' }),
+    ).toBe(1);
 
     await n1.restart();
     await c.waitForLeader({ timeoutMs: WAIT_MS });
@@ -376,7 +459,9 @@ describe('without TLS: plaintext only when said, loopback included', () => {
       await p.stop();
       const warned = lines
         .map((l) => JSON.parse(l) as { level: number; msg: string })
-        .filter((l) => l.level === 40 && l.msg.startsWith(`insecure: serving plaintext on 127.0.0.1:${port} without TLS`));
+        .filter(
+          (l) => l.level === 40 && l.msg.startsWith(`insecure: serving plaintext on 127.0.0.1:${port} without TLS`),
+        );
       expect(warned).toHaveLength(start);
     }
   });

@@ -94,7 +94,9 @@ describe('commit and acknowledgements', { timeout: 120_000 }, () => {
     const pending = err as AcksPendingError;
     expect(pending.pending).toEqual(['stuck']);
     expect(pending.result).toMatchObject({ txnId: tx.txnId, outcome: 'COMMITTED' });
-    expect(pending.message).toMatch(/is COMMITTED, but after 1500 ms participant stuck had not acknowledged applying it/);
+    expect(pending.message).toMatch(
+      /is COMMITTED, but after 1500 ms participant stuck had not acknowledged applying it/,
+    );
     expect((await client.outcome(tx.txnId)).outcome).toBe('COMMITTED');
   });
 
@@ -106,11 +108,28 @@ describe('commit and acknowledgements', { timeout: 120_000 }, () => {
 
   it('verdict txn commit --await-acks-ms: COMMITTED once applied (exit 0), exit 4 naming who has not', async () => {
     const ep = ['--endpoints', c.nodes.map((n) => n.address).join(',')];
-    const ok = await runCli(['txn', 'commit', '--participant', 'shop={"set":{"d":"4"}}', '--await-acks-ms', '20000', ...ep], { timeoutMs: 60_000 });
+    const ok = await runCli(
+      ['txn', 'commit', '--participant', 'shop={"set":{"d":"4"}}', '--await-acks-ms', '20000', ...ep],
+      { timeoutMs: 60_000 },
+    );
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/^COMMITTED /);
     expect(shopHas('d')).toBe('4');
-    const late = await runCli(['txn', 'commit', '--participant', 'shop={"set":{"e":"5"}}', '--participant', 'stuck', '--await-acks-ms', '1000', '--json', ...ep], { timeoutMs: 60_000 });
+    const late = await runCli(
+      [
+        'txn',
+        'commit',
+        '--participant',
+        'shop={"set":{"e":"5"}}',
+        '--participant',
+        'stuck',
+        '--await-acks-ms',
+        '1000',
+        '--json',
+        ...ep,
+      ],
+      { timeoutMs: 60_000 },
+    );
     expect(late.code, late.stderr).toBe(EXIT_ACKS_PENDING);
     expect(JSON.parse(late.stdout)).toMatchObject({ outcome: 'COMMITTED', acksPending: ['stuck'] });
   });

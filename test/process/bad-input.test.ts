@@ -23,9 +23,17 @@ interface Refusal {
 }
 
 /** Runs `verdict node --config file` and checks the refusal; `watch` must be unchanged afterwards. */
-async function expectRefusal(file: string, r: Refusal, watch: string[], extra: { args?: string[]; env?: Record<string, string> } = {}): Promise<string> {
+async function expectRefusal(
+  file: string,
+  r: Refusal,
+  watch: string[],
+  extra: { args?: string[]; env?: Record<string, string> } = {},
+): Promise<string> {
   const before = watch.map(fingerprint);
-  const res = await runCli(['node', '--config', file, ...(extra.args ?? [])], { timeoutMs: EXIT_WITHIN_MS + 5_000, env: extra.env });
+  const res = await runCli(['node', '--config', file, ...(extra.args ?? [])], {
+    timeoutMs: EXIT_WITHIN_MS + 5_000,
+    env: extra.env,
+  });
   const context = `exit ${res.code ?? res.signal}, ${res.elapsedMs} ms, stderr:\n${res.stderr}`;
   expect(res.code, context).not.toBe(0);
   expect(res.code, context).not.toBeNull();
@@ -80,7 +88,10 @@ describe('verdict node refuses bad input with one line and leaves the data alone
   };
 
   it('malformed JSON', async () => {
-    await configCase('malformed.json', '{"clusterId": "c1", "nodeId": "n1",', { what: /not valid JSON/, fix: /fix|see cluster\/n1\.json/ });
+    await configCase('malformed.json', '{"clusterId": "c1", "nodeId": "n1",', {
+      what: /not valid JSON/,
+      fix: /fix|see cluster\/n1\.json/,
+    });
   });
 
   it('missing nodeId', async () => {
@@ -89,19 +100,34 @@ describe('verdict node refuses bad input with one line and leaves the data alone
   });
 
   it('bad listen address', async () => {
-    await configCase('bad-listen.json', { ...valid, listen: 'localhost-7001' }, { what: /"listen" is "localhost-7001"/, fix: /expected host:port, e\.g\. "127\.0\.0\.1:7001"/ });
-    await configCase('bad-port.json', { ...valid, listen: '127.0.0.1:70000' }, { what: /"listen" is "127\.0\.0\.1:70000"/, fix: /port must be 1–65535/ });
+    await configCase(
+      'bad-listen.json',
+      { ...valid, listen: 'localhost-7001' },
+      { what: /"listen" is "localhost-7001"/, fix: /expected host:port, e\.g\. "127\.0\.0\.1:7001"/ },
+    );
+    await configCase(
+      'bad-port.json',
+      { ...valid, listen: '127.0.0.1:70000' },
+      { what: /"listen" is "127\.0\.0\.1:70000"/, fix: /port must be 1–65535/ },
+    );
   });
 
   it('peers that do not include the node', async () => {
-    await configCase('peers-without-me.json', { ...valid, peers: { n2: '127.0.0.1:1', n3: '127.0.0.1:2' } }, { what: /"peers" must include this node "n1"/, fix: /add "n1": "127\.0\.0\.1:\d+"/ });
+    await configCase(
+      'peers-without-me.json',
+      { ...valid, peers: { n2: '127.0.0.1:1', n3: '127.0.0.1:2' } },
+      { what: /"peers" must include this node "n1"/, fix: /add "n1": "127\.0\.0\.1:\d+"/ },
+    );
   });
 
   it('refuses two peers naming one address two ways (127.0.0.1 and localhost)', async () => {
     await configCase(
       'same-peer-twice.json',
       { ...valid, peers: { n1: valid.listen, n2: '127.0.0.1:7102', n3: 'localhost:7102' } },
-      { what: /"peers\.n3" "localhost:7102" and "peers\.n2" "127\.0\.0\.1:7102" name the same address/, fix: /give each node its own host:port/ },
+      {
+        what: /"peers\.n3" "localhost:7102" and "peers\.n2" "127\.0\.0\.1:7102" name the same address/,
+        fix: /give each node its own host:port/,
+      },
     );
   });
 
@@ -109,7 +135,12 @@ describe('verdict node refuses bad input with one line and leaves the data alone
     await configCase(
       'listen-not-own-entry.json',
       { ...valid, peers: { n1: '127.0.0.1:7101' } },
-      { what: new RegExp(`"listen" "127\\.0\\.0\\.1:${port}" differs from this node's own entry "peers\\.n1" "127\\.0\\.0\\.1:7101"`), fix: /make them the same address/ },
+      {
+        what: new RegExp(
+          `"listen" "127\\.0\\.0\\.1:${port}" differs from this node's own entry "peers\\.n1" "127\\.0\\.0\\.1:7101"`,
+        ),
+        fix: /make them the same address/,
+      },
     );
   });
 
@@ -117,25 +148,47 @@ describe('verdict node refuses bad input with one line and leaves the data alone
     await configCase(
       'metrics-on-peer.json',
       { ...valid, peers: { n1: valid.listen, n2: '127.0.0.1:7102' }, metricsListen: 'localhost:7102' },
-      { what: /"metricsListen" "localhost:7102" is the gRPC address of "peers\.n2" "127\.0\.0\.1:7102"/, fix: /give the metrics endpoint a port of its own/ },
+      {
+        what: /"metricsListen" "localhost:7102" is the gRPC address of "peers\.n2" "127\.0\.0\.1:7102"/,
+        fix: /give the metrics endpoint a port of its own/,
+      },
     );
   });
 
   it('an unknown key', async () => {
-    await configCase('unknown-key.json', { ...valid, electionTimeoutMs: 1000 }, { what: /unknown key "electionTimeoutMs"/, fix: /known keys: .*electionTicks/ });
+    await configCase(
+      'unknown-key.json',
+      { ...valid, electionTimeoutMs: 1000 },
+      { what: /unknown key "electionTimeoutMs"/, fix: /known keys: .*electionTicks/ },
+    );
   });
 
   it('a bad value from the environment or a --set flag names its source', async () => {
     const file = write('valid.json', valid);
-    const fromEnv = await expectRefusal(file, { what: /"tickMs" \(from environment variable VERDICT_TICK_MS\) is "fast"/, fix: /expected an integer from 1 to 60000/ }, [dir], {
-      env: { VERDICT_TICK_MS: 'fast' },
-    });
+    const fromEnv = await expectRefusal(
+      file,
+      {
+        what: /"tickMs" \(from environment variable VERDICT_TICK_MS\) is "fast"/,
+        fix: /expected an integer from 1 to 60000/,
+      },
+      [dir],
+      {
+        env: { VERDICT_TICK_MS: 'fast' },
+      },
+    );
     expect(fromEnv).toContain(file);
-    await expectRefusal(file, { what: /"electionTicks" \(from --set electionTicks=1\) is 1/, fix: /expected an integer from 2 to 10000/ }, [dir], {
-      args: ['--set', 'electionTicks=1'],
-      env: { VERDICT_ELECTION_TICKS: '20' },
+    await expectRefusal(
+      file,
+      { what: /"electionTicks" \(from --set electionTicks=1\) is 1/, fix: /expected an integer from 2 to 10000/ },
+      [dir],
+      {
+        args: ['--set', 'electionTicks=1'],
+        env: { VERDICT_ELECTION_TICKS: '20' },
+      },
+    );
+    await expectRefusal(file, { what: /--set tickMS=5: unknown key "tickMS"/, fix: /keys: .*tickMs/ }, [dir], {
+      args: ['--set', 'tickMS=5'],
     });
-    await expectRefusal(file, { what: /--set tickMS=5: unknown key "tickMS"/, fix: /keys: .*tickMs/ }, [dir], { args: ['--set', 'tickMS=5'] });
     expect(fingerprint(join(dir, 'never-created'))).toBe('(missing)');
   });
 
@@ -147,7 +200,10 @@ describe('verdict node refuses bad input with one line and leaves the data alone
       await configCase(
         'tls-wrong-node.json',
         { ...valid, tls: { ca: ca.cert, ...n2 } },
-        { what: /"tls\.cert" \(.*n2\.crt\): this node's certificate names node "n2" of cluster "c1"/, fix: /issue it with -subj "\/O=verdict-node\/OU=c1\/CN=n1"/ },
+        {
+          what: /"tls\.cert" \(.*n2\.crt\): this node's certificate names node "n2" of cluster "c1"/,
+          fix: /issue it with -subj "\/O=verdict-node\/OU=c1\/CN=n1"/,
+        },
       );
     } finally {
       rmSync(certs, { recursive: true, force: true });
@@ -156,7 +212,11 @@ describe('verdict node refuses bad input with one line and leaves the data alone
 
   it('a missing config file', async () => {
     const file = join(dir, 'does-not-exist.json');
-    const line = await expectRefusal(file, { what: /cannot read the file \(ENOENT\)/, fix: /pass --config with the path/ }, [dir]);
+    const line = await expectRefusal(
+      file,
+      { what: /cannot read the file \(ENOENT\)/, fix: /pass --config with the path/ },
+      [dir],
+    );
     expect(line).toContain(file);
   });
 
@@ -183,7 +243,12 @@ describe('verdict node refuses bad input with one line and leaves the data alone
       const file = write('other-cluster.json', { ...cfg, clusterId: 'someone-else', dataDir });
       await expectRefusal(
         file,
-        { what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n1" of cluster "someone-else"`), fix: /point the config at this node's own data directory/ },
+        {
+          what: new RegExp(
+            `belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n1" of cluster "someone-else"`,
+          ),
+          fix: /point the config at this node's own data directory/,
+        },
         [dataDir],
       );
     });
@@ -191,9 +256,14 @@ describe('verdict node refuses bad input with one line and leaves the data alone
     it('belongs to another node id', async () => {
       const cfg = owner();
       const file = write('other-node.json', { ...cfg, nodeId: 'n9', peers: { n9: cfg.listen }, dataDir });
-      await expectRefusal(file, { what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n9"`), fix: /point the config at this node's own data directory/ }, [
-        dataDir,
-      ]);
+      await expectRefusal(
+        file,
+        {
+          what: new RegExp(`belongs to node "n1" of cluster "${cfg.clusterId}", but the config says node "n9"`),
+          fix: /point the config at this node's own data directory/,
+        },
+        [dataDir],
+      );
     });
 
     describe('and a listen address that cannot be bound', () => {
@@ -215,7 +285,14 @@ describe('verdict node refuses bad input with one line and leaves the data alone
         const cfg = owner();
         const listen = `127.0.0.1:${busyPort}`;
         const file = write('port-in-use.json', { ...cfg, listen, peers: { n1: listen }, dataDir });
-        await expectRefusal(file, { what: new RegExp(`cannot listen on 127\\.0\\.0\\.1:${busyPort}: the address is in use`), fix: /stop the process that holds it or pick another port/ }, [dataDir]);
+        await expectRefusal(
+          file,
+          {
+            what: new RegExp(`cannot listen on 127\\.0\\.0\\.1:${busyPort}: the address is in use`),
+            fix: /stop the process that holds it or pick another port/,
+          },
+          [dataDir],
+        );
       });
 
       it('because the address is not one of this machine', async () => {
@@ -223,7 +300,14 @@ describe('verdict node refuses bad input with one line and leaves the data alone
         const cfg = owner();
         const listen = '203.0.113.1:7001';
         const file = write('not-local.json', { ...cfg, listen, peers: { n1: listen }, dataDir });
-        await expectRefusal(file, { what: /cannot listen on 203\.0\.113\.1:7001: 203\.0\.113\.1 is not an address of this machine/, fix: /set "listen" to one of its addresses/ }, [dataDir]);
+        await expectRefusal(
+          file,
+          {
+            what: /cannot listen on 203\.0\.113\.1:7001: 203\.0\.113\.1 is not an address of this machine/,
+            fix: /set "listen" to one of its addresses/,
+          },
+          [dataDir],
+        );
       });
     });
   });

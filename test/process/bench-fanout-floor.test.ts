@@ -12,7 +12,16 @@ it('measures every pattern, and the raw log write timed at a client process of i
   try {
     const r = await fanoutFloor(dir, { measureMs: 1_500, fsyncSamplesMax: 0 });
     expect(r.n).toBe(16);
-    for (const k of ['participants1', 'participantsN', 'classic1', 'classic3', 'parallel3', 'raft3', 'raft3_one_sync', 'raft3_client'] as const) {
+    for (const k of [
+      'participants1',
+      'participantsN',
+      'classic1',
+      'classic3',
+      'parallel3',
+      'raft3',
+      'raft3_one_sync',
+      'raft3_client',
+    ] as const) {
       const s = r[k];
       expect(s, k).toBeDefined();
       expect(s!.count, k).toBeGreaterThan(0);

@@ -24,7 +24,8 @@ it('follows the leader named by a follower that refuses a Put', async () => {
         () => null,
         (err: { code?: number; details?: string }) => err,
       );
-      // Under a full test run grpc-js may fail the first connection attempt itself; only the node's refusal names a leader.
+      // Under a full test run grpc-js may fail the first connection attempt itself; only the node's refusal names a
+      // leader.
       if (first === null || !/No connection established/.test(first.details ?? '')) break;
       await sleep(200);
     }

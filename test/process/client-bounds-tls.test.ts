@@ -72,7 +72,12 @@ beforeAll(async () => {
     logger: pino({ level: 'silent' }),
     registerRetryMs: 200,
     tls: { ca: ca.cert, ...cert },
-    handlers: { book: { action: (req) => ({ status: 'done', output: `room for ${req.input}`, effect: 'book' }), compensate: () => ({ status: 'done', output: '', effect: 'cancel' }) } },
+    handlers: {
+      book: {
+        action: (req) => ({ status: 'done', output: `room for ${req.input}`, effect: 'book' }),
+        compensate: () => ({ status: 'done', output: '', effect: 'cancel' }),
+      },
+    },
   });
   await hotel.registered;
 }, 180_000);
@@ -106,19 +111,36 @@ describe('leases under mutual TLS', () => {
 
   it('R9: a client holds at most its quota of leases; its throw-away leases, once expired, refuse nobody', async () => {
     const mallory = leases('mallory-2');
-    const ask = (name: string, ttlMs: number) => mallory.call('AcquireLease', { name, holder: 'junk', epoch: 0, ttlMs });
-    // Ten long leases and the rest short ones fill the quota; everything else this client asks for is refused.
-    // The short ones outlive the time the 1,000 requests take even on a loaded machine (a lease's end is the cluster's).
+    const ask = (name: string, ttlMs: number) =>
+      mallory.call('AcquireLease', { name, holder: 'junk', epoch: 0, ttlMs });
+    // Ten long leases and the rest short ones fill the quota; everything else this client asks for is refused. The
+    // short ones outlive the time the 1,000 requests take even on a loaded machine (a lease's end is the cluster's).
     const shortMs = 20_000;
-    const rs = await Promise.all(Array.from({ length: LEASES_PER_CLIENT_MAX }, (_, i) => ask(`junk/${i}`, i < 10 ? 300_000 : shortMs)));
+    const rs = await Promise.all(
+      Array.from({ length: LEASES_PER_CLIENT_MAX }, (_, i) => ask(`junk/${i}`, i < 10 ? 300_000 : shortMs)),
+    );
     expect(rs.every((r) => r.granted)).toBe(true);
     const over = await ask('junk/one-more', shortMs);
     expect(over.granted).toBe(false);
-    expect(over.reason).toBe(`client CN=mallory-2 holds ${LEASES_PER_CLIENT_MAX} live leases, the limit per client; release some before acquiring more`);
+    expect(over.reason).toBe(
+      `client CN=mallory-2 holds ${LEASES_PER_CLIENT_MAX} live leases, the limit per client; release some before acquiring more`,
+    );
     // Another client is not affected.
-    expect((await leases('relay-2').call('AcquireLease', { name: 'outbox/ledger/p0', holder: 'relay-b', epoch: 0, ttlMs: 5_000 })).granted).toBe(true);
-    // Once the short ones ended, their places are free again (the bound sweeps them): asked until granted, within a bound.
-    await waitFor('a lease granted once the short ones ended', shortMs + 40_000, async () => ((await ask('junk/after', 500)).granted ? true : undefined));
+    expect(
+      (
+        await leases('relay-2').call('AcquireLease', {
+          name: 'outbox/ledger/p0',
+          holder: 'relay-b',
+          epoch: 0,
+          ttlMs: 5_000,
+        })
+      ).granted,
+    ).toBe(true);
+    // Once the short ones ended, their places are free again (the bound sweeps them): asked until granted, within a
+    // bound.
+    await waitFor('a lease granted once the short ones ended', shortMs + 40_000, async () =>
+      (await ask('junk/after', 500)).granted ? true : undefined,
+    );
   }, 120_000);
 });
 
@@ -133,7 +155,8 @@ describe('sagas under mutual TLS', () => {
     expect(end.status.outputs).toEqual(['room for alice']);
     await (await bob.start({ id: 'trip-bob', steps: [{ ...steps[0], input: 'bob' }] })).result();
 
-    const denied = (p: Promise<unknown>) => expect(p).rejects.toSatisfy((e) => e instanceof VerdictError && e.code === 'PERMISSION_DENIED');
+    const denied = (p: Promise<unknown>) =>
+      expect(p).rejects.toSatisfy((e) => e instanceof VerdictError && e.code === 'PERMISSION_DENIED');
     await denied(bob.status('trip-alice'));
     await expect(bob.status('trip-alice')).rejects.toThrow(
       /the status of saga trip-alice is for the client that started it \(CN=alice\) and for admins only; the caller presented client certificate CN=bob/,
@@ -143,7 +166,9 @@ describe('sagas under mutual TLS', () => {
     expect((await alice.list(false)).map((s) => s.id)).toEqual(['trip-alice']);
     expect((await alice.status('trip-alice')).outputs).toEqual(['room for alice']);
     // Alice's repeated start is the same saga (R7), run once.
-    expect((await (await alice.start({ id: 'trip-alice', steps })).result()).status.timeline).toEqual(end.status.timeline);
+    expect((await (await alice.start({ id: 'trip-alice', steps })).result()).status.timeline).toEqual(
+      end.status.timeline,
+    );
     // A step service of the saga reads its status (it confirms the saga's end before taking End); another does not,
     // and neither does a client certificate that only bears the service's name.
     expect((await sagas('hotel', clusterId).status('trip-alice')).state).toBe('finished');

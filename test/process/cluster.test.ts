@@ -62,7 +62,9 @@ describe('three node processes on loopback', () => {
     await Cluster.pool(count, IN_FLIGHT, async (i) => {
       const r = await leader.api().get({ key: `k${i}`, linearizable: true }, 5_000);
       if (!r.found || Buffer.from(r.value).toString() !== value(i)) {
-        throw new Error(`k${i} on leader ${leader.id}: found=${r.found} value=${JSON.stringify(Buffer.from(r.value).toString())}, want ${JSON.stringify(value(i))}`);
+        throw new Error(
+          `k${i} on leader ${leader.id}: found=${r.found} value=${JSON.stringify(Buffer.from(r.value).toString())}, want ${JSON.stringify(value(i))}`,
+        );
       }
     });
     const st = await leader.status();
@@ -86,7 +88,9 @@ describe('three node processes on loopback', () => {
       await Cluster.pool(count, IN_FLIGHT, async (i) => {
         const r = await f.api().get({ key: `k${i}`, linearizable: false }, 5_000);
         if (!r.found || Buffer.from(r.value).toString() !== value(i)) {
-          throw new Error(`k${i} on follower ${f.id}: found=${r.found} value=${JSON.stringify(Buffer.from(r.value).toString())}, want ${JSON.stringify(value(i))}`);
+          throw new Error(
+            `k${i} on follower ${f.id}: found=${r.found} value=${JSON.stringify(Buffer.from(r.value).toString())}, want ${JSON.stringify(value(i))}`,
+          );
         }
       });
     }

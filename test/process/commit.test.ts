@@ -22,7 +22,11 @@ describe('commit coordinator on real processes', () => {
     await c.waitForLeader();
     parts = await startParticipants(c, ['shop', 'ledger']);
     const runtimes = parts.runtimes;
-    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const client = new VerdictClient({
+      insecure: true,
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 20_000,
+    });
     try {
       expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['ledger', 'shop']);
 
@@ -80,13 +84,19 @@ describe('commit coordinator on real processes', () => {
           const r = await client.outcome(txnId).catch(() => null);
           // A client's query does not force a decision; Abort does, and answers
           // what the log holds (COMMITTED if the decision was COMMIT after all).
-          if (r?.outcome === 'UNKNOWN') return (await client.abort(txnId, 'settling after the test').catch(() => null))?.outcome;
+          if (r?.outcome === 'UNKNOWN')
+            return (await client.abort(txnId, 'settling after the test').catch(() => null))?.outcome;
           return r && (r.outcome === 'COMMITTED' || r.outcome === 'ABORTED') ? r.outcome : undefined;
         });
         outcomes.set(key, o);
-        if (!v.startsWith('unknown:')) expect(o, `the answer given to the client for ${key} stands`).toBe(v.startsWith('aborted:') ? 'ABORTED' : 'COMMITTED');
+        if (!v.startsWith('unknown:'))
+          expect(o, `the answer given to the client for ${key} stands`).toBe(
+            v.startsWith('aborted:') ? 'ABORTED' : 'COMMITTED',
+          );
       }
-      await waitFor('no participant in doubt', 20_000, async () => ([...runtimes.values()].every((p) => p.engine.inDoubt().length === 0) ? true : undefined));
+      await waitFor('no participant in doubt', 20_000, async () =>
+        [...runtimes.values()].every((p) => p.engine.inDoubt().length === 0) ? true : undefined,
+      );
 
       // 4. AC1/AC2 at the participants: all-or-nothing, and as decided.
       let committed = 0;
@@ -100,7 +110,9 @@ describe('commit coordinator on real processes', () => {
       });
       for (const o of outcomes.values()) if (o === 'COMMITTED') committed++;
       expect(committed).toBeGreaterThan(total / 2);
-      console.log(`commit e2e: ${total} transactions, ${committed} committed, ${total - committed} aborted, leader ${leader.id} killed`);
+      console.log(
+        `commit e2e: ${total} transactions, ${committed} committed, ${total - committed} aborted, leader ${leader.id} killed`,
+      );
     } finally {
       client.close();
     }

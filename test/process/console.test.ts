@@ -22,7 +22,17 @@ import { tlsCredentials } from '../../src/client/tls.ts';
 import { VerdictClient } from '../../src/client/client.ts';
 import { certDir, TestCa } from '../tls-certs.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { BIN, Cluster, fileTempDir, freePorts, ROOT, uniqueClusterId, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
+import {
+  BIN,
+  Cluster,
+  fileTempDir,
+  freePorts,
+  ROOT,
+  uniqueClusterId,
+  useProcessCleanup,
+  waitFor,
+  type NodeProc,
+} from './harness.ts';
 import { startParticipants, type Participants } from './ops-helpers.ts';
 import pino from 'pino';
 import { CoordinatorConnection } from '../../src/client/connection.ts';
@@ -46,9 +56,14 @@ let parts: Participants;
 let client: VerdictClient;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`the browser test needs chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`the browser test needs chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it)`);
   mkdirSync(SHOTS, { recursive: true });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'], headless: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-dev-shm-usage'],
+    headless: true,
+  });
   c = await Cluster.start({ nodes: 3, metrics: true });
   await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
   parts = await startParticipants(c, ['shop', 'ledger']);
@@ -104,7 +119,9 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     await page.locator('[data-field=role]').filter({ hasText: 'leader' }).waitFor({ timeout: SHOWS_MS });
     for (const n of c.nodes) await page.locator(`[data-node=${n.id}]`).waitFor({ timeout: SHOWS_MS });
     // Every peer probed and up.
-    await waitFor('both peers shown up', SHOWS_MS, async () => ((await page.locator('td .up').count()) === 3 ? true : undefined));
+    await waitFor('both peers shown up', SHOWS_MS, async () =>
+      (await page.locator('td .up').count()) === 3 ? true : undefined,
+    );
     // Each node's version in its row (from its own status answer), and this node's in the header.
     const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
     await page
@@ -125,7 +142,8 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     await page.getByLabel('Find a transaction by id').press('Enter');
     await page.waitForURL(/#txn\//, { timeout: SHOWS_MS });
 
-    // The committed transaction's timeline: begin, a PREPARE and a VOTE per participant, the decision with its log index, the ACKs.
+    // The committed transaction's timeline: begin, a PREPARE and a VOTE per participant, the decision with its log
+    // index, the ACKs.
     await page.locator('[data-field=outcome]').filter({ hasText: 'committed' }).waitFor({ timeout: SHOWS_MS });
     // The COMMIT entry's index, as the log has it. Under parallel commit (the default) the client's own
     // answer names the STAGING record's index, and the explicit COMMIT comes after it (docs/protocol.md).
@@ -135,11 +153,14 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     expect(shownIndex).toBeGreaterThanOrEqual(committed.decisionIndex);
     expect((await client.outcome(committed.txnId)).decisionIndex).toBe(shownIndex);
     const rows = page.locator('table').filter({ hasText: 'Events node' }).locator('tbody tr');
-    await waitFor('the ACKs in the timeline', SHOWS_MS, async () => ((await rows.allInnerTexts()).filter((r) => /\tack\t/.test(r)).length === 2 ? true : undefined));
+    await waitFor('the ACKs in the timeline', SHOWS_MS, async () =>
+      (await rows.allInnerTexts()).filter((r) => /\tack\t/.test(r)).length === 2 ? true : undefined,
+    );
     const timeline = (await rows.allInnerTexts()).map((r) => r.split('\t').map((x) => x.trim()));
     const kinds = timeline.map((r) => `${r[1]} ${r[2]}`);
     expect(kinds[0]).toBe('begin —');
-    for (const p of ['shop', 'ledger']) for (const k of ['prepare', 'vote', 'decision-sent', 'ack']) expect(kinds).toContain(`${k} ${p}`);
+    for (const p of ['shop', 'ledger'])
+      for (const k of ['prepare', 'vote', 'decision-sent', 'ack']) expect(kinds).toContain(`${k} ${p}`);
     const decided = timeline.find((r) => r[1] === 'decided');
     expect(decided?.[4]).toBe(String(shownIndex));
     expect(decided?.[3]).toMatch(/^COMMIT/);
@@ -151,11 +172,15 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       expect(at(`ack ${p}`)).toBeGreaterThan(at('decided —'));
     }
     // A decided transaction offers no Resolve form, and says why.
-    await page.locator('[data-note=resolve]').filter({ hasText: 'No resolve here: this transaction is decided (committed)' }).waitFor({ timeout: SHOWS_MS });
+    await page
+      .locator('[data-note=resolve]')
+      .filter({ hasText: 'No resolve here: this transaction is decided (committed)' })
+      .waitFor({ timeout: SHOWS_MS });
     expect(await page.getByRole('button', { name: 'Resolve' }).isVisible()).toBe(false);
     // Its participants, each with its vote and ACK (from the leader while it tracked it, then from the history).
     const people = page.getByRole('table').filter({ hasText: 'Participants, ' });
-    for (const p of ['shop', 'ledger']) await people.getByRole('row').filter({ hasText: p }).filter({ hasText: 'yes' }).waitFor({ timeout: SHOWS_MS });
+    for (const p of ['shop', 'ledger'])
+      await people.getByRole('row').filter({ hasText: p }).filter({ hasText: 'yes' }).waitFor({ timeout: SHOWS_MS });
     await page.screenshot({ path: join(SHOTS, 'console-transaction.png'), fullPage: true });
 
     // The history, searched from the page: the committed transaction is there, with its participants.
@@ -165,7 +190,9 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     await page.getByRole('button', { name: 'Search' }).click();
     const found = page.locator(`[data-history="${committed.txnId}"]`);
     await found.waitFor({ timeout: SHOWS_MS });
-    expect(await page.getByRole('row').filter({ has: found }).textContent()).toMatch(/transaction.*committed.*shop yes.*ledger yes/);
+    expect(await page.getByRole('row').filter({ has: found }).textContent()).toMatch(
+      /transaction.*committed.*shop yes.*ledger yes/,
+    );
     await page.getByLabel('Participant (optional)').fill('nobody');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByText('nothing in that range').waitFor({ timeout: SHOWS_MS });
@@ -177,27 +204,43 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
 
     // Bad input: a resolve with no reason, an unknown transaction, API parameters out of range.
     const noReason = await page.evaluate(async (id) => {
-      const r = await fetch(`/api/transactions/${id}/resolve`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ outcome: 'abort', reason: ' ' }) });
+      const r = await fetch(`/api/transactions/${id}/resolve`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ outcome: 'abort', reason: ' ' }),
+      });
       return { status: r.status, body: (await r.json()) as { error: string } };
     }, open1.txnId);
-    expect(noReason).toEqual({ status: 400, body: { error: 'a resolve needs a reason: it is recorded in the log with who asked and when' } });
+    expect(noReason).toEqual({
+      status: 400,
+      body: { error: 'a resolve needs a reason: it is recorded in the log with who asked and when' },
+    });
     await page.goto(consoleUrl(leader, 'txn/no-such-txn-42'));
-    await page.getByRole('alert').filter({ hasText: 'no transaction "no-such-txn-42" is known' }).waitFor({ timeout: SHOWS_MS });
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'no transaction "no-such-txn-42" is known' })
+      .waitFor({ timeout: SHOWS_MS });
     const bad = await page.evaluate(async () => {
       const r = await fetch('/api/transactions?filter=stuck&limit=abc');
       return { status: r.status, body: (await r.json()) as { error: string } };
     });
-    expect(bad).toEqual({ status: 400, body: { error: 'filter "stuck" is not one of in-flight, in-doubt, unacked, heuristic, all' } });
+    expect(bad).toEqual({
+      status: 400,
+      body: { error: 'filter "stuck" is not one of in-flight, in-doubt, unacked, heuristic, all' },
+    });
     const badLimit = await page.evaluate(async () => (await fetch('/api/transactions?limit=0')).json());
     expect(badLimit).toEqual({ error: 'limit "0" must be a whole number from 1 to 1000' });
 
     // Participants: both, with their addresses, heard from by the leader.
     await page.goto(consoleUrl(leader, 'participants'));
-    for (const [id, p] of parts.runtimes) await page.getByRole('row').filter({ hasText: id }).filter({ hasText: p.address }).waitFor({ timeout: SHOWS_MS });
+    for (const [id, p] of parts.runtimes)
+      await page.getByRole('row').filter({ hasText: id }).filter({ hasText: p.address }).waitFor({ timeout: SHOWS_MS });
     expect(await page.getByRole('row').filter({ hasText: 'shop' }).textContent()).toMatch(/ago/);
     // Each participant's resource kind, as it said when it registered.
     expect(await page.getByRole('row').filter({ hasText: 'ledger' }).textContent()).toMatch(/memory/);
-    const api = (await page.evaluate(async () => (await fetch('/api/participants')).json())) as { participants: { id: string; kind: string }[] };
+    const api = (await page.evaluate(async () => (await fetch('/api/participants')).json())) as {
+      participants: { id: string; kind: string }[];
+    };
     expect(api.participants.map((p) => [p.id, p.kind]).sort()).toEqual([
       ['ledger', 'memory'],
       ['shop', 'memory'],
@@ -229,7 +272,8 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     const { node: current } = await c.waitForLeader({ notId: leader.id });
     expect(current.id).toBe(heir.id);
 
-    // A follower's cluster page: leader-only figures are "on the leader", linked to the leader's console; no action is offered.
+    // A follower's cluster page: leader-only figures are "on the leader", linked to the leader's console; no action is
+    // offered.
     const follower = c.nodes.find((n) => n !== current)!;
     const watch = await open(follower, 'cluster');
     await watch.locator('[data-field=leader]').filter({ hasText: current.id }).waitFor({ timeout: SHOWS_MS });
@@ -246,7 +290,9 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     const pending = await client.begin({ timeoutMs: 120_000 });
     const ft = await open(follower, `txn/${pending.txnId}`);
     await ft.locator(`[data-note=resolve] a[data-leader-link=${current.id}]`).waitFor({ timeout: SHOWS_MS });
-    expect(await ft.locator('[data-note=resolve] a').getAttribute('href')).toBe(`http://${current.metricsAddress}/#txn/${pending.txnId}`);
+    expect(await ft.locator('[data-note=resolve] a').getAttribute('href')).toBe(
+      `http://${current.metricsAddress}/#txn/${pending.txnId}`,
+    );
     expect(await ft.getByRole('button', { name: 'Resolve' }).isVisible()).toBe(false);
     await ft.close();
 
@@ -254,7 +300,11 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     const { node: next } = await c.waitForLeader({ notId: current.id });
     await watch.locator('[data-field=leader]').filter({ hasText: next.id }).waitFor({ timeout: SHOWS_MS });
     await watch.getByRole('row').filter({ hasText: current.id }).locator('.down').waitFor({ timeout: SHOWS_MS });
-    const changes = await watch.locator('table').filter({ hasText: 'Leaders node' }).locator('tbody tr').allInnerTexts();
+    const changes = await watch
+      .locator('table')
+      .filter({ hasText: 'Leaders node' })
+      .locator('tbody tr')
+      .allInnerTexts();
     expect(changes[0]).toMatch(new RegExp(`\\b${next.id}$`));
     await watch.close();
 
@@ -313,7 +363,8 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     const commitOf = ledger.resource.commit.bind(ledger.resource);
     try {
       let out = '';
-      for (const stream of [frozen.stdout, frozen.stderr]) stream?.setEncoding('utf8').on('data', (d: string) => (out += d));
+      for (const stream of [frozen.stdout, frozen.stderr])
+        stream?.setEncoding('utf8').on('data', (d: string) => (out += d));
       await waitFor(
         'the frozen participant registered',
         SHOWS_MS,
@@ -321,7 +372,8 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
         () => out.slice(-2_000),
       );
       frozen.kill('SIGSTOP');
-      // Asked to PREPARE, it never answers: the leader aborts at its call deadline; the pages show the silence, and the TCC reserve held meanwhile, before that.
+      // Asked to PREPARE, it never answers: the leader aborts at its call deadline; the pages show the silence, and the
+      // TCC reserve held meanwhile, before that.
       const tx = await client.begin({ timeoutMs: 120_000 });
       const stuck = tx
         .enlist('frozen', { set: { k: 'v' } })
@@ -332,7 +384,9 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       const tccPage = await open(leader, 'tcc');
       const reserve = tccPage.getByRole('row').filter({ has: tccPage.locator(`[data-reserve="seats/${tx.txnId}"]`) });
       await reserve.waitFor({ timeout: SHOWS_MS });
-      expect(await reserve.textContent()).toMatch(/^seats.*2 seats, show 7.*voted YES, awaiting the decision.*aborted in .* if still undecided$/);
+      expect(await reserve.textContent()).toMatch(
+        /^seats.*2 seats, show 7.*voted YES, awaiting the decision.*aborted in .* if still undecided$/,
+      );
       expect(await tccPage.locator('[data-held=seats]').textContent()).toBe('1');
       await tccPage.screenshot({ path: join(SHOTS, 'console-tcc.png'), fullPage: true });
       await tccPage.close();
@@ -341,13 +395,18 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       await silent.waitFor({ timeout: SHOWS_MS });
       expect(await silent.textContent()).toMatch(/^silent for \d+ s \(asked at [\d:.]+, no answer since\)$/);
       // The others answered everything: connected, not silent.
-      for (const id of ['shop', 'ledger']) expect(await page.getByRole('row').filter({ hasText: id }).locator('[data-state]').getAttribute('data-state')).not.toBe('silent');
+      for (const id of ['shop', 'ledger'])
+        expect(
+          await page.getByRole('row').filter({ hasText: id }).locator('[data-state]').getAttribute('data-state'),
+        ).not.toBe('silent');
       await page.screenshot({ path: join(SHOTS, 'console-participants.png'), fullPage: true });
       await stuck;
 
-      // ledger fails to apply COMMIT for a while: the leader resends the DECISION; the page shows one row per kind with the count.
+      // ledger fails to apply COMMIT for a while: the leader resends the DECISION; the page shows one row per kind with
+      // the count.
       let failing = true;
-      ledger.resource.commit = (txnId, cb) => (failing ? cb(new Error('the ledger disk is full')) : commitOf(txnId, cb));
+      ledger.resource.commit = (txnId, cb) =>
+        failing ? cb(new Error('the ledger disk is full')) : commitOf(txnId, cb);
       const t = await (await client.begin({ timeoutMs: 10_000 }))
         .enlist('shop', { set: { 'sku-3': '1' } })
         .enlist('ledger', { set: { 'acct-1': '5' } })
@@ -367,7 +426,9 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
           : undefined,
       );
       failing = false;
-      await waitFor('the ACK of ledger', SHOWS_MS, async () => ((await rows.allInnerTexts()).some((r) => /\tack\tledger\t/.test(r)) ? true : undefined));
+      await waitFor('the ACK of ledger', SHOWS_MS, async () =>
+        (await rows.allInnerTexts()).some((r) => /\tack\tledger\t/.test(r)) ? true : undefined,
+      );
       expect(await noAck.count()).toBe(1);
       expect(await rows.filter({ hasText: 'decision-sent' }).filter({ hasText: 'ledger' }).count()).toBe(1);
       // The error as a sentence led by its gRPC code, the participant's words kept; no raw "13 INTERNAL:" text.
@@ -387,7 +448,12 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
     const t = await Cluster.start({
       nodes: 1,
       metrics: true,
-      configExtra: () => ({ sagaStuckAfterAttempts: 2, sagaRetryMinMs: 300, sagaRetryMaxMs: 300, sagaActionAbandonAfterMs: 0 }),
+      configExtra: () => ({
+        sagaStuckAfterAttempts: 2,
+        sagaRetryMinMs: 300,
+        sagaRetryMaxMs: 300,
+        sagaActionAbandonAfterMs: 0,
+      }),
     });
     const { node } = await t.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
     const [port] = await freePorts(1);
@@ -413,7 +479,10 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
               throw new Error('refund system unreachable');
             },
           },
-          ship: { action: () => ({ status: 'failed', reason: 'out of stock' }), compensate: () => ({ status: 'done', output: '', effect: '' }) },
+          ship: {
+            action: () => ({ status: 'failed', reason: 'out of stock' }),
+            compensate: () => ({ status: 'done', output: '', effect: '' }),
+          },
         },
       });
       await services.registered;
@@ -433,10 +502,13 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       const stuckCell = page.locator('[data-stuck="refund-7731"]');
       await stuckCell.waitFor({ timeout: SHOWS_MS });
       expect(await stuckCell.textContent()).toMatch(/^stuck on step 0 compensate after \d+ attempts$/);
-      expect(await page.getByRole('row').filter({ hasText: 'refund-7731' }).textContent()).toMatch(/refund system unreachable/);
+      expect(await page.getByRole('row').filter({ hasText: 'refund-7731' }).textContent()).toMatch(
+        /refund system unreachable/,
+      );
       await page.screenshot({ path: join(SHOTS, 'console-sagas.png'), fullPage: true });
 
-      // One saga: its steps with attempts and last error, its timeline; retry, then resolve by hand, each with a reason.
+      // One saga: its steps with attempts and last error, its timeline; retry, then resolve by hand, each with a
+      // reason.
       await page.getByRole('link', { name: 'refund-7731' }).click();
       await page.locator('[data-step-status="1"]').filter({ hasText: 'failed' }).waitFor({ timeout: SHOWS_MS });
       await page.locator('[data-step-status="0"]').filter({ hasText: 'compensating' }).waitFor({ timeout: SHOWS_MS });
@@ -456,7 +528,8 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       const resolveButton = page.getByRole('button', { name: 'Mark step 0 compensated by hand' });
       await resolveButton.waitFor({ timeout: SHOWS_MS });
       await page.getByLabel('Reason (recorded in the log)').fill('refunded by hand, ticket 4711');
-      // Offered only while it is stuck: a click between its attempts may be refused (and says so); click until it is taken.
+      // Offered only while it is stuck: a click between its attempts may be refused (and says so); click until it is
+      // taken.
       await waitFor('the saga compensated by hand', SHOWS_MS, async () => {
         if (
           (await page
@@ -469,34 +542,48 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
         return undefined;
       });
       // Ended: no act is offered any more, and the page says why.
-      await page.locator('[data-note=saga-acts]').filter({ hasText: 'this saga is compensated and not stuck' }).waitFor({ timeout: SHOWS_MS });
-      expect(await page.getByRole('table').filter({ hasText: 'What the log applied' }).textContent()).toMatch(/refunded by hand, ticket 4711|console user/);
+      await page
+        .locator('[data-note=saga-acts]')
+        .filter({ hasText: 'this saga is compensated and not stuck' })
+        .waitFor({ timeout: SHOWS_MS });
+      expect(await page.getByRole('table').filter({ hasText: 'What the log applied' }).textContent()).toMatch(
+        /refunded by hand, ticket 4711|console user/,
+      );
 
       // Outbox relays, read from their partition leases.
       await relay.refresh();
       expect([...relay.owned().keys()].sort()).toEqual([0, 1, 2, 3]);
       await page.goto(consoleUrl(node, 'leases'));
-      const relayRow = page.locator('table').filter({ hasText: 'Relays, read from' }).getByRole('row').filter({ hasText: 'outbox/orders' }).filter({ hasText: 'relay-a' });
+      const relayRow = page
+        .locator('table')
+        .filter({ hasText: 'Relays, read from' })
+        .getByRole('row')
+        .filter({ hasText: 'outbox/orders' })
+        .filter({ hasText: 'relay-a' });
       await relayRow.waitFor({ timeout: SHOWS_MS });
       expect(await relayRow.textContent()).toMatch(/0, 1, 2, 3/);
       await page.locator('[data-lease="outbox/orders/p3"]').waitFor({ timeout: SHOWS_MS });
       await page.screenshot({ path: join(SHOTS, 'console-leases.png'), fullPage: true });
 
       // Charts: commits, latency, aborts, in doubt, unacked, from samples every 5 s.
-      for (let i = 0; i < 20; i++) await (await tClient.begin({ timeoutMs: 10_000 })).enlist('cart', { set: { [`k${i}`]: String(i) } }).commit();
+      for (let i = 0; i < 20; i++)
+        await (await tClient.begin({ timeoutMs: 10_000 })).enlist('cart', { set: { [`k${i}`]: String(i) } }).commit();
       let charted = '';
       await waitFor(
         'chart samples with commits and their latency',
         30_000,
         async () => {
-          const r = (await (await fetch(`http://${node.metricsAddress}/api/charts`)).json()) as { samples: { commitsPerS: number; p50Ms: number | null }[] };
+          const r = (await (await fetch(`http://${node.metricsAddress}/api/charts`)).json()) as {
+            samples: { commitsPerS: number; p50Ms: number | null }[];
+          };
           charted = JSON.stringify(r.samples.slice(-8));
           return r.samples.some((x) => x.commitsPerS > 0) && r.samples.some((x) => x.p50Ms !== null) ? true : undefined;
         },
         () => charted,
       );
       await page.goto(consoleUrl(node, 'charts'));
-      for (const title of ['commits', 'commit latency', 'aborts by reason', 'in doubt', 'unacked']) await page.locator(`figure[data-chart="${title}"] svg`).waitFor({ timeout: SHOWS_MS });
+      for (const title of ['commits', 'commit latency', 'aborts by reason', 'in doubt', 'unacked'])
+        await page.locator(`figure[data-chart="${title}"] svg`).waitFor({ timeout: SHOWS_MS });
       expect(await page.locator('figure[data-chart="commits"] polyline').count()).toBeGreaterThan(0);
       await page.screenshot({ path: join(SHOTS, 'console-charts.png'), fullPage: true });
       await page.close();
@@ -522,7 +609,10 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       nodes: 1,
       metrics: true,
       clusterId,
-      configExtra: (id) => ({ consoleListen, tls: { ca: ca.cert, ...ca.node(id, clusterId), adminNames: ['ops-admin'] } }),
+      configExtra: (id) => ({
+        consoleListen,
+        tls: { ca: ca.cert, ...ca.node(id, clusterId), adminNames: ['ops-admin'] },
+      }),
       clientCredentials: adminCreds,
     });
     const { node } = await t.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
@@ -531,7 +621,11 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       const stuck = await tlsClient.begin({ timeoutMs: 120_000 });
       const https = `https://${consoleListen}`;
       const as = async (who: { cert: string; key: string }): Promise<Page> => {
-        const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, ignoreHTTPSErrors: true, clientCertificates: [{ origin: https, certPath: who.cert, keyPath: who.key }] });
+        const ctx = await browser.newContext({
+          viewport: { width: 1280, height: 800 },
+          ignoreHTTPSErrors: true,
+          clientCertificates: [{ origin: https, certPath: who.cert, keyPath: who.key }],
+        });
         return ctx.newPage();
       };
 
@@ -546,17 +640,23 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
       await page.getByRole('button', { name: 'Resolve' }).click();
       await page
         .getByRole('alert')
-        .filter({ hasText: "Refused: PERMISSION_DENIED: txn resolve needs an admin certificate: client certificate CN=alice is not in the node's tls.adminNames" })
+        .filter({
+          hasText:
+            "Refused: PERMISSION_DENIED: txn resolve needs an admin certificate: client certificate CN=alice is not in the node's tls.adminNames",
+        })
         .waitFor({ timeout: SHOWS_MS });
       await page.screenshot({ path: join(SHOTS, 'console-refused.png'), fullPage: true });
       await page.context().close();
 
-      // Plain HTTP on the metrics listener of a TLS node: no console, no data, a pointer to the HTTPS console; /metrics still served.
+      // Plain HTTP on the metrics listener of a TLS node: no console, no data, a pointer to the HTTPS console; /metrics
+      // still served.
       for (const path of ['/', '/api/cluster', '/api/transactions', `/api/transactions/${stuck.txnId}`]) {
         const res = await fetch(`http://${node.metricsAddress}${path}`);
         expect(res.status, path).toBe(404);
         const text = await res.text();
-        expect(text, path).toContain(`serves /metrics only; the console is served over HTTPS with client certificates on ${consoleListen}`);
+        expect(text, path).toContain(
+          `serves /metrics only; the console is served over HTTPS with client certificates on ${consoleListen}`,
+        );
         expect(text, path).not.toContain(stuck.txnId);
       }
       expect((await fetch(`http://${node.metricsAddress}/metrics`)).status).toBe(200);

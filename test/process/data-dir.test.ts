@@ -8,7 +8,17 @@ import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { BIN, Cluster, cliEnv, freePorts, ROOT, runCli, tempDir, useProcessCleanup, type CliResult } from './harness.ts';
+import {
+  BIN,
+  Cluster,
+  cliEnv,
+  freePorts,
+  ROOT,
+  runCli,
+  tempDir,
+  useProcessCleanup,
+  type CliResult,
+} from './harness.ts';
 
 useProcessCleanup();
 
@@ -19,7 +29,13 @@ const EXIT_WITHIN_MS = 15_000;
 async function run(args: string[], as?: number): Promise<CliResult> {
   if (as === undefined) return runCli(args, { timeoutMs: EXIT_WITHIN_MS + 5_000 });
   const started = Date.now();
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], uid: as, gid: as, env: cliEnv({ HOME: '/tmp' }) });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    uid: as,
+    gid: as,
+    env: cliEnv({ HOME: '/tmp' }),
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -57,11 +73,26 @@ describe('a data directory that cannot be used is refused with one line naming t
     const [port] = await freePorts(1);
     listen = `127.0.0.1:${port}`;
     config = join(dir, 'node.json');
-    writeFileSync(config, JSON.stringify({ clusterId: 'c1', nodeId: 'n1', listen, peers: { n1: listen }, dataDir: 'data', tickMs: 50, electionTicks: 20, heartbeatTicks: 2, insecure: true }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        clusterId: 'c1',
+        nodeId: 'n1',
+        listen,
+        peers: { n1: listen },
+        dataDir: 'data',
+        tickMs: 50,
+        electionTicks: 20,
+        heartbeatTicks: 2,
+        insecure: true,
+      }),
+    );
   });
 
-  const node = (dataDir: string, as?: number): Promise<CliResult> => run(['node', '--config', config, '--set', `dataDir=${dataDir}`], as);
-  const participant = (dataDir: string, as?: number): Promise<CliResult> => run(['participant', '--id', 'p1', '--listen', '127.0.0.1:0', '--endpoints', listen, '--data', dataDir], as);
+  const node = (dataDir: string, as?: number): Promise<CliResult> =>
+    run(['node', '--config', config, '--set', `dataDir=${dataDir}`], as);
+  const participant = (dataDir: string, as?: number): Promise<CliResult> =>
+    run(['participant', '--id', 'p1', '--listen', '127.0.0.1:0', '--endpoints', listen, '--data', dataDir], as);
 
   it('refuses a data dir that is a file (node and participant), not a raw ENOTDIR', async () => {
     const file = join(dir, 'a-file');
@@ -89,7 +120,11 @@ describe('a data directory that cannot be used is refused with one line naming t
       chmodSync(config, 0o644);
     }
     for (const res of [await node(ro, asUser), await participant(ro, asUser)]) {
-      expectOneLine(res, ro, /cannot write and sync a file in it: (permission denied|the filesystem is mounted read-only)/);
+      expectOneLine(
+        res,
+        ro,
+        /cannot write and sync a file in it: (permission denied|the filesystem is mounted read-only)/,
+      );
       expect(res.stderr).not.toMatch(/Database failed to open/);
     }
     expect(readdirSync(ro)).toEqual([]);
@@ -103,7 +138,9 @@ describe('a data directory that cannot be used is refused with one line naming t
     await n.kill('SIGTERM');
     const damaged = join(dir, 'no-manifest');
     cpSync(n.dataDir, damaged, { recursive: true });
-    const raft = readdirSync(damaged, { recursive: true, withFileTypes: true }).filter((e) => /^MANIFEST-\d+$/.test(e.name));
+    const raft = readdirSync(damaged, { recursive: true, withFileTypes: true }).filter((e) =>
+      /^MANIFEST-\d+$/.test(e.name),
+    );
     expect(raft.length).toBeGreaterThan(0);
     for (const m of raft) rmSync(join(m.parentPath ?? m.path, m.name));
     const res = await node(damaged);

@@ -31,7 +31,15 @@ interface Pod {
 }
 
 /** The whole mapping from a pod of the StatefulSet to loopback. */
-function podMapping(o: { ordinal: number; root: string; secretDir: string; grpcPorts: number[]; metricsPorts: number[]; binDir: string; serviceName: string }): Pod {
+function podMapping(o: {
+  ordinal: number;
+  root: string;
+  secretDir: string;
+  grpcPorts: number[];
+  metricsPorts: number[];
+  binDir: string;
+  serviceName: string;
+}): Pod {
   const dir = join(o.root, `verdict-${o.ordinal}`);
   const pairs: [string, string][] = [
     ...o.grpcPorts.map((p, j): [string, string] => [`verdict-${j}.${o.serviceName}:7001`, `127.0.0.1:${p}`]),
@@ -52,7 +60,8 @@ function containerEnv(c: Doc, configMap: Doc): Record<string, string> {
   const out: Record<string, string> = {};
   for (const e of c.env ?? []) {
     if (e.value !== undefined) out[e.name] = String(e.value);
-    else if (e.valueFrom?.configMapKeyRef?.name === configMap.metadata.name) out[e.name] = String(configMap.data[e.valueFrom.configMapKeyRef.key]);
+    else if (e.valueFrom?.configMapKeyRef?.name === configMap.metadata.name)
+      out[e.name] = String(configMap.data[e.valueFrom.configMapKeyRef.key]);
     else throw new Error(`env ${e.name} of ${c.name}: only values and keys of ${configMap.metadata.name} are mapped`);
   }
   return out;
@@ -69,15 +78,22 @@ async function runToEnd(argv: string[], env: NodeJS.ProcessEnv, logFile: string)
   return code;
 }
 
-/** Metric names in the Grafana dashboard's queries and the alert rules' expressions (histogram series folded to their metric). */
+/**
+ * Metric names in the Grafana dashboard's queries and the alert rules' expressions (histogram series folded to their
+ * metric).
+ */
 function dashboardAndRuleMetrics(): Set<string> {
   const dashboard = JSON.parse(readFileSync(join(DEPLOY, 'grafana', 'verdict-dashboard.json'), 'utf8'));
   const exprs: string[] = [
     ...dashboard.panels.flatMap((p: Doc) => p.targets.map((t: Doc) => t.expr as string)),
-    ...readYaml(join(DEPLOY, 'prometheus', 'verdict-rules.yaml')).groups.flatMap((g: Doc) => g.rules.map((r: Doc) => r.expr as string)),
+    ...readYaml(join(DEPLOY, 'prometheus', 'verdict-rules.yaml')).groups.flatMap((g: Doc) =>
+      g.rules.map((r: Doc) => r.expr as string),
+    ),
   ];
   const names = new Set<string>();
-  for (const e of exprs) for (const m of e.matchAll(/\b(?:verdict|process|nodejs)_[a-z0-9_]+/g)) names.add(m[0].replace(/_(bucket|sum|count)$/, ''));
+  for (const e of exprs)
+    for (const m of e.matchAll(/\b(?:verdict|process|nodejs)_[a-z0-9_]+/g))
+      names.add(m[0].replace(/_(bucket|sum|count)$/, ''));
   return names;
 }
 
@@ -112,7 +128,8 @@ describe('deploy/kubernetes on loopback', () => {
     const metricsPorts = await freePorts(3);
     const [shopPort, ledgerPort, shopMetricsPort, ledgerMetricsPort] = await freePorts(4);
 
-    // The certificates as `verdict certs` makes them; the Secret gets the CA certificate and the nodes' files, never ca.key.
+    // The certificates as `verdict certs` makes them; the Secret gets the CA certificate and the nodes' files, never
+    // ca.key.
     const certs = join(root, 'certs');
     const made = await runCli(
       [
@@ -135,7 +152,8 @@ describe('deploy/kubernetes on loopback', () => {
     expect(made.code, made.stderr).toBe(0);
     const secretDir = join(root, 'secret-verdict-tls');
     mkdirSync(secretDir);
-    for (const f of ['ca.crt', 'n1.crt', 'n1.key', 'n2.crt', 'n2.key', 'n3.crt', 'n3.key']) copyFileSync(join(certs, f), join(secretDir, f));
+    for (const f of ['ca.crt', 'n1.crt', 'n1.key', 'n2.crt', 'n2.key', 'n3.crt', 'n3.key'])
+      copyFileSync(join(certs, f), join(secretDir, f));
 
     // `verdict` on PATH, as in the image.
     const binDir = join(root, 'bin');
@@ -143,39 +161,71 @@ describe('deploy/kubernetes on loopback', () => {
     writeFileSync(join(binDir, 'verdict'), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`);
     chmodSync(join(binDir, 'verdict'), 0o755);
 
-    const pods = [0, 1, 2].map((ordinal) => podMapping({ ordinal, root, secretDir, grpcPorts, metricsPorts, binDir, serviceName: sts.spec.serviceName }));
+    const pods = [0, 1, 2].map((ordinal) =>
+      podMapping({ ordinal, root, secretDir, grpcPorts, metricsPorts, binDir, serviceName: sts.spec.serviceName }),
+    );
     for (const pod of pods) {
       mkdirSync(join(pod.dir, 'config'), { recursive: true });
       mkdirSync(join(pod.dir, 'data-volume'));
-      for (const [key, text] of Object.entries(cm.data as Record<string, string>)) writeFileSync(join(pod.dir, 'config', key), pod.map(text));
+      for (const [key, text] of Object.entries(cm.data as Record<string, string>))
+        writeFileSync(join(pod.dir, 'config', key), pod.map(text));
     }
-    const argv = (pod: Pod, c: Doc): string[] => [...(c.command ?? []), ...(c.args ?? [])].map((s: string) => pod.map(s));
+    const argv = (pod: Pod, c: Doc): string[] =>
+      [...(c.command ?? []), ...(c.args ?? [])].map((s: string) => pod.map(s));
 
     // Init containers (founding) run in parallel, as the pods start in parallel; each must succeed.
-    const initCodes = await Promise.all(pods.map((pod) => runToEnd(argv(pod, init), { ...pod.env, ...containerEnv(init, cm) }, join(pod.dir, 'init.log'))));
+    const initCodes = await Promise.all(
+      pods.map((pod) =>
+        runToEnd(argv(pod, init), { ...pod.env, ...containerEnv(init, cm) }, join(pod.dir, 'init.log')),
+      ),
+    );
     expect(initCodes, pods.map((p) => readFileSync(join(p.dir, 'init.log'), 'utf8')).join('\n')).toEqual([0, 0, 0]);
-    for (const pod of pods) expect(readFileSync(join(pod.dir, 'init.log'), 'utf8')).toMatch(new RegExp(`founded cluster "${clusterId}" .* for n${pod.ordinal + 1}`));
+    for (const pod of pods)
+      expect(readFileSync(join(pod.dir, 'init.log'), 'utf8')).toMatch(
+        new RegExp(`founded cluster "${clusterId}" .* for n${pod.ordinal + 1}`),
+      );
 
     const nodes = pods.map((pod) => {
       const fd = openSync(join(pod.dir, 'node.log'), 'a');
-      const child = spawn(argv(pod, node)[0], argv(pod, node).slice(1), { cwd: ROOT, env: { ...pod.env, ...containerEnv(node, cm) }, stdio: ['ignore', fd, fd] });
+      const child = spawn(argv(pod, node)[0], argv(pod, node).slice(1), {
+        cwd: ROOT,
+        env: { ...pod.env, ...containerEnv(node, cm) },
+        stdio: ['ignore', fd, fd],
+      });
       children.push(child);
       return child;
     });
-    const logs = (): string => pods.map((p) => `--- verdict-${p.ordinal}\n${readFileSync(join(p.dir, 'node.log'), 'utf8').slice(-2_000)}`).join('\n');
+    const logs = (): string =>
+      pods
+        .map((p) => `--- verdict-${p.ordinal}\n${readFileSync(join(p.dir, 'node.log'), 'utf8').slice(-2_000)}`)
+        .join('\n');
 
     // The readiness probe, as the kubelet runs it in each pod, passes on every node.
     for (const pod of pods) {
       await waitFor(
         `the readiness probe of verdict-${pod.ordinal} to pass`,
         WAIT_MS,
-        async () => ((await runToEnd(argv(pod, node.readinessProbe.exec), { ...pod.env, ...containerEnv(node, cm) }, join(pod.dir, 'probe.log'))) === 0 ? true : undefined),
+        async () =>
+          (await runToEnd(
+            argv(pod, node.readinessProbe.exec),
+            { ...pod.env, ...containerEnv(node, cm) },
+            join(pod.dir, 'probe.log'),
+          )) === 0
+            ? true
+            : undefined,
         logs,
       );
     }
 
     const endpoints = grpcPorts.map((p) => `127.0.0.1:${p}`).join(',');
-    const tls = (name: string): string[] => ['--ca', join(certs, 'ca.crt'), '--cert', join(certs, `${name}.crt`), '--key', join(certs, `${name}.key`)];
+    const tls = (name: string): string[] => [
+      '--ca',
+      join(certs, 'ca.crt'),
+      '--cert',
+      join(certs, `${name}.crt`),
+      '--key',
+      join(certs, `${name}.key`),
+    ];
     for (const [id, port, metricsPort] of [
       ['shop', shopPort, shopMetricsPort],
       ['ledger', ledgerPort, ledgerMetricsPort],
@@ -209,14 +259,27 @@ describe('deploy/kubernetes on loopback', () => {
     const asAlice = ['--endpoints', endpoints, ...tls('alice')];
     await waitFor('both participants to register over TLS', WAIT_MS, async () => {
       const r = await runCli(['participants', '--json', ...asAlice], { timeoutMs: WAIT_MS });
-      const ids = r.code === 0 ? (JSON.parse(r.stdout) as { participantId: string }[]).map((x) => x.participantId).sort() : [];
+      const ids =
+        r.code === 0 ? (JSON.parse(r.stdout) as { participantId: string }[]).map((x) => x.participantId).sort() : [];
       return ids.join(',') === 'ledger,shop' ? true : undefined;
     });
-    const commit = await runCli(['txn', 'commit', '--participant', 'shop={"set":{"sku-1":"4"}}', '--participant', 'ledger={"set":{"acct-9":"-20"}}', ...asAlice], { timeoutMs: WAIT_MS });
+    const commit = await runCli(
+      [
+        'txn',
+        'commit',
+        '--participant',
+        'shop={"set":{"sku-1":"4"}}',
+        '--participant',
+        'ledger={"set":{"acct-9":"-20"}}',
+        ...asAlice,
+      ],
+      { timeoutMs: WAIT_MS },
+    );
     expect([commit.code, commit.stderr]).toEqual([0, '']);
     expect(commit.stdout).toMatch(/^COMMITTED /);
 
-    // Every metric the dashboard and the alert rules name is exported: by these nodes and participants, after a transaction.
+    // Every metric the dashboard and the alert rules name is exported: by these nodes and participants, after a
+    // transaction.
     const scraped = new Set<string>();
     for (const port of [...metricsPorts, shopMetricsPort, ledgerMetricsPort]) {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -226,7 +289,12 @@ describe('deploy/kubernetes on loopback', () => {
     expect(missing).toEqual([]);
 
     // SIGTERM, as the kubelet stops a pod: every node exits cleanly.
-    const exits = nodes.map((c) => new Promise<number | null>((res) => (c.exitCode !== null ? res(c.exitCode) : c.once('exit', (code) => res(code)))));
+    const exits = nodes.map(
+      (c) =>
+        new Promise<number | null>((res) =>
+          c.exitCode !== null ? res(c.exitCode) : c.once('exit', (code) => res(code)),
+        ),
+    );
     for (const c of nodes) c.kill('SIGTERM');
     const codes = await Promise.race([Promise.all(exits), sleep(30_000).then(() => null)]);
     expect(codes, logs()).toEqual([0, 0, 0]);

@@ -19,7 +19,17 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
 import { startParticipant, type ParticipantRuntime } from '../../src/participant/runtime.ts';
 import { parseSegmentFileName, scanRecords } from '../../src/storage/segment-format.ts';
-import { Cluster, ELECTION_WAIT_MS, fileTempDir, freePorts, runCli, sleep, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
+import {
+  Cluster,
+  ELECTION_WAIT_MS,
+  fileTempDir,
+  freePorts,
+  runCli,
+  sleep,
+  useProcessCleanup,
+  waitFor,
+  type NodeProc,
+} from './harness.ts';
 
 useProcessCleanup();
 
@@ -63,7 +73,9 @@ async function commitSome(client: VerdictClient, n: number, tag: string): Promis
 
 /** A node's status, retried: a channel opened before the node listened may still be backing off. */
 function statusOf(n: NodeProc): ReturnType<NodeProc['status']> {
-  return waitFor(`the status of ${n.id}`, 20_000, () => n.status().catch((err: unknown) => (n.closeClient(), Promise.reject(err))));
+  return waitFor(`the status of ${n.id}`, 20_000, () =>
+    n.status().catch((err: unknown) => (n.closeClient(), Promise.reject(err))),
+  );
 }
 
 /** Every record's index and where it lies, over the node's segment files. */
@@ -107,7 +119,11 @@ function sinceLastStart(n: NodeProc): string {
 }
 
 /** Outcomes as one node answers them: from its own decision table, or through its redirect to the leader. */
-async function outcomesVia(endpoints: string[], ids: string[], callTimeoutMs: number): Promise<Map<string, string | Error>> {
+async function outcomesVia(
+  endpoints: string[],
+  ids: string[],
+  callTimeoutMs: number,
+): Promise<Map<string, string | Error>> {
   const client = new VerdictClient({ insecure: true, endpoints, callTimeoutMs });
   try {
     const out = new Map<string, string | Error>();
@@ -129,14 +145,20 @@ describe('disk faults on real processes', () => {
     const c = await Cluster.start({ nodes: 3 });
     const { node: leader } = await c.waitForLeader();
     await startShop(c);
-    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const client = new VerdictClient({
+      insecure: true,
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 20_000,
+    });
     try {
       const [damaged, lagging] = c.nodes.filter((n) => n !== leader);
       // The lagging node misses the next commits: they live on the leader and the damaged node only.
       await lagging.kill('SIGKILL');
       const before = (await statusOf(damaged)).lastIndex;
       const ids = await commitSome(client, TXNS, 'lost');
-      await waitFor('the damaged node to hold the commits', 20_000, async () => ((await statusOf(damaged)).lastIndex > before ? true : undefined));
+      await waitFor('the damaged node to hold the commits', 20_000, async () =>
+        (await statusOf(damaged)).lastIndex > before ? true : undefined,
+      );
       await damaged.kill('SIGKILL');
       await leader.kill('SIGKILL');
       const cut = cutLogAfter(damaged.dataDir, before);
@@ -156,7 +178,8 @@ describe('disk faults on real processes', () => {
         await sleep(500);
       }
       const st = await c.statuses();
-      for (const [n, s] of st) expect(s instanceof Error || s.role !== 'leader', `${n.id} must not lead without the lost commits`).toBe(true);
+      for (const [n, s] of st)
+        expect(s instanceof Error || s.role !== 'leader', `${n.id} must not lead without the lost commits`).toBe(true);
       const log = sinceLastStart(damaged);
       expect(log).toMatch(/recovering: the raft log ends below what this node acknowledged/);
 
@@ -174,7 +197,9 @@ describe('disk faults on real processes', () => {
         10_000,
       );
       for (const id of ids) expect(final.get(id), id).toBe('COMMITTED');
-      console.log(`disk-fault: ${cut} records cut below the high-water mark; ${seen.size} answers while two nodes were up, all COMMITTED`);
+      console.log(
+        `disk-fault: ${cut} records cut below the high-water mark; ${seen.size} answers while two nodes were up, all COMMITTED`,
+      );
     } finally {
       client.close();
     }
@@ -184,12 +209,18 @@ describe('disk faults on real processes', () => {
     const c = await Cluster.start({ nodes: 3 });
     const { node: leader } = await c.waitForLeader();
     await startShop(c);
-    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const client = new VerdictClient({
+      insecure: true,
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 20_000,
+    });
     const results: string[] = [];
     try {
       const ids = await commitSome(client, TXNS, 'sweep');
       const d = c.nodes.find((n) => n !== leader)!;
-      await waitFor('the follower to hold the commits', 20_000, async () => ((await statusOf(d)).commitIndex >= (await statusOf(leader)).commitIndex ? true : undefined));
+      await waitFor('the follower to hold the commits', 20_000, async () =>
+        (await statusOf(d)).commitIndex >= (await statusOf(leader)).commitIndex ? true : undefined,
+      );
       await d.kill('SIGTERM');
       // Each fault hits the node's current files. A refused start is undone
       // from a copy taken just before the fault; a node that rejoined keeps
@@ -199,7 +230,14 @@ describe('disk faults on real processes', () => {
       // LevelDB renames its files on every open (a log becomes a table), so
       // the kinds to damage are gathered as they appear, until none is new.
       const done = new Set<string>();
-      const damageable = (): string[] => listFiles(d.dataDir).filter((f) => !f.endsWith('LOCK') && !f.startsWith('wal.damaged') && !f.includes('.cut-') && statSync(join(d.dataDir, f)).size > 0);
+      const damageable = (): string[] =>
+        listFiles(d.dataDir).filter(
+          (f) =>
+            !f.endsWith('LOCK') &&
+            !f.startsWith('wal.damaged') &&
+            !f.includes('.cut-') &&
+            statSync(join(d.dataDir, f)).size > 0,
+        );
       for (
         let kind = damageable()
           .map(kindOf)
@@ -243,7 +281,9 @@ describe('disk faults on real processes', () => {
         }
       }
       console.log(`disk-fault sweep:\n  ${results.join('\n  ')}`);
-      expect([...done].some((k) => k.startsWith('wal/')) && [...done].some((k) => k.endsWith('.ldb') || k.endsWith('.log'))).toBe(true);
+      expect(
+        [...done].some((k) => k.startsWith('wal/')) && [...done].some((k) => k.endsWith('.ldb') || k.endsWith('.log')),
+      ).toBe(true);
       // The sweep saw both kinds of answer: damage is not always survivable, and never silent.
       expect(results.some((r) => r.includes('refused'))).toBe(true);
       expect(results.some((r) => r.includes('rejoined'))).toBe(true);
@@ -277,7 +317,12 @@ function listFiles(dir: string): string[] {
  * with one clear line (no stack trace), or it follows the leader, has caught
  * up, and answers COMMITTED for every acknowledged commit.
  */
-async function startAndJudge(c: Cluster, d: NodeProc, ids: string[], said: string[] = []): Promise<'refused' | 'rejoined'> {
+async function startAndJudge(
+  c: Cluster,
+  d: NodeProc,
+  ids: string[],
+  said: string[] = [],
+): Promise<'refused' | 'rejoined'> {
   d.start();
   const target = (await c.waitForLeader({ notId: d.id })).status.commitIndex;
   const verdict = await waitFor(

@@ -42,7 +42,11 @@ describe('registered endpoints are no port scanner', () => {
   it('an abort reason is the same whatever listens at the endpoint; the leader logs the error; new endpoints per id are bounded', async () => {
     const c = await Cluster.start({ nodes: 3, logLevel: 'info' });
     await c.waitForLeader();
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000, insecure: true });
+    const client = new VerdictClient({
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 30_000,
+      insecure: true,
+    });
     closers.push(() => client.close());
     const [closedPort] = await freePorts(1);
     const targets: Record<string, string> = {
@@ -59,12 +63,16 @@ describe('registered endpoints are no port scanner', () => {
       expect(r.outcome, what).toBe('ABORTED');
       reasons.set(what, r.reason.replace(/\d+/g, 'N'));
     }
-    // Nobody there and a server that is not gRPC read the same; one that never answers is a transaction that timed out, as with a slow participant.
+    // Nobody there and a server that is not gRPC read the same; one that never answers is a transaction that timed out,
+    // as with a slow participant.
     expect(reasons.get('banner'), JSON.stringify(Object.fromEntries(reasons))).toBe(reasons.get('nobody'));
     expect([reasons.get('nobody'), 'the transaction timed out after N ms']).toContain(reasons.get('silent'));
-    for (const reason of reasons.values()) expect(reason).not.toMatch(/ECONNREFUSED|refused|Protocol|RST_STREAM|SSH|deadline|UNAVAILABLE|INTERNAL/i);
+    for (const reason of reasons.values())
+      expect(reason).not.toMatch(/ECONNREFUSED|refused|Protocol|RST_STREAM|SSH|deadline|UNAVAILABLE|INTERNAL/i);
     // The operator still learns what happened, from the leader's log.
-    await waitFor('the refused connection in the leader log', 10_000, async () => (c.nodes.some((n) => /ECONNREFUSED[^\n]*PREPARE got no vote/.test(n.logTail(400))) ? true : undefined));
+    await waitFor('the refused connection in the leader log', 10_000, async () =>
+      c.nodes.some((n) => /ECONNREFUSED[^\n]*PREPARE got no vote/.test(n.logTail(400))) ? true : undefined,
+    );
 
     // New endpoints for one id: ENDPOINT_CHANGES_MAX a minute (three used above), then RESOURCE_EXHAUSTED.
     const ports = await freePorts(ENDPOINT_CHANGES_MAX);
@@ -80,7 +88,10 @@ describe('registered endpoints are no port scanner', () => {
       }
     }
     expect(accepted).toBe(ENDPOINT_CHANGES_MAX);
-    expect(refused).toMatchObject({ code: 'RESOURCE_EXHAUSTED', reason: expect.stringMatching(/registered 20 new endpoints in the last 60 s/) });
+    expect(refused).toMatchObject({
+      code: 'RESOURCE_EXHAUSTED',
+      reason: expect.stringMatching(/registered 20 new endpoints in the last 60 s/),
+    });
     // Another id is not held back by it, and repeating the endpoint it has is no change.
     await client.registerParticipant('probe2', targets.nobody);
     await client.registerParticipant('probe', `127.0.0.1:${ports[ENDPOINT_CHANGES_MAX - 4]}`);

@@ -17,7 +17,10 @@ import { startParticipants, startUnackingParticipant, type Participants } from '
 useProcessCleanup();
 
 const FIRST_LEADER_WAIT_MS = 60_000;
-/** A CLI process starts slowly on a loaded machine (tsx compiles at start): generous, and never the thing being measured. */
+/**
+ * A CLI process starts slowly on a loaded machine (tsx compiles at start): generous, and never the thing being
+ * measured.
+ */
 const CLI_WAIT_MS = 60_000;
 let c: Cluster;
 let parts: Participants;
@@ -52,7 +55,9 @@ describe('the first hour', { timeout: 180_000 }, () => {
     expect(st.nodes).toHaveLength(1);
     expect(st.nodes[0]).toMatchObject({ id: 'n1', pid: node.child?.pid });
     const table = await cli(['status', ...ep()]);
-    expect(table.stdout).toMatch(new RegExp(`^n1 +${node.address.replace(/\./g, '\\.')} +${node.child?.pid} +leader`, 'm'));
+    expect(table.stdout).toMatch(
+      new RegExp(`^n1 +${node.address.replace(/\./g, '\\.')} +${node.child?.pid} +leader`, 'm'),
+    );
   });
 
   it('an unreachable cluster is reported within --timeout-ms, naming every endpoint, by status and by SDK commands alike', async () => {
@@ -73,7 +78,9 @@ describe('the first hour', { timeout: 180_000 }, () => {
     const r = await cli(['status', '--jsn', ...ep()]);
     expect(r.code).toBe(64);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toBe('verdict: unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout-ms, --ca, --cert, --key, --insecure, --help\n');
+    expect(r.stderr).toBe(
+      'verdict: unknown flag "--jsn" for verdict status (did you mean --json?); valid flags: --json, --endpoints, --timeout-ms, --ca, --cert, --key, --insecure, --help\n',
+    );
   });
 
   it('participant remove is refused while the participant has a transaction in doubt (listed), and unregisters an idle one through the log', async () => {
@@ -84,7 +91,12 @@ describe('the first hour', { timeout: 180_000 }, () => {
     expect(t.outcome).toBe('COMMITTED');
     // The leader's connection, not the last contact alone, says whether a participant is there.
     const listed = await cli(['participants', '--json', ...ep()]);
-    const conn = Object.fromEntries((JSON.parse(listed.stdout) as { participantId: string; connection: string }[]).map((p) => [p.participantId, p.connection]));
+    const conn = Object.fromEntries(
+      (JSON.parse(listed.stdout) as { participantId: string; connection: string }[]).map((p) => [
+        p.participantId,
+        p.connection,
+      ]),
+    );
     expect(conn).toEqual({ shop: 'connected', stuck: 'connected' });
     const help = await cli(['participants', '--help']);
     expect(help.stdout).toMatch(/verdict participants \[--json\]/);
@@ -92,11 +104,17 @@ describe('the first hour', { timeout: 180_000 }, () => {
     expect(help.stdout).not.toMatch(/verdict txn commit/);
     const refused = await cli(['participant', 'remove', 'stuck', ...ep()]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(new RegExp(`FAILED_PRECONDITION: participant stuck has 1 transaction\\(s\\) in doubt: ${t.txnId}\\.`));
+    expect(refused.stderr).toMatch(
+      new RegExp(`FAILED_PRECONDITION: participant stuck has 1 transaction\\(s\\) in doubt: ${t.txnId}\\.`),
+    );
     expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['shop', 'stuck']);
 
     // shop acknowledged its DECISION: nothing holds it.
-    await waitFor('shop to acknowledge', 30_000, async () => ((await client.transactions({ txnId: t.txnId }))[0]?.participants.find((p) => p.participantId === 'shop')?.acked ? true : undefined));
+    await waitFor('shop to acknowledge', 30_000, async () =>
+      (await client.transactions({ txnId: t.txnId }))[0]?.participants.find((p) => p.participantId === 'shop')?.acked
+        ? true
+        : undefined,
+    );
     const removed = await cli(['participant', 'remove', 'shop', ...ep()]);
     expect([removed.code, removed.stdout], removed.stderr).toEqual([0, 'removed participant shop\n']);
     expect((await client.participants()).map((p) => p.participantId)).toEqual(['stuck']);
@@ -116,16 +134,30 @@ describe('the first hour', { timeout: 180_000 }, () => {
   it('txn resolve refuses an id the cluster never saw unless --force-unknown; txn outcome and txn show of an unknown id both exit 1', async () => {
     const typo = await cli(['txn', 'resolve', 'no-such-txn', '--abort', '--reason', 'typo test', ...ep()]);
     expect(typo.code).toBe(1);
-    expect(typo.stderr).toMatch(/FAILED_PRECONDITION: the cluster has no record of transaction no-such-txn .*add --force-unknown/);
+    expect(typo.stderr).toMatch(
+      /FAILED_PRECONDITION: the cluster has no record of transaction no-such-txn .*add --force-unknown/,
+    );
     const heuristic = await cli(['txn', 'list', '--heuristic', ...ep()]);
     expect(heuristic.stdout).not.toMatch(/no-such-txn/);
 
     const outcome = await cli(['txn', 'outcome', 'never-heard-of', ...ep()]);
-    expect([outcome.code, outcome.stdout]).toEqual([1, 'UNKNOWN never-heard-of: never heard of, or forgotten after every participant acknowledged it\n']);
+    expect([outcome.code, outcome.stdout]).toEqual([
+      1,
+      'UNKNOWN never-heard-of: never heard of, or forgotten after every participant acknowledged it\n',
+    ]);
     const show = await cli(['txn', 'show', 'never-heard-of', ...ep()]);
     expect(show.code).toBe(1);
 
-    const forced = await cli(['txn', 'resolve', 'no-such-txn', '--abort', '--reason', 'really meant', '--force-unknown', ...ep()]);
+    const forced = await cli([
+      'txn',
+      'resolve',
+      'no-such-txn',
+      '--abort',
+      '--reason',
+      'really meant',
+      '--force-unknown',
+      ...ep(),
+    ]);
     expect(forced.code, forced.stderr).toBe(0);
     expect(forced.stdout).toMatch(/^ABORTED no-such-txn/);
     const known = await cli(['txn', 'outcome', 'no-such-txn', ...ep()]);
@@ -135,19 +167,51 @@ describe('the first hour', { timeout: 180_000 }, () => {
   it('a participant with a wrong --cluster-id stops with one line and exit 78; one that cannot reach the cluster retries with growing backoff', async () => {
     const [p1, p2, dead] = await freePorts(3);
     const dir = tempDir();
-    const wrong = await runCli(['participant', '--id', 'lost', '--listen', `127.0.0.1:${p1}`, '--data', join(dir, 'lost'), '--cluster-id', 'not-this-one', ...ep(), '--log-level', 'silent'], {
-      timeoutMs: CLI_WAIT_MS,
-    });
+    const wrong = await runCli(
+      [
+        'participant',
+        '--id',
+        'lost',
+        '--listen',
+        `127.0.0.1:${p1}`,
+        '--data',
+        join(dir, 'lost'),
+        '--cluster-id',
+        'not-this-one',
+        ...ep(),
+        '--log-level',
+        'silent',
+      ],
+      {
+        timeoutMs: CLI_WAIT_MS,
+      },
+    );
     expect(wrong.code).toBe(EXIT_REGISTRATION_REFUSED);
     expect(wrong.stderr).toBe(
       `verdict: the cluster refused to register participant lost: FAILED_PRECONDITION: participant belongs to cluster "not-this-one", this is cluster "${c.clusterId}"; give the cluster's id with --cluster-id (the nodes' "clusterId")\n`,
     );
 
-    const child = spawn(process.execPath, [BIN, 'participant', '--id', 'patient', '--listen', `127.0.0.1:${p2}`, '--data', join(dir, 'patient'), '--endpoints', `127.0.0.1:${dead}`, '--insecure'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, VERDICT_LOG_FORMAT: 'json' },
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'participant',
+        '--id',
+        'patient',
+        '--listen',
+        `127.0.0.1:${p2}`,
+        '--data',
+        join(dir, 'patient'),
+        '--endpoints',
+        `127.0.0.1:${dead}`,
+        '--insecure',
+      ],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, VERDICT_LOG_FORMAT: 'json' },
+      },
+    );
     let err = '';
     child.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
     try {

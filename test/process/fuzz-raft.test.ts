@@ -43,8 +43,13 @@ function client(address: string): grpc.Client {
 function outcomeAt(c: grpc.Client, txnId: string): Promise<string> {
   const m = coordinatorService.GetOutcome;
   return new Promise((resolve, reject) =>
-    c.makeUnaryRequest<OutcomeRequest, TxnOutcome>(m.path, m.requestSerialize, m.responseDeserialize, { txnId, participantId: '' }, { deadline: Date.now() + 3_000 }, (err, r) =>
-      err ? reject(err) : resolve(r?.outcome ?? 'none'),
+    c.makeUnaryRequest<OutcomeRequest, TxnOutcome>(
+      m.path,
+      m.requestSerialize,
+      m.responseDeserialize,
+      { txnId, participantId: '' },
+      { deadline: Date.now() + 3_000 },
+      (err, r) => (err ? reject(err) : resolve(r?.outcome ?? 'none')),
     ),
   );
 }
@@ -54,7 +59,9 @@ async function outcomesOnEveryNode(c: Cluster, expected: Map<string, string>): P
   for (const n of c.nodes) {
     const rpc = client(n.address);
     for (const [txnId, want] of expected) {
-      const got = await waitFor(`${n.id} to answer the outcome of ${txnId}`, WAIT_MS, () => outcomeAt(rpc, txnId).catch(() => undefined));
+      const got = await waitFor(`${n.id} to answer the outcome of ${txnId}`, WAIT_MS, () =>
+        outcomeAt(rpc, txnId).catch(() => undefined),
+      );
       expect(got, `${n.id} on ${txnId}`).toBe(want);
     }
   }
@@ -90,7 +97,9 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
     await outcomesOnEveryNode(c, told);
     // No false alarms: an election, a membership of three and four transactions of real traffic refused nothing.
     for (const n of c.nodes) {
-      const s = await waitFor(`${n.id}'s metrics`, WAIT_MS, () => scrape(n.metricsAddress as string).catch(() => undefined));
+      const s = await waitFor(`${n.id}'s metrics`, WAIT_MS, () =>
+        scrape(n.metricsAddress as string).catch(() => undefined),
+      );
       const refused = s.samples.filter((x) => x.name === 'verdict_raft_messages_refused_total');
       expect(refused.length, `${n.id} exports a refusal count per reason`).toBeGreaterThan(0);
       expect(
@@ -103,12 +112,22 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
 
     // The attacks, at every node: aimed where each would have been taken.
     const codes = new Map<string, number>();
-    /** Per node: batches that must have been refused in part or whole (all but a truncated frame that decoded to an empty batch). */
+    /**
+     * Per node: batches that must have been refused in part or whole (all but a truncated frame that decoded to an
+     * empty batch).
+     */
     const mustRefuse = new Map<NodeProc, number>();
     for (const n of c.nodes) {
       const st = await n.status();
       const member = c.nodes.find((x) => x.id !== n.id && x.id !== leader.id) ?? c.nodes.find((x) => x.id !== n.id)!;
-      const t: Target = { clusterId: c.clusterId, nodeId: n.id, leaderId: leader.id === n.id ? member.id : leader.id, memberId: member.id, term: st.term, lastIndex: st.lastIndex };
+      const t: Target = {
+        clusterId: c.clusterId,
+        nodeId: n.id,
+        leaderId: leader.id === n.id ? member.id : leader.id,
+        memberId: member.id,
+        term: st.term,
+        lastIndex: st.lastIndex,
+      };
       const raft = client(n.address);
       let refusable = 0;
       for (const a of reportedAttacks(t)) {
@@ -125,10 +144,17 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
         const key = `${f.kind}:${grpc.status[r.code]}`;
         codes.set(key, (codes.get(key) ?? 0) + 1);
         if (!(f.kind === 'truncated' && r.code === grpc.status.OK)) refusable++;
-        // Never UNKNOWN or INTERNAL: a refusal always says what was wrong (or the batch was taken apart message by message).
-        expect([grpc.status.OK, grpc.status.INVALID_ARGUMENT, grpc.status.FAILED_PRECONDITION, grpc.status.PERMISSION_DENIED], `${f.kind} ${f.what}: ${grpc.status[r.code]} ${r.details}`).toContain(
-          r.code,
-        );
+        // Never UNKNOWN or INTERNAL: a refusal always says what was wrong (or the batch was taken apart message by
+        // message).
+        expect(
+          [
+            grpc.status.OK,
+            grpc.status.INVALID_ARGUMENT,
+            grpc.status.FAILED_PRECONDITION,
+            grpc.status.PERMISSION_DENIED,
+          ],
+          `${f.kind} ${f.what}: ${grpc.status[r.code]} ${r.details}`,
+        ).toContain(r.code);
       }
       expect(n.running, `${n.id} survived`).toBe(true);
       mustRefuse.set(n, refusable);
@@ -158,14 +184,18 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
       expect(refused('entry_data'), `${n.id}: the tag-127 entry`).toBeGreaterThanOrEqual(1);
       expect(refused('undecodable'), `${n.id}: random bytes`).toBeGreaterThanOrEqual(1);
       // Every forged, random and mistyped batch was refused somewhere: none reached the core whole.
-      const total = s.filter((x) => x.name === 'verdict_raft_messages_refused_total').reduce((sum, x) => sum + x.value, 0);
+      const total = s
+        .filter((x) => x.name === 'verdict_raft_messages_refused_total')
+        .reduce((sum, x) => sum + x.value, 0);
       expect(total, `${n.id}: refusals counted`).toBeGreaterThanOrEqual(mustRefuse.get(n) ?? 0);
       const log = n.logTail(100_000);
       // Logged, but not once per refusal: per sender and reason, and within a bound over all senders.
       const lines = log.split('\n').filter((l) => l.includes('refused Raft input')).length;
       expect(lines, `${n.id}: refusal log lines`).toBeGreaterThan(0);
       expect(lines, `${n.id}: refusal log lines`).toBeLessThan(total);
-      console.log(`fuzz-raft: ${n.id} counted ${total} refusals (at least ${mustRefuse.get(n)} expected) in ${lines} log lines`);
+      console.log(
+        `fuzz-raft: ${n.id} counted ${total} refusals (at least ${mustRefuse.get(n)} expected) in ${lines} log lines`,
+      );
       expect(log).toMatch(/refused Raft input from \\?"intruder\\?": from: \\?"intruder\\?" is not a member/);
       expect(log).toMatch(/"reason":"entry_data".*unknown command tag 127/);
       expect(log).not.toMatch(/InvariantError|cannot be applied/);
@@ -181,7 +211,9 @@ describe('forged and malformed Raft traffic on three node processes', { timeout:
       expect(st.term, `${n.id} restarted with a sane term`).toBeLessThan(SANE_TERM_MAX);
     }
     await outcomesOnEveryNode(c, told);
-    const restarted = await waitFor('a commit after the restart', WAIT_MS, () => commitOne(v, 'after-restart').catch(() => undefined));
+    const restarted = await waitFor('a commit after the restart', WAIT_MS, () =>
+      commitOne(v, 'after-restart').catch(() => undefined),
+    );
     expect(restarted.outcome).toBe('COMMITTED');
     for (const n of c.nodes) {
       expect(n.running, `${n.id} is running after the restart`).toBe(true);

@@ -129,7 +129,10 @@ const FIELDS = [
   'id',
 ];
 
-/** One body for `m`: random bytes, a truncated or mistyped valid encoding, a message of random field values, or (rarely) an oversized one. */
+/**
+ * One body for `m`: random bytes, a truncated or mistyped valid encoding, a message of random field values, or (rarely)
+ * an oversized one.
+ */
 function body(g: Gen, m: Method, others: readonly Method[]): Buffer {
   const encode = (mm: Method): Buffer => {
     try {
@@ -162,7 +165,8 @@ const DECIDED: Record<string, string> = { COMMITTED: 'OUTCOME_COMMITTED', ABORTE
 function expectNoContradiction(told: Map<string, string>, answers: Map<string, string[]>): void {
   for (const [id, byNode] of answers) {
     for (const [i, a] of byNode.entries()) {
-      if (a === 'OUTCOME_COMMITTED' || a === 'OUTCOME_ABORTED') expect(a, `${id} on node ${i + 1} (client was told ${told.get(id)})`).toBe(DECIDED[told.get(id) ?? '']);
+      if (a === 'OUTCOME_COMMITTED' || a === 'OUTCOME_ABORTED')
+        expect(a, `${id} on node ${i + 1} (client was told ${told.get(id)})`).toBe(DECIDED[told.get(id) ?? '']);
     }
   }
 }
@@ -211,7 +215,8 @@ describe('fuzzing the Coordinator and Participant services of a running system',
     await waitFor(
       'the participant to register',
       SETTLE_MS,
-      async () => ((await client.participants().catch(() => [])).some((p) => p.participantId === 'shop') ? true : undefined),
+      async () =>
+        (await client.participants().catch(() => [])).some((p) => p.participantId === 'shop') ? true : undefined,
       () => readFileSync(participantLog, 'utf8').slice(-2000),
     );
   });
@@ -232,8 +237,17 @@ describe('fuzzing the Coordinator and Participant services of a running system',
       for (const id of txnIds) {
         const answers: string[] = [];
         for (const cl of clients) {
-          const r = await rawUnary(cl, coordinatorService.GetOutcome.path, (coordinatorService.GetOutcome as Method).requestSerialize({ txnId: id, participantId: '' }), CALL_DEADLINE_MS);
-          answers.push(r.body ? (coordinatorService.GetOutcome.responseDeserialize(r.body) as TxnOutcome).outcome : `code ${r.code}`);
+          const r = await rawUnary(
+            cl,
+            coordinatorService.GetOutcome.path,
+            (coordinatorService.GetOutcome as Method).requestSerialize({ txnId: id, participantId: '' }),
+            CALL_DEADLINE_MS,
+          );
+          answers.push(
+            r.body
+              ? (coordinatorService.GetOutcome.responseDeserialize(r.body) as TxnOutcome).outcome
+              : `code ${r.code}`,
+          );
         }
         out.set(id, answers);
       }
@@ -247,7 +261,9 @@ describe('fuzzing the Coordinator and Participant services of a running system',
     // Earlier outcomes: committed and refused (NO vote) transactions, read on every node once they agree.
     const told = new Map<string, string>();
     for (let i = 0; i < 6; i++) {
-      const r = await (await client.begin({ timeoutMs: 10_000 })).enlist('shop', i % 3 === 2 ? { fail: 'no, thanks' } : { set: { [`k${i}`]: 'v' } }).commit();
+      const r = await (await client.begin({ timeoutMs: 10_000 }))
+        .enlist('shop', i % 3 === 2 ? { fail: 'no, thanks' } : { set: { [`k${i}`]: 'v' } })
+        .commit();
       told.set(r.txnId, r.outcome);
     }
     expect([...told.values()]).toContain('COMMITTED');
@@ -256,12 +272,19 @@ describe('fuzzing the Coordinator and Participant services of a running system',
     expectNoContradiction(told, before);
 
     const g = new Gen(prng(SEED), c.clusterId);
-    const coordinatorMethods = [...COORDINATOR_METHODS, 'CommitStream'].map((n) => (coordinatorService as unknown as Record<string, Method>)[n]);
-    const participantMethods = ['Prepare', 'Decide', 'Exchange'].map((n) => (participantService as unknown as Record<string, Method>)[n]);
+    const coordinatorMethods = [...COORDINATOR_METHODS, 'CommitStream'].map(
+      (n) => (coordinatorService as unknown as Record<string, Method>)[n],
+    );
+    const participantMethods = ['Prepare', 'Decide', 'Exchange'].map(
+      (n) => (participantService as unknown as Record<string, Method>)[n],
+    );
     const all = [...coordinatorMethods, ...participantMethods];
     const plan: { address: string; m: Method; bodies: Buffer[] }[] = [];
     for (let i = 0; i < COORDINATOR_CALLS + PARTICIPANT_CALLS; i++) {
-      const m = i < COORDINATOR_CALLS ? coordinatorMethods[i % coordinatorMethods.length] : participantMethods[i % participantMethods.length];
+      const m =
+        i < COORDINATOR_CALLS
+          ? coordinatorMethods[i % coordinatorMethods.length]
+          : participantMethods[i % participantMethods.length];
       const address = i < COORDINATOR_CALLS ? c.nodes[g.int(c.nodes.length)].address : participantAddress;
       const n = m.requestStream ? 1 + g.int(4) : 1;
       plan.push({ address, m, bodies: Array.from({ length: n }, () => body(g, m, all)) });
@@ -275,10 +298,15 @@ describe('fuzzing the Coordinator and Participant services of a running system',
         while (next < plan.length) {
           const { address, m, bodies } = plan[next++];
           const cl = clients.get(address) as grpc.Client;
-          const r: RawAnswer = m.requestStream ? await rawBidi(cl, m.path, bodies, CALL_DEADLINE_MS) : await rawUnary(cl, m.path, bodies[0], CALL_DEADLINE_MS);
+          const r: RawAnswer = m.requestStream
+            ? await rawBidi(cl, m.path, bodies, CALL_DEADLINE_MS)
+            : await rawUnary(cl, m.path, bodies[0], CALL_DEADLINE_MS);
           const key = `${m.path.split('/')[2]} ${grpc.status[r.code]}`;
           codes.set(key, (codes.get(key) ?? 0) + 1);
-          if (FORBIDDEN.has(r.code)) bad.push(`${m.path} → ${grpc.status[r.code]}: ${r.details.slice(0, 200)} (body of ${bodies.map((b) => b.length).join('+')} bytes)`);
+          if (FORBIDDEN.has(r.code))
+            bad.push(
+              `${m.path} → ${grpc.status[r.code]}: ${r.details.slice(0, 200)} (body of ${bodies.map((b) => b.length).join('+')} bytes)`,
+            );
         }
       };
       await Promise.all(Array.from({ length: CONCURRENCY }, worker));
@@ -309,6 +337,9 @@ describe('fuzzing the Coordinator and Participant services of a running system',
     // abort is known to the leader only; a follower then points at the leader.)
     const afterAnswers = await outcomesOnEveryNode(ids);
     expectNoContradiction(told, afterAnswers);
-    for (const [id, answers] of afterAnswers) for (const [i, a] of answers.entries()) if (a === 'OUTCOME_COMMITTED') expect(before.get(id)?.[i], `${id} on node ${i + 1}`).not.toBe('OUTCOME_ABORTED');
+    for (const [id, answers] of afterAnswers)
+      for (const [i, a] of answers.entries())
+        if (a === 'OUTCOME_COMMITTED')
+          expect(before.get(id)?.[i], `${id} on node ${i + 1}`).not.toBe('OUTCOME_ABORTED');
   });
 });

@@ -48,7 +48,12 @@ export function goVendor(): void {
 export function buildGoDrivers(dir: string, drivers: string[] = ['participant', 'client']): void {
   goVendor();
   const packages = drivers.map((d) => (d.includes('/') ? `./${d}` : `./internal/testproc/${d}`));
-  const r = spawnSync(GO, ['build', '-o', `${dir}/`, ...packages], { cwd: GO_SDK, encoding: 'utf8', env: goEnv(), timeout: 300_000 });
+  const r = spawnSync(GO, ['build', '-o', `${dir}/`, ...packages], {
+    cwd: GO_SDK,
+    encoding: 'utf8',
+    env: goEnv(),
+    timeout: 300_000,
+  });
   if (r.status !== 0) throw new Error(`go build ended with ${r.status ?? r.signal}: ${r.stdout}${r.stderr}`);
 }
 
@@ -66,7 +71,15 @@ export class GoProc extends JsonLinesProc {
 export const stopGoProcs = (): Promise<void> => stopAll(running);
 
 /** Runs the Go client driver over `ops` to its end; its results, one per op. */
-export function goClient(binary: string, nodes: string[], ops: unknown[], tls?: string, callTimeoutMs = 60_000): Promise<Event[]> {
-  const p = new GoProc(binary, [nodes.join(','), JSON.stringify(ops), ...(tls === undefined ? [] : [tls])], { VERDICT_TEST_CALL_TIMEOUT_MS: String(callTimeoutMs) });
+export function goClient(
+  binary: string,
+  nodes: string[],
+  ops: unknown[],
+  tls?: string,
+  callTimeoutMs = 60_000,
+): Promise<Event[]> {
+  const p = new GoProc(binary, [nodes.join(','), JSON.stringify(ops), ...(tls === undefined ? [] : [tls])], {
+    VERDICT_TEST_CALL_TIMEOUT_MS: String(callTimeoutMs),
+  });
   return clientLines(p, 'the Go client');
 }

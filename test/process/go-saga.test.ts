@@ -30,7 +30,8 @@ beforeAll(() => {
 }, 400_000);
 
 const step = (name: string, input: string) => ({ service: 'goshop', name, input });
-const keysOf = (lines: Event[], event: string): string[] => lines.filter((e) => e.event === event).map((e) => String(e.key));
+const keysOf = (lines: Event[], event: string): string[] =>
+  lines.filter((e) => e.event === event).map((e) => String(e.key));
 const count = (xs: string[], x: string): number => xs.filter((y) => y === x).length;
 
 describe('a Go step service and a Go client', () => {
@@ -42,7 +43,20 @@ describe('a Go step service and a Go client', () => {
     const dir = tempDir('verdict-go-saga-');
     const data = join(dir, 'goshop');
     const hold = join(dir, 'hold');
-    const args = ['--id', 'goshop', '--cluster-id', cluster.clusterId, '--nodes', nodes.join(','), '--listen', `127.0.0.1:${port}`, '--data', data, '--hold-file', hold];
+    const args = [
+      '--id',
+      'goshop',
+      '--cluster-id',
+      cluster.clusterId,
+      '--nodes',
+      nodes.join(','),
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--data',
+      data,
+      '--hold-file',
+      hold,
+    ];
     const client = join(bin, 'client');
     let svc = new GoProc(join(bin, 'stepservice'), args);
     await svc.waitLine('the Go step service registered', (e) => e.event === 'ready');
@@ -62,16 +76,25 @@ describe('a Go step service and a Go client', () => {
 
     // The third saga: the service is killed after its reserve's record is durable and before the answer leaves.
     writeFileSync(hold, '');
-    const [started] = await goClient(client, nodes, [{ op: 'saga-start', saga: 'go-saga-killed', steps: [step('reserve', 'hold'), step('charge', '50')] }]);
+    const [started] = await goClient(client, nodes, [
+      { op: 'saga-start', saga: 'go-saga-killed', steps: [step('reserve', 'hold'), step('charge', '50')] },
+    ]);
     expect(started).toMatchObject({ state: 'running' });
-    await svc.waitLine('the reserve recorded and held before its answer', (e) => e.event === 'holding' && e.key === 'go-saga-killed/0/action');
+    await svc.waitLine(
+      'the reserve recorded and held before its answer',
+      (e) => e.event === 'holding' && e.key === 'go-saga-killed/0/action',
+    );
     await svc.kill('SIGKILL');
     const first = svc.lines;
     rmSync(hold);
     svc = new GoProc(join(bin, 'stepservice'), args);
     await svc.waitLine('the Go step service registered again', (e) => e.event === 'ready');
     const [killed] = await goClient(client, nodes, [{ op: 'saga-wait', saga: 'go-saga-killed' }]);
-    expect(killed).toMatchObject({ state: 'finished', steps: ['done', 'done'], outputs: ['reserved hold', 'charged 50'] });
+    expect(killed).toMatchObject({
+      state: 'finished',
+      steps: ['done', 'done'],
+      outputs: ['reserved hold', 'charged 50'],
+    });
     expect(existsSync(hold)).toBe(false);
 
     // Each handler ran once over both processes, whatever the orchestrator retried.
@@ -87,7 +110,8 @@ describe('a Go step service and a Go client', () => {
         'go-saga-killed/1/action',
       ].sort(),
     );
-    // Effects: once in the first process, and once in the second (its replay of the inbox, then the new charge); never twice in one.
+    // Effects: once in the first process, and once in the second (its replay of the inbox, then the new charge); never
+    // twice in one.
     const appliedFirst = keysOf(first, 'applied');
     const appliedSecond = keysOf(svc.lines, 'applied');
     for (const key of ['go-saga-killed/0/action', 'go-saga-ok/0/action', 'go-saga-declined/0/compensate']) {
@@ -100,7 +124,8 @@ describe('a Go step service and a Go client', () => {
     expect(appliedFirst).not.toContain('go-saga-declined/1/action');
     expect(ran).not.toContain('go-saga-declined/1/compensate');
 
-    // The orchestrator ends the sagas; the service confirms each end with the cluster and records it (its keys are dropped).
+    // The orchestrator ends the sagas; the service confirms each end with the cluster and records it (its keys are
+    // dropped).
     const ends = (): string[] =>
       readFileSync(join(data, 'inbox.log'), 'utf8')
         .split('\n')
@@ -136,7 +161,18 @@ describe('a Go step service and a Go client', () => {
       const data = join(tempDir('verdict-go-saga-tls-'), 'goshop');
       const cert = ca.issue('goshop', { ou: clusterId, file: `${clusterId}-goshop` });
       const svc = new GoProc(join(bin, 'stepservice'), [
-        ...['--id', 'goshop', '--cluster-id', clusterId, '--nodes', nodes.join(','), '--listen', `127.0.0.1:${port}`, '--data', data],
+        ...[
+          '--id',
+          'goshop',
+          '--cluster-id',
+          clusterId,
+          '--nodes',
+          nodes.join(','),
+          '--listen',
+          `127.0.0.1:${port}`,
+          '--data',
+          data,
+        ],
         ...['--tls', [ca.cert, cert.cert, cert.key].join(',')],
       ]);
       await svc.waitLine('the TLS step service registered', (e) => e.event === 'ready');
@@ -153,7 +189,8 @@ describe('a Go step service and a Go client', () => {
       );
       expect(started).toMatchObject({ saga: 'go-tls-ok', state: 'running' });
       expect(ended).toMatchObject({ state: 'finished', outputs: ['reserved 3', 'charged 60'] });
-      // A certificate of this cluster's CA and OU without the node mark asks for a step's effect: refused, and nothing runs.
+      // A certificate of this cluster's CA and OU without the node mark asks for a step's effect: refused, and nothing
+      // runs.
       const forger = ca.issue('forger', { ou: clusterId, file: `${clusterId}-forger` });
       const [forged] = await goClient(
         join(bin, 'client'),
@@ -161,13 +198,17 @@ describe('a Go step service and a Go client', () => {
         [{ op: 'step-direct', saga: 'go-tls-forged', address: `127.0.0.1:${port}`, cluster_id: clusterId }],
         [ca.cert, forger.cert, forger.key].join(','),
       );
-      expect(forged).toMatchObject({ error: 'PermissionDenied', message: expect.stringMatching(/takes calls only from a node of its cluster/) });
+      expect(forged).toMatchObject({
+        error: 'PermissionDenied',
+        message: expect.stringMatching(/takes calls only from a node of its cluster/),
+      });
       expect(keysOf(svc.lines, 'ran').sort()).toEqual(['go-tls-ok/0/action', 'go-tls-ok/1/action']);
       // The service confirmed the end with the cluster over TLS and recorded it.
       await waitFor(
         'the saga ended at the step service',
         WAIT_MS,
-        async () => (readFileSync(join(data, 'inbox.log'), 'utf8').includes('"t":"end","saga_id":"go-tls-ok"') ? true : undefined),
+        async () =>
+          readFileSync(join(data, 'inbox.log'), 'utf8').includes('"t":"end","saga_id":"go-tls-ok"') ? true : undefined,
         () => svc.stderr.slice(-2_000),
       );
     } finally {

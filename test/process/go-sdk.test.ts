@@ -35,15 +35,32 @@ describe('the Go SDK on a real cluster', () => {
     const [port] = await freePorts(1);
     const participant = join(bin, 'participant');
     const client = join(bin, 'client');
-    const participantArgs = ['--id', 'gop', '--nodes', nodes.join(','), '--data-dir', join(dir, 'gop'), '--listen', `127.0.0.1:${port}`, '--hold-file', hold];
+    const participantArgs = [
+      '--id',
+      'gop',
+      '--nodes',
+      nodes.join(','),
+      '--data-dir',
+      join(dir, 'gop'),
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--hold-file',
+      hold,
+    ];
     let gop = new GoProc(participant, participantArgs);
     await gop.waitLine('the Go participant registered', (e) => e.event === 'ready');
 
     const ts = new VerdictClient({ endpoints: nodes, insecure: true, callTimeoutMs: 30_000 });
     try {
       // The registry shows what it serves (waited for: a node that answers may not have applied the registration yet).
-      const listed = await waitFor('the registration in the list', WAIT_MS, async () => (await ts.participants()).find((p) => p.participantId === 'gop'));
-      expect(listed).toMatchObject({ endpoint: `127.0.0.1:${port}`, resourceKind: 'memory', serves: ['Exchange', 'Status'] });
+      const listed = await waitFor('the registration in the list', WAIT_MS, async () =>
+        (await ts.participants()).find((p) => p.participantId === 'gop'),
+      );
+      expect(listed).toMatchObject({
+        endpoint: `127.0.0.1:${port}`,
+        resourceKind: 'memory',
+        serves: ['Exchange', 'Status'],
+      });
 
       // A commit, an abort after Begin, a NO vote (a payload the memory resource refuses), and an outcome question.
       const results = await goClient(client, nodes, [
@@ -60,16 +77,23 @@ describe('the Go SDK on a real cluster', () => {
         ['go-c1', 'COMMITTED'],
         ['not a txn id', 'INVALID_ARGUMENT'],
       ]);
-      await gop.waitLine('go-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'go-c1' && e.outcome === 'COMMITTED');
+      await gop.waitLine(
+        'go-c1 applied at the participant',
+        (e) => e.event === 'decided' && e.txn_id === 'go-c1' && e.outcome === 'COMMITTED',
+      );
       // The leader's hot path: PREPARE and DECISION on the Exchange stream the participant serves.
       await gop.waitLine('the Exchange stream opened', (e) => e.event === 'exchange-opened');
-      expect(await gop.waitLine('go-n1 voted', (e) => e.event === 'vote' && e.txn_id === 'go-n1')).toMatchObject({ vote: 'NO' });
+      expect(await gop.waitLine('go-n1 voted', (e) => e.event === 'vote' && e.txn_id === 'go-n1')).toMatchObject({
+        vote: 'NO',
+      });
       // Nothing of the aborted transaction was prepared here.
       expect(gop.lines.filter((e) => e.txn_id === 'go-a1' && e.event === 'vote')).toEqual([]);
 
       // Commits are held at the participant: it votes YES (durably) and then waits inside COMMIT.
       writeFileSync(hold, '');
-      const committing = goClient(client, nodes, [{ op: 'commit', txn: 'go-k1', enlist: { gop: { set: { k3: 'v3' } } } }]);
+      const committing = goClient(client, nodes, [
+        { op: 'commit', txn: 'go-k1', enlist: { gop: { set: { k3: 'v3' } } } },
+      ]);
       await gop.waitLine('go-k1 voted YES', (e) => e.event === 'vote' && e.txn_id === 'go-k1' && e.vote === 'YES');
       await gop.waitLine('go-k1 held inside COMMIT', (e) => e.event === 'holding' && e.txn_id === 'go-k1');
       // The decision was logged before it was delivered (R1): the client hears COMMITTED without the participant's ACK.
@@ -78,14 +102,18 @@ describe('the Go SDK on a real cluster', () => {
       rmSync(hold, { force: true });
       expect(existsSync(hold)).toBe(false);
 
-      // Restarted on the same data directory: go-k1 is in doubt from its journal, and is resolved to the cluster's decision.
+      // Restarted on the same data directory: go-k1 is in doubt from its journal, and is resolved to the cluster's
+      // decision.
       gop = new GoProc(participant, participantArgs);
       const started = await gop.waitLine('started', (e) => e.event === 'started');
       expect(started.in_doubt).toEqual(['go-k1']);
       const ready = await gop.waitLine('the restarted participant registered', (e) => e.event === 'ready');
       // The committed value of go-c1 came back from the journal.
       expect(ready.values).toMatchObject({ k1: 'v1' });
-      const decided = await gop.waitLine('go-k1 applied after the restart', (e) => e.event === 'decided' && e.txn_id === 'go-k1');
+      const decided = await gop.waitLine(
+        'go-k1 applied after the restart',
+        (e) => e.event === 'decided' && e.txn_id === 'go-k1',
+      );
       expect(decided).toMatchObject({ outcome: 'COMMITTED', prepared: true });
       expect((await ts.outcome('go-k1')).outcome).toBe('COMMITTED');
       // Nothing left in doubt on the cluster's side either: the leader's view has no YES waiting for gop.
@@ -93,8 +121,11 @@ describe('the Go SDK on a real cluster', () => {
         const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'gop');
         return p !== undefined && p.inDoubt === 0 ? true : undefined;
       });
-      // Issue 42: SIGTERM stops the participant cleanly; its Exchange stream's last message says closing, and the leader shows it closed, not disconnected.
-      expect((await ts.participants({ withActivity: true })).find((x) => x.participantId === 'gop')?.connection).toBe('connected');
+      // Issue 42: SIGTERM stops the participant cleanly; its Exchange stream's last message says closing, and the
+      // leader shows it closed, not disconnected.
+      expect((await ts.participants({ withActivity: true })).find((x) => x.participantId === 'gop')?.connection).toBe(
+        'connected',
+      );
       await gop.kill('SIGTERM');
       await gop.waitLine('the Exchange stream closing', (e) => e.event === 'exchange-closing');
       const shown = await waitFor('the leader to show gop closed', WAIT_MS, async () => {
@@ -128,7 +159,18 @@ describe('the Go SDK on a real cluster', () => {
       const [port] = await freePorts(1);
       const pcert = ca.issue('gotls', { ou: clusterId, file: `${clusterId}-gotls` });
       const gop = new GoProc(join(bin, 'participant'), [
-        ...['--id', 'gotls', '--nodes', nodes.join(','), '--data-dir', join(dir, 'gotls'), '--listen', `127.0.0.1:${port}`, '--hold-file', join(dir, 'hold')],
+        ...[
+          '--id',
+          'gotls',
+          '--nodes',
+          nodes.join(','),
+          '--data-dir',
+          join(dir, 'gotls'),
+          '--listen',
+          `127.0.0.1:${port}`,
+          '--hold-file',
+          join(dir, 'hold'),
+        ],
         ...['--tls', [ca.cert, pcert.cert, pcert.key].join(',')],
       ]);
       await gop.waitLine('the TLS participant registered', (e) => e.event === 'ready');
@@ -143,19 +185,38 @@ describe('the Go SDK on a real cluster', () => {
         [ca.cert, app.cert, app.key].join(','),
       );
       expect(results.map((r) => r.outcome ?? `${r.error}: ${r.message}`)).toEqual(['COMMITTED', 'COMMITTED']);
-      await gop.waitLine('gotls-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'gotls-c1' && e.outcome === 'COMMITTED');
-      // A PREPARE sent straight to the participant with a certificate of this cluster's CA and OU, but without the node mark, is refused (R8), and nothing is prepared.
+      await gop.waitLine(
+        'gotls-c1 applied at the participant',
+        (e) => e.event === 'decided' && e.txn_id === 'gotls-c1' && e.outcome === 'COMMITTED',
+      );
+      // A PREPARE sent straight to the participant with a certificate of this cluster's CA and OU, but without the node
+      // mark, is refused (R8), and nothing is prepared.
       const forger = ca.issue('forger', { ou: clusterId, file: `${clusterId}-forger` });
       const forged = await goClient(
         join(bin, 'client'),
         nodes,
-        [{ op: 'prepare-direct', txn: 'gotls-f1', address: `127.0.0.1:${port}`, participant: 'gotls', cluster_id: clusterId }],
+        [
+          {
+            op: 'prepare-direct',
+            txn: 'gotls-f1',
+            address: `127.0.0.1:${port}`,
+            participant: 'gotls',
+            cluster_id: clusterId,
+          },
+        ],
         [ca.cert, forger.cert, forger.key].join(','),
       );
       expect(forged[0]).toMatchObject({ error: 'PermissionDenied', message: expect.stringMatching(/not a node's/) });
       expect(gop.lines.filter((e) => e.txn_id === 'gotls-f1')).toEqual([]);
-      // A client whose certificate is of the same CA but who dials the participant's address instead of a node's hears no node there (R8): nothing is sent, and the call runs out of time.
-      const impostor = await goClient(join(bin, 'client'), [`127.0.0.1:${port}`], [{ op: 'outcome', txn: 'gotls-c1' }], [ca.cert, app.cert, app.key].join(','), 2_000);
+      // A client whose certificate is of the same CA but who dials the participant's address instead of a node's hears
+      // no node there (R8): nothing is sent, and the call runs out of time.
+      const impostor = await goClient(
+        join(bin, 'client'),
+        [`127.0.0.1:${port}`],
+        [{ op: 'outcome', txn: 'gotls-c1' }],
+        [ca.cert, app.cert, app.key].join(','),
+        2_000,
+      );
       expect(impostor[0]).toMatchObject({ error: 'UNAVAILABLE' });
       expect(String(impostor[0].message)).toMatch(/not a node's|verdict-node/);
       // A plaintext client gets nothing from TLS nodes.

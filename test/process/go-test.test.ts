@@ -17,7 +17,12 @@ function list(): { ids: string[]; problem: string | null } {
   } catch (err) {
     return { ids: [], problem: (err as Error).message };
   }
-  const r = spawnSync(GO, ['test', '-list', '.*', './...'], { cwd: GO_SDK, encoding: 'utf8', env: goEnv(), timeout: 300_000 });
+  const r = spawnSync(GO, ['test', '-list', '.*', './...'], {
+    cwd: GO_SDK,
+    encoding: 'utf8',
+    env: goEnv(),
+    timeout: 300_000,
+  });
   const ids: string[] = [];
   let names: string[] = [];
   for (const line of (r.stdout ?? '').split('\n')) {
@@ -28,7 +33,11 @@ function list(): { ids: string[]; problem: string | null } {
       names = [];
     }
   }
-  if (r.status !== 0 || ids.length === 0) return { ids, problem: `go test -list ended with ${r.status ?? r.signal}: ${(r.stdout ?? '').slice(-1_500)}${(r.stderr ?? '').slice(-1_500)}` };
+  if (r.status !== 0 || ids.length === 0)
+    return {
+      ids,
+      problem: `go test -list ended with ${r.status ?? r.signal}: ${(r.stdout ?? '').slice(-1_500)}${(r.stderr ?? '').slice(-1_500)}`,
+    };
   return { ids, problem: null };
 }
 
@@ -43,7 +52,13 @@ beforeAll(() => {
   const v = spawnSync(GO, ['vet', './...'], { cwd: GO_SDK, encoding: 'utf8', env: goEnv(), timeout: 300_000 });
   vet = { status: v.status, output: `${v.stdout ?? ''}${v.stderr ?? ''}`.slice(-3_000) };
   if (problem !== null) return;
-  const r = spawnSync(GO, ['test', '-json', '-count=1', './...'], { cwd: GO_SDK, encoding: 'utf8', env: goEnv(), timeout: 400_000, maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync(GO, ['test', '-json', '-count=1', './...'], {
+    cwd: GO_SDK,
+    encoding: 'utf8',
+    env: goEnv(),
+    timeout: 400_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   runOutput = `${(r.stdout ?? '').slice(-3_000)}${(r.stderr ?? '').slice(-1_000)}`;
   const outputs = new Map<string, string>();
   for (const line of (r.stdout ?? '').split('\n')) {
@@ -52,7 +67,8 @@ beforeAll(() => {
     if (e.Test === undefined || e.Test.includes('/')) continue;
     const id = `${e.Package} ${e.Test}`;
     if (e.Action === 'output') outputs.set(id, ((outputs.get(id) ?? '') + (e.Output ?? '')).slice(-4_000));
-    if (e.Action === 'pass' || e.Action === 'fail' || e.Action === 'skip') results.set(id, { state: e.Action, output: outputs.get(id) ?? '' });
+    if (e.Action === 'pass' || e.Action === 'fail' || e.Action === 'skip')
+      results.set(id, { state: e.Action, output: outputs.get(id) ?? '' });
   }
 }, 500_000);
 

@@ -29,17 +29,25 @@ afterAll(async () => {
 
 /** A raw Begin of `txnId` at `address`: the status and metadata it answers. */
 function beginAt(address: string, txnId: string): Promise<{ code: grpc.status; metadata: grpc.Metadata }> {
-  const Client = grpc.makeGenericClientConstructor(coordinatorService as unknown as grpc.ServiceDefinition, 'Coordinator');
+  const Client = grpc.makeGenericClientConstructor(
+    coordinatorService as unknown as grpc.ServiceDefinition,
+    'Coordinator',
+  );
   const cl = new Client(address, grpc.credentials.createInsecure());
   return new Promise((resolve) => {
-    (cl as unknown as Record<string, (r: unknown, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void) => void>).Begin(
-      { txnId, timeoutMs: 1_000 },
-      { deadline: Date.now() + 5_000 },
-      (err) => {
-        cl.close();
-        resolve(err === null ? { code: grpc.status.OK, metadata: new grpc.Metadata() } : { code: err.code, metadata: err.metadata });
-      },
-    );
+    (
+      cl as unknown as Record<
+        string,
+        (r: unknown, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void) => void
+      >
+    ).Begin({ txnId, timeoutMs: 1_000 }, { deadline: Date.now() + 5_000 }, (err) => {
+      cl.close();
+      resolve(
+        err === null
+          ? { code: grpc.status.OK, metadata: new grpc.Metadata() }
+          : { code: err.code, metadata: err.metadata },
+      );
+    });
   });
 }
 
@@ -57,13 +65,21 @@ function idsInEveryGroup(tag: string, perGroup: number): string[][] {
 describe('a cluster of four decision groups on real processes', () => {
   it('commits and aborts in every group, answers every outcome on every node, and keeps deciding with a node killed', async () => {
     const c = await Cluster.start({ nodes: 3, metrics: true, configExtra: () => ({ groups: GROUPS }) });
-    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
-    const perNode = c.nodes.map((n) => new VerdictClient({ insecure: true, endpoints: [n.address], callTimeoutMs: 10_000 }));
+    const client = new VerdictClient({
+      insecure: true,
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 20_000,
+    });
+    const perNode = c.nodes.map(
+      (n) => new VerdictClient({ insecure: true, endpoints: [n.address], callTimeoutMs: 10_000 }),
+    );
     try {
       // Every group elects a leader; the status names all four.
       const status = await waitFor('a leader in every group', 45_000, async () => {
         const s = await client.status().catch(() => undefined);
-        return s !== undefined && s.groups.length === GROUPS && s.groups.every((g) => g.leaderId !== '') ? s : undefined;
+        return s !== undefined && s.groups.length === GROUPS && s.groups.every((g) => g.leaderId !== '')
+          ? s
+          : undefined;
       });
       expect(status.groupCount).toBe(GROUPS);
       expect(status.groups.map((g) => g.group)).toEqual([0, 1, 2, 3]);
@@ -75,7 +91,8 @@ describe('a cluster of four decision groups on real processes', () => {
       });
       // `verdict status` lists every group, in its table and in --json.
       const endpoints = c.nodes.map((n) => n.address).join(',');
-      // Every node learns of the last transfer in its own time: a node that has not yet says a group has no leader (exit 1).
+      // Every node learns of the last transfer in its own time: a node that has not yet says a group has no leader
+      // (exit 1).
       const json = await waitFor('verdict status healthy', 20_000, async () => {
         const r = await runCli(['status', '--json', '--endpoints', endpoints]);
         return r.code === 0 ? r : undefined;
@@ -89,11 +106,14 @@ describe('a cluster of four decision groups on real processes', () => {
       for (const g of [0, 1, 2, 3]) expect(text.stdout).toMatch(new RegExp(`^${g}\\s+n\\d`, 'm'));
 
       // The console's cluster page lists every group too.
-      const page = (await (await fetch(`http://${c.nodes[0].metricsAddress}/api/cluster`)).json()) as { groups: { group: number; leaderId: string }[] };
+      const page = (await (await fetch(`http://${c.nodes[0].metricsAddress}/api/cluster`)).json()) as {
+        groups: { group: number; leaderId: string }[];
+      };
       expect(page.groups.map((g) => g.group)).toEqual([0, 1, 2, 3]);
 
       parts = await startParticipants(c, ['shop', 'ledger', 'spare']);
-      // Registered in every group: each node lists both from group 0, and every group's commit path accepts them (below).
+      // Registered in every group: each node lists both from group 0, and every group's commit path accepts them
+      // (below).
       expect((await client.participants()).map((p) => p.participantId).sort()).toEqual(['ledger', 'shop', 'spare']);
       // A removal is made in every group: afterwards no group's commit path takes the participant.
       await parts.runtimes.get('spare')?.stop();
@@ -139,14 +159,17 @@ describe('a cluster of four decision groups on real processes', () => {
         void lateId;
       }
 
-      // Each decision was logged in its own group: every group's log grew past where it stood before these transactions.
+      // Each decision was logged in its own group: every group's log grew past where it stood before these
+      // transactions.
       await waitFor('every group logged its decisions', 20_000, async () => {
         const s = await client.status().catch(() => undefined);
         return s?.groups.every((g, i) => g.commitIndex > settled.groups[i].commitIndex) ? true : undefined;
       });
       // All-or-nothing at the participants: both hold every committed write, neither an aborted one.
       await waitFor('every decision applied at both participants', 20_000, async () => {
-        for (const p of parts?.runtimes.values() ?? []) for (const [id, want] of outcomes) if (p.resource.get(id) !== (want === 'COMMITTED' ? '1' : undefined)) return undefined;
+        for (const p of parts?.runtimes.values() ?? [])
+          for (const [id, want] of outcomes)
+            if (p.resource.get(id) !== (want === 'COMMITTED' ? '1' : undefined)) return undefined;
         return true;
       });
 
@@ -160,17 +183,28 @@ describe('a cluster of four decision groups on real processes', () => {
         expect(refusal.code).toBe(grpc.status.UNAVAILABLE);
         expect(refusal.metadata.get('verdict-group')).toEqual([String(g)]);
         expect(refusal.metadata.get('verdict-reason')[0]).toMatch(/^(NOT_LEADER|NO_LEADER)$/);
-        if (refusal.metadata.get('verdict-reason')[0] === 'NOT_LEADER') expect(refusal.metadata.get('verdict-leader-id')).toEqual([now.groups[g].leaderId]);
+        if (refusal.metadata.get('verdict-reason')[0] === 'NOT_LEADER')
+          expect(refusal.metadata.get('verdict-leader-id')).toEqual([now.groups[g].leaderId]);
       }
 
       // Leases are placed by their names: one in every group, granted to its first holder and refused to another.
       const leases = idsInEveryGroup(`lease-${c.clusterId}`, 1).map(([name]) => name);
       const epochs = new Map<string, number>();
       for (const name of leases) {
-        const first = await client.connection.call('AcquireLease', { name, holder: 'relay-a', epoch: 0, ttlMs: 120_000 });
+        const first = await client.connection.call('AcquireLease', {
+          name,
+          holder: 'relay-a',
+          epoch: 0,
+          ttlMs: 120_000,
+        });
         expect(first.granted, `lease ${name} (group ${groupOf(name, GROUPS)})`).toBe(true);
         epochs.set(name, first.lease?.epoch ?? 0);
-        const second = await client.connection.call('AcquireLease', { name, holder: 'relay-b', epoch: 0, ttlMs: 120_000 });
+        const second = await client.connection.call('AcquireLease', {
+          name,
+          holder: 'relay-b',
+          epoch: 0,
+          ttlMs: 120_000,
+        });
         expect(second.granted).toBe(false);
       }
 
@@ -200,7 +234,8 @@ describe('a cluster of four decision groups on real processes', () => {
               .enlist('ledger', { set: { [lateId]: '1' } })
               .commit();
           } catch (err) {
-            // A retry of the same id after an unknown answer is refused with the recorded outcome (R7): that outcome is the answer.
+            // A retry of the same id after an unknown answer is refused with the recorded outcome (R7): that outcome is
+            // the answer.
             const o = await client.outcome(lateId).catch(() => undefined);
             if (o !== undefined && (o.outcome === 'COMMITTED' || o.outcome === 'ABORTED')) return o;
             void err;
@@ -212,7 +247,9 @@ describe('a cluster of four decision groups on real processes', () => {
       // Each lease outlives the kill: its holder renews it at the epoch it was granted.
       for (const name of leases) {
         const r = await waitFor(`lease ${name} renewed after the kill`, 45_000, async () =>
-          client.connection.call('RenewLease', { name, holder: 'relay-a', epoch: epochs.get(name) ?? 0, ttlMs: 120_000 }).catch(() => undefined),
+          client.connection
+            .call('RenewLease', { name, holder: 'relay-a', epoch: epochs.get(name) ?? 0, ttlMs: 120_000 })
+            .catch(() => undefined),
         );
         expect(r.granted, `lease ${name} renewed`).toBe(true);
         expect(r.lease?.epoch).toBe(epochs.get(name));
@@ -230,11 +267,17 @@ describe('a cluster of four decision groups on real processes', () => {
 
   it('runs sagas placed by their ids in every group: each finishes or compensates, and its status is answered', async () => {
     const c = await Cluster.start({ nodes: 3, configExtra: () => ({ groups: GROUPS }) });
-    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const client = new VerdictClient({
+      insecure: true,
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 20_000,
+    });
     try {
       await waitFor('a leader in every group', 45_000, async () => {
         const s = await client.status().catch(() => undefined);
-        return s !== undefined && s.groups.length === GROUPS && s.groups.every((g) => g.leaderId !== '') ? true : undefined;
+        return s !== undefined && s.groups.length === GROUPS && s.groups.every((g) => g.leaderId !== '')
+          ? true
+          : undefined;
       });
       const [port] = await freePorts(1);
       steps = await startStepService({
@@ -248,7 +291,10 @@ describe('a cluster of four decision groups on real processes', () => {
         registerRetryMs: 200,
         handlers: {
           book: {
-            action: (req) => (req.input === 'full' ? { status: 'failed', reason: 'full' } : { status: 'done', output: `booked-${req.sagaId}`, effect: `book ${req.sagaId}` }),
+            action: (req) =>
+              req.input === 'full'
+                ? { status: 'failed', reason: 'full' }
+                : { status: 'done', output: `booked-${req.sagaId}`, effect: `book ${req.sagaId}` },
             compensate: (req) => ({ status: 'done', output: '', effect: `cancel ${req.sagaId}` }),
           },
         },

@@ -8,7 +8,17 @@
 import * as grpc from '@grpc/grpc-js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,14 +46,25 @@ const LOG_TAIL_LINES = 40;
 async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
+    return await Promise.race([
+      p.then(() => true),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
 }
 
-/** Polls `probe` until it returns a value other than undefined; throws `what` (with the last probe note) at the deadline. */
-export async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, note?: () => string): Promise<T> {
+/**
+ * Polls `probe` until it returns a value other than undefined; throws `what` (with the last probe note) at the
+ * deadline.
+ */
+export async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined>,
+  note?: () => string,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastErr: unknown = null;
   for (;;) {
@@ -98,7 +119,9 @@ export interface NodeConfigFile {
   logLevel: string;
   /** A node added to a running cluster (`verdict member add`). */
   join?: boolean;
-  /** Plaintext, said explicitly (a node without TLS refuses to start otherwise); dropped when configExtra gives `tls`. */
+  /**
+   * Plaintext, said explicitly (a node without TLS refuses to start otherwise); dropped when configExtra gives `tls`.
+   */
   insecure?: boolean;
 }
 
@@ -219,7 +242,8 @@ export class NodeProc {
       child.kill('SIGKILL');
       const killed = await settlesWithin(this.exit, 5_000);
       if (!killed) throw new Error(`node ${this.id} (pid ${child.pid}) did not exit after ${signal} and SIGKILL`);
-      if (signal !== 'SIGKILL') throw new Error(`node ${this.id} did not exit within ${timeoutMs} ms of ${signal}; it was killed`);
+      if (signal !== 'SIGKILL')
+        throw new Error(`node ${this.id} did not exit within ${timeoutMs} ms of ${signal}; it was killed`);
     }
   }
 
@@ -257,7 +281,13 @@ export class NodeProc {
 }
 
 /** Node `id`'s config file as the harness writes it: its own data dir, the cluster's timing and log level. */
-function nodeConfig(o: ClusterOptions, clusterId: string, id: string, listen: string, peers: Record<string, string>): NodeConfigFile {
+function nodeConfig(
+  o: ClusterOptions,
+  clusterId: string,
+  id: string,
+  listen: string,
+  peers: Record<string, string>,
+): NodeConfigFile {
   return {
     clusterId,
     nodeId: id,
@@ -305,7 +335,10 @@ export class Cluster {
     const nodes: NodeProc[] = [];
     for (const [i, [id, address]] of Object.entries(peers).entries()) {
       const metricsListen = o.metrics ? `127.0.0.1:${ports[o.nodes + i]}` : undefined;
-      const cfg: NodeConfigFile = { ...nodeConfig(o, clusterId, id, address, peers), ...(metricsListen ? { metricsListen } : {}) };
+      const cfg: NodeConfigFile = {
+        ...nodeConfig(o, clusterId, id, address, peers),
+        ...(metricsListen ? { metricsListen } : {}),
+      };
       if (o.dialPeer) {
         const dial: Record<string, string> = {};
         for (const [to, addr] of Object.entries(peers)) if (to !== id) dial[to] = await o.dialPeer(id, to, addr);
@@ -314,7 +347,10 @@ export class Cluster {
       const file = join(dir, `${id}.json`);
       const extra = o.configExtra?.(id) ?? {};
       // A TLS cluster's nodes are not plaintext: without "insecure" too.
-      writeFileSync(file, JSON.stringify({ ...cfg, ...extra, ...('tls' in extra ? { insecure: undefined } : {}) }, null, 2) + '\n');
+      writeFileSync(
+        file,
+        JSON.stringify({ ...cfg, ...extra, ...('tls' in extra ? { insecure: undefined } : {}) }, null, 2) + '\n',
+      );
       const n = new NodeProc(id, address, file, join(dir, cfg.dataDir), join(dir, `${id}.log`), metricsListen ?? null);
       n.credentials = o.clientCredentials ?? null;
       // Founded as `verdict cluster init` does, with the cluster's number of decision groups.
@@ -385,7 +421,9 @@ export class Cluster {
    * Waits until a running node is leader and every other running node that
    * answers agrees on it (same term, same leader id).
    */
-  async waitForLeader(o: { notId?: string; minTerm?: number; timeoutMs?: number } = {}): Promise<{ node: NodeProc; status: NodeStatus }> {
+  async waitForLeader(
+    o: { notId?: string; minTerm?: number; timeoutMs?: number } = {},
+  ): Promise<{ node: NodeProc; status: NodeStatus }> {
     let last = '';
     const r = await waitFor(
       `a leader of cluster ${this.clusterId}${o.notId ? ` other than ${o.notId}` : ''}${o.minTerm ? ` in a term >= ${o.minTerm}` : ''}`,
@@ -393,15 +431,24 @@ export class Cluster {
       async () => {
         const st = await this.statuses();
         last = [...st]
-          .map(([n, s]) => (s instanceof Error ? `${n.id}: ${(s as grpc.ServiceError).details ?? s.message}` : `${n.id}: ${s.role} term ${s.term} leader ${s.leaderId || '-'} commit ${s.commitIndex}`))
+          .map(([n, s]) =>
+            s instanceof Error
+              ? `${n.id}: ${(s as grpc.ServiceError).details ?? s.message}`
+              : `${n.id}: ${s.role} term ${s.term} leader ${s.leaderId || '-'} commit ${s.commitIndex}`,
+          )
           .join('; ');
-        const leaders = [...st].filter(([, s]) => !(s instanceof Error) && s.role === 'leader') as [NodeProc, NodeStatus][];
+        const leaders = [...st].filter(([, s]) => !(s instanceof Error) && s.role === 'leader') as [
+          NodeProc,
+          NodeStatus,
+        ][];
         if (leaders.length === 0) return undefined;
         leaders.sort((a, b) => b[1].term - a[1].term);
         const [node, status] = leaders[0];
         if (o.notId !== undefined && node.id === o.notId) return undefined;
         if (o.minTerm !== undefined && status.term < o.minTerm) return undefined;
-        const agree = [...st].every(([, s]) => s instanceof Error || (s.term === status.term && s.leaderId === node.id));
+        const agree = [...st].every(
+          ([, s]) => s instanceof Error || (s.term === status.term && s.leaderId === node.id),
+        );
         if (!agree) return undefined;
         return { node, status };
       },
@@ -432,11 +479,17 @@ export class Cluster {
         async (address) => {
           const node = this.nodes.find((n) => n.address === address);
           if (!node?.running) throw new Error(`${address} is not running`);
-          return { node, r: await node.api().put({ key, value: v }, Math.max(500, Math.min(5_000, deadline - Date.now()))) };
+          return {
+            node,
+            r: await node.api().put({ key, value: v }, Math.max(500, Math.min(5_000, deadline - Date.now()))),
+          };
         },
         // Every failure is worth another try until the deadline: the cluster may be electing, or the node restarting.
         {
-          retryable: (err) => ({ why: (err as grpc.ServiceError).details || (err as Error).message, hint: namedLeader(err) }),
+          retryable: (err) => ({
+            why: (err as grpc.ServiceError).details || (err as Error).message,
+            hint: namedLeader(err),
+          }),
           roundsMax: Math.ceil(timeoutMs / POLL_MS) + 1,
           pauseMs: () => POLL_MS,
           giveUpAtMs: deadline,
@@ -449,7 +502,9 @@ export class Cluster {
       if (!(err instanceof NoLeaderError)) throw err;
       this.leaderHint = null;
       const e = err.last as grpc.ServiceError | null;
-      throw new Error(`put ${key} was not acknowledged within ${timeoutMs} ms: ${e?.details || e?.message || 'no running node'}`);
+      throw new Error(
+        `put ${key} was not acknowledged within ${timeoutMs} ms: ${e?.details || e?.message || 'no running node'}`,
+      );
     }
   }
 
@@ -504,16 +559,26 @@ export function cliEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 let configDirOfFile: string | null = null;
-/** This file's stand-in for ~/.config/verdict (VERDICT_CONFIG_DIR), made on first use and removed with the file's temp dirs. */
+/**
+ * This file's stand-in for ~/.config/verdict (VERDICT_CONFIG_DIR), made on first use and removed with the file's temp
+ * dirs.
+ */
 export function configDir(): string {
   if (configDirOfFile === null || !existsSync(configDirOfFile)) configDirOfFile = fileTempDir('verdict-config-');
   return configDirOfFile;
 }
 
-export async function runCli(args: string[], o: { timeoutMs?: number; cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+export async function runCli(
+  args: string[],
+  o: { timeoutMs?: number; cwd?: string; env?: Record<string, string> } = {},
+): Promise<CliResult> {
   const timeoutMs = o.timeoutMs ?? 15_000;
   const started = Date.now();
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: cliEnv(o.env) });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: o.cwd ?? ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: cliEnv(o.env),
+  });
   const proc = { killNow: () => child.kill('SIGKILL') };
   cliChildren.add(proc);
   let stdout = '';

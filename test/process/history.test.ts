@@ -39,7 +39,13 @@ afterAll(async () => {
   await parts?.stop();
 });
 
-type Rec = { txnId: string; outcome: string; decidedAtMs: number; participants: { participantId: string; vote: string; acked: boolean }[]; forgottenIndex: number };
+type Rec = {
+  txnId: string;
+  outcome: string;
+  decidedAtMs: number;
+  participants: { participantId: string; vote: string; acked: boolean }[];
+  forgottenIndex: number;
+};
 
 async function historyOf(n: NodeProc, txnId: string): Promise<Rec | undefined> {
   try {
@@ -75,7 +81,9 @@ describe('transaction history', () => {
     const late = await client.begin({ txnId: 'order-4713' });
     late.enlist('ledger', '{"set":{"order-4713":"y"}}');
     expect((await late.commit()).outcome).toBe('COMMITTED');
-    await waitFor('order-4713 decided in the log', WAIT_MS, async () => ((await client.outcome('order-4713')).decisionIndex > 0 ? true : undefined));
+    await waitFor('order-4713 decided in the log', WAIT_MS, async () =>
+      (await client.outcome('order-4713')).decisionIndex > 0 ? true : undefined,
+    );
 
     for (const n of c.nodes) await n.kill('SIGKILL');
     for (const n of c.nodes) n.start();
@@ -83,7 +91,9 @@ describe('transaction history', () => {
     const follower = c.nodes.find((n) => n !== leader) as NodeProc;
 
     for (const n of c.nodes) {
-      const r = await waitFor(`${n.id}'s history of order-4713 after the restart`, WAIT_MS, () => historyOf(n, 'order-4713'));
+      const r = await waitFor(`${n.id}'s history of order-4713 after the restart`, WAIT_MS, () =>
+        historyOf(n, 'order-4713'),
+      );
       expect(r.outcome).toBe('commit');
       const y = await historyOf(n, 'order-4711');
       expect(y?.outcome).toBe('commit');
@@ -103,13 +113,28 @@ describe('transaction history', () => {
       expect.objectContaining({ participantId: 'ledger', vote: 'yes', acked: true }),
     ]);
     const text = await runCli(['txn', 'show', 'order-4711', ...ep]);
-    expect(text.stdout).toMatch(new RegExp(`history +on node ${follower.id}: COMMITTED at ${new Date(s.history.decidedAtMs).toISOString().slice(0, 10)}`));
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `history +on node ${follower.id}: COMMITTED at ${new Date(s.history.decidedAtMs).toISOString().slice(0, 10)}`,
+      ),
+    );
 
     const listed = await runCli(['txn', 'list', '--since', '36h', '--until', '12h', ...ep]);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toMatch(/order-4711 +COMMITTED/);
     expect(listed.stdout).toMatch(/order-4712 +ABORTED .*customer cancelled/);
-    const ledgerOnly = await runCli(['txn', 'list', '--since', '2d', '--participant', 'ledger', '--outcome', 'committed', '--json', ...ep]);
+    const ledgerOnly = await runCli([
+      'txn',
+      'list',
+      '--since',
+      '2d',
+      '--participant',
+      'ledger',
+      '--outcome',
+      'committed',
+      '--json',
+      ...ep,
+    ]);
     const ids = (JSON.parse(ledgerOnly.stdout) as { records: Rec[] }).records.map((r) => r.txnId);
     expect(ids).toContain('order-4711');
     expect(ids).toContain('order-4713');

@@ -18,7 +18,11 @@ export class JsonLinesProc {
   private readonly child: ChildProcess;
 
   constructor(command: string, args: string[], env: Record<string, string>, running: Set<JsonLinesProc>) {
-    this.child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    this.child = spawn(command, args, {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     running.add(this);
     let partial = '';
     this.child.stdout?.setEncoding('utf8').on('data', (d: string) => {
@@ -28,7 +32,8 @@ export class JsonLinesProc {
       for (const l of parts) if (l.trim() !== '') this.lines.push(JSON.parse(l) as Event);
     });
     this.child.stderr?.setEncoding('utf8').on('data', (d: string) => (this.stderr = (this.stderr + d).slice(-8_000)));
-    // 'close', not 'exit': at 'exit' the child's stdout may still hold its last lines, and a client's answers would be read short.
+    // 'close', not 'exit': at 'exit' the child's stdout may still hold its last lines, and a client's answers would be
+    // read short.
     this.exited = new Promise((resolve) => this.child.once('close', (code) => (running.delete(this), resolve(code))));
   }
 
@@ -56,7 +61,10 @@ export async function stopAll(running: Set<JsonLinesProc>): Promise<void> {
 /** Waits for a client driver to end (bounded); its lines, one per op; throws with its stderr unless it exited 0. */
 export async function clientLines(p: JsonLinesProc, who: string): Promise<Event[]> {
   let timer: NodeJS.Timeout | undefined;
-  const code = await Promise.race([p.exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), CLIENT_RUN_MS)))]);
+  const code = await Promise.race([
+    p.exited,
+    new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), CLIENT_RUN_MS))),
+  ]);
   clearTimeout(timer);
   if (code !== 0) {
     await p.kill('SIGKILL');

@@ -9,7 +9,10 @@ import type * as grpc from '@grpc/grpc-js';
 import { BIN, configDir, ELECTION_WAIT_MS, ROOT, waitFor } from './harness.ts';
 import { ephemeralLow, PORT_LOW } from '../free-ports.ts';
 
-/** How long nodes get to stop after their launcher stops or dies: a leader's handover, a flush; generous for a loaded machine. */
+/**
+ * How long nodes get to stop after their launcher stops or dies: a leader's handover, a flush; generous for a loaded
+ * machine.
+ */
 export const STOP_WAIT_MS = 30_000;
 
 export interface Launcher {
@@ -43,7 +46,10 @@ export function alive(pid: number): boolean {
 /** Where bases start. */
 const BASE_LOW = PORT_LOW;
 
-/** Three consecutive free ports, and their metrics and (with --tls) console ports above them, all below the kernel's ephemeral range. */
+/**
+ * Three consecutive free ports, and their metrics and (with --tls) console ports above them, all below the kernel's
+ * ephemeral range.
+ */
 export async function freeBase(): Promise<number> {
   const span = ephemeralLow() - (BASE_LOW + CONSOLE_OFFSET + 3);
   for (let i = 0; i < 50; i++) {
@@ -61,15 +67,41 @@ export async function freeBase(): Promise<number> {
  * what `npm start` does: the local cluster's certificates, made on the first
  * start in this file's configDir() (never the user's ~/.config).
  */
-export function launch(basePort: number, dataDir: string, extra: string[] = [], viaShell = false, localTls = false): Launcher {
+export function launch(
+  basePort: number,
+  dataDir: string,
+  extra: string[] = [],
+  viaShell = false,
+  localTls = false,
+): Launcher {
   const security = localTls || extra.includes('--tls') ? [] : ['--insecure'];
-  const argv = [BIN, 'cluster', 'up', '--nodes', '3', '--base-port', String(basePort), '--data', dataDir, ...security, ...extra];
-  const [cmd, args] = viaShell ? ['sh', ['-c', `${[process.execPath, ...argv].map((a) => `'${a}'`).join(' ')}; exit $?`]] : [process.execPath, argv];
-  const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VERDICT_CONFIG_DIR: configDir(), VERDICT_LOG_FORMAT: 'pretty' } });
+  const argv = [
+    BIN,
+    'cluster',
+    'up',
+    '--nodes',
+    '3',
+    '--base-port',
+    String(basePort),
+    '--data',
+    dataDir,
+    ...security,
+    ...extra,
+  ];
+  const [cmd, args] = viaShell
+    ? ['sh', ['-c', `${[process.execPath, ...argv].map((a) => `'${a}'`).join(' ')}; exit $?`]]
+    : [process.execPath, argv];
+  const child = spawn(cmd, args, {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, VERDICT_CONFIG_DIR: configDir(), VERDICT_LOG_FORMAT: 'pretty' },
+  });
   let out = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    child.once('exit', (code, signal) => res({ code, signal })),
+  );
   const l = { child, basePort, output: () => out, exited };
   launchers.push(l);
   return l;

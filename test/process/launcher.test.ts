@@ -13,7 +13,18 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { tlsCredentials } from '../../src/client/tls.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
-import { BIN, cliEnv, configDir, freePorts, ROOT, runCli, sleep, tempDir, useProcessCleanup, waitFor } from './harness.ts';
+import {
+  BIN,
+  cliEnv,
+  configDir,
+  freePorts,
+  ROOT,
+  runCli,
+  sleep,
+  tempDir,
+  useProcessCleanup,
+  waitFor,
+} from './harness.ts';
 import { alive, allGone, freeBase, launch, nodesUp, STOP_WAIT_MS, useLauncherCleanup } from './launcher-helpers.ts';
 
 useProcessCleanup();
@@ -36,7 +47,9 @@ describe('verdict cluster up', () => {
     const again = launch(base, data);
     await nodesUp(again);
     expect(again.output()).not.toMatch(/founded a new cluster/);
-    expect(again.output()).toMatch(/\[n3\] \S+ holds no Raft state of its own: n3 rejoins the cluster and votes once a leader has caught it up/);
+    expect(again.output()).toMatch(
+      /\[n3\] \S+ holds no Raft state of its own: n3 rejoins the cluster and votes once a leader has caught it up/,
+    );
     await waitFor(
       'n3 to say it rejoined',
       60_000,
@@ -55,10 +68,15 @@ describe('verdict cluster up', () => {
     // Each node's pid is on its log lines (for kill) and in the banner.
     for (const pid of pids) expect(l.output()).toContain(`pid ${pid}`);
 
-    const second = await runCli(['cluster', 'up', '--nodes', '3', '--base-port', String(l.basePort), '--data', tempDir()], { timeoutMs: 60_000 });
+    const second = await runCli(
+      ['cluster', 'up', '--nodes', '3', '--base-port', String(l.basePort), '--data', tempDir()],
+      { timeoutMs: 60_000 },
+    );
     expect(second.code).toBe(1);
     expect(second.stderr).toMatch(
-      new RegExp(`^verdict: cannot start the local cluster: 127\\.0\\.0\\.1 ports ${l.basePort}, ${l.basePort + 1}, ${l.basePort + 2}, .* are in use\\. Another cluster may be running`),
+      new RegExp(
+        `^verdict: cannot start the local cluster: 127\\.0\\.0\\.1 ports ${l.basePort}, ${l.basePort + 1}, ${l.basePort + 2}, .* are in use\\. Another cluster may be running`,
+      ),
     );
     expect(second.stderr.trim().split('\n')).toHaveLength(1);
 
@@ -77,14 +95,20 @@ describe('verdict cluster up', () => {
     const l = launch(await freeBase(), tempDir());
     const pids = await nodesUp(l);
     const ep = ['--endpoints', `127.0.0.1:${l.basePort}`];
-    const before = JSON.parse((await runCli(['status', '--json', ...ep], { timeoutMs: 60_000 })).stdout) as { leader: string; nodes: { id: string; pid: number }[] };
+    const before = JSON.parse((await runCli(['status', '--json', ...ep], { timeoutMs: 60_000 })).stdout) as {
+      leader: string;
+      nodes: { id: string; pid: number }[];
+    };
     const victim = before.nodes.find((n) => n.id === before.leader);
     expect(victim?.pid).toBeGreaterThan(0);
     process.kill(victim?.pid as number, 'SIGKILL');
     const restart = await waitFor(
       'the launcher to print the restart command',
       30_000,
-      async () => new RegExp(`\\[${victim?.id}\\] exited \\(SIGKILL\\); the other nodes keep running\\. Restart it with: npx verdict node --config (\\S+)`).exec(l.output())?.[1],
+      async () =>
+        new RegExp(
+          `\\[${victim?.id}\\] exited \\(SIGKILL\\); the other nodes keep running\\. Restart it with: npx verdict node --config (\\S+)`,
+        ).exec(l.output())?.[1],
     );
     const again = spawn(process.execPath, [BIN, 'node', '--config', restart], { cwd: ROOT, stdio: 'ignore' });
     try {
@@ -136,7 +160,8 @@ describe('verdict cluster up is secure by default (npm start)', () => {
     );
     expect(l.output()).toContain(`verdict: made ${join(certs, 'ca.crt')}`);
     expect(relative(ROOT, certs).startsWith('..')).toBe(true);
-    for (const f of ['ca.key', 'n1.key', 'n2.key', 'n3.key', 'ops-admin.key', 'alice.key']) expect(existsSync(join(certs, f)), f).toBe(true);
+    for (const f of ['ca.key', 'n1.key', 'n2.key', 'n3.key', 'ops-admin.key', 'alice.key'])
+      expect(existsSync(join(certs, f)), f).toBe(true);
     await nodesUp(l, tlsCredentials(admin));
     const endpoints = [0, 1, 2].map((k) => `127.0.0.1:${l.basePort + k}`).join(',');
 
@@ -151,17 +176,22 @@ describe('verdict cluster up is secure by default (npm start)', () => {
     expect(insecure.code).toBe(1);
     expect(insecure.stderr).toMatch(/it may require TLS/);
 
-    // The README's commands, as written (no TLS flag, no --insecure): the CLI and the participant find the local cluster's certificates.
+    // The README's commands, as written (no TLS flag, no --insecure): the CLI and the participant find the local
+    // cluster's certificates.
     const asWritten = { VERDICT_INSECURE: '', VERDICT_ENDPOINTS: endpoints };
     const status = await runCli(['status'], { timeoutMs: 60_000, env: asWritten });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(/^leader: n\d/);
     const [port] = await freePorts(1);
-    const participant = spawn(process.execPath, [BIN, 'participant', '--id', 'carts', '--listen', `127.0.0.1:${port}`, '--data', join(tempDir(), 'carts')], {
-      cwd: ROOT,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: cliEnv(asWritten),
-    });
+    const participant = spawn(
+      process.execPath,
+      [BIN, 'participant', '--id', 'carts', '--listen', `127.0.0.1:${port}`, '--data', join(tempDir(), 'carts')],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: cliEnv(asWritten),
+      },
+    );
     let log = '';
     participant.stderr?.setEncoding('utf8').on('data', (d: string) => (log += d));
     try {
@@ -172,7 +202,10 @@ describe('verdict cluster up is secure by default (npm start)', () => {
         () => log,
       );
       expect(log).toContain(`made ${join(certs, 'carts.crt')}`);
-      const commit = await runCli(['txn', 'commit', '--participant', 'carts={"set":{"c":"1"}}'], { timeoutMs: 60_000, env: asWritten });
+      const commit = await runCli(['txn', 'commit', '--participant', 'carts={"set":{"c":"1"}}'], {
+        timeoutMs: 60_000,
+        env: asWritten,
+      });
       expect(commit.stdout, commit.stderr).toMatch(/^COMMITTED /);
       expect(commit.code).toBe(0);
     } finally {

@@ -44,28 +44,49 @@ describe('partition leases from the cluster', () => {
     );
     expect(b.owned().get(0)).toBeGreaterThan(epochA);
     // The stale holder's renewal is refused by the cluster.
-    const stale = await conn.call('RenewLease', { name: 'outbox/orders/p0', holder: 'relay-a', epoch: epochA, ttlMs: 3_000 });
+    const stale = await conn.call('RenewLease', {
+      name: 'outbox/orders/p0',
+      holder: 'relay-a',
+      epoch: epochA,
+      ttlMs: 3_000,
+    });
     expect(stale.granted).toBe(false);
     expect(stale.reason).toMatch(/held by relay-b/);
     await b.releaseAll();
   }, 60_000);
 
   it('a lease survives the leader being killed: the holder keeps it, at the same epoch', async () => {
-    const a = new LeaseKeeper({ conn, prefix: 'outbox/ledger', partitions: 1, holder: 'relay-a', ttlMs: 20_000, guardMs: 5_000 });
+    const a = new LeaseKeeper({
+      conn,
+      prefix: 'outbox/ledger',
+      partitions: 1,
+      holder: 'relay-a',
+      ttlMs: 20_000,
+      guardMs: 5_000,
+    });
     await a.refresh();
     const epoch = a.owned().get(0);
     expect(epoch).toBeGreaterThanOrEqual(1);
     const leader = (await c.waitForLeader()).node;
     await leader.kill();
     await c.waitForLeader({ notId: leader.id });
-    const other = await conn.call('AcquireLease', { name: 'outbox/ledger/p0', holder: 'relay-b', epoch: 0, ttlMs: 3_000 });
+    const other = await conn.call('AcquireLease', {
+      name: 'outbox/ledger/p0',
+      holder: 'relay-b',
+      epoch: 0,
+      ttlMs: 3_000,
+    });
     expect(other.granted).toBe(false);
     await a.refresh();
     expect(a.owned().get(0)).toBe(epoch);
   }, 90_000);
 
   it('refuses a malformed lease request with a reason', async () => {
-    await expect(conn.call('AcquireLease', { name: '../etc', holder: 'relay-a', epoch: 0, ttlMs: 3_000 })).rejects.toThrow(/lease name/);
-    await expect(conn.call('AcquireLease', { name: 'x', holder: 'relay-a', epoch: 0, ttlMs: 1 })).rejects.toThrow(/ttl_ms must be 500–300000/);
+    await expect(
+      conn.call('AcquireLease', { name: '../etc', holder: 'relay-a', epoch: 0, ttlMs: 3_000 }),
+    ).rejects.toThrow(/lease name/);
+    await expect(conn.call('AcquireLease', { name: 'x', holder: 'relay-a', epoch: 0, ttlMs: 1 })).rejects.toThrow(
+      /ttl_ms must be 500–300000/,
+    );
   });
 });

@@ -25,7 +25,8 @@ const CLIENT_IN_FLIGHT_MAX = 5;
 /** Small, so that few requests reach it; the reading client's batches of 50 stay below it. */
 const STREAM_UNREAD_MAX = 100;
 
-const ser = <K extends keyof typeof coordinatorService>(m: K, req: unknown): Buffer => (coordinatorService[m] as grpc.MethodDefinition<unknown, unknown>).requestSerialize(req);
+const ser = <K extends keyof typeof coordinatorService>(m: K, req: unknown): Buffer =>
+  (coordinatorService[m] as grpc.MethodDefinition<unknown, unknown>).requestSerialize(req);
 
 describe('limits at the edge of a running node', () => {
   let c: Cluster;
@@ -35,7 +36,10 @@ describe('limits at the edge of a running node', () => {
   let raw: grpc.Client;
 
   beforeAll(async () => {
-    c = await Cluster.start({ nodes: 1, configExtra: () => ({ clientInFlightMax: CLIENT_IN_FLIGHT_MAX, streamUnreadMax: STREAM_UNREAD_MAX }) });
+    c = await Cluster.start({
+      nodes: 1,
+      configExtra: () => ({ clientInFlightMax: CLIENT_IN_FLIGHT_MAX, streamUnreadMax: STREAM_UNREAD_MAX }),
+    });
     leader = (await c.waitForLeader()).node;
     const [port] = await freePorts(1);
     participant = await startParticipant({
@@ -60,14 +64,20 @@ describe('limits at the edge of a running node', () => {
   });
 
   it('refuses a 20 MB Put with INVALID_ARGUMENT naming requestBytesMax, and keeps serving', async () => {
-    const body = (raftNodeService.Put as grpc.MethodDefinition<unknown, unknown>).requestSerialize({ key: 'big', value: Buffer.alloc(20 * 1024 * 1024, 7) });
+    const body = (raftNodeService.Put as grpc.MethodDefinition<unknown, unknown>).requestSerialize({
+      key: 'big',
+      value: Buffer.alloc(20 * 1024 * 1024, 7),
+    });
     const r = await rawUnary(raw, raftNodeService.Put.path, body, CALL_DEADLINE_MS);
     expect(r.code, r.details).toBe(grpc.status.INVALID_ARGUMENT);
     expect(r.details).toMatch(/Put request of 2097\d{4} bytes exceeds the limit of 1048576 bytes \(requestBytesMax\)/);
     const small = await rawUnary(
       raw,
       raftNodeService.Put.path,
-      (raftNodeService.Put as grpc.MethodDefinition<unknown, unknown>).requestSerialize({ key: 'small', value: Buffer.from('v') }),
+      (raftNodeService.Put as grpc.MethodDefinition<unknown, unknown>).requestSerialize({
+        key: 'small',
+        value: Buffer.from('v'),
+      }),
       CALL_DEADLINE_MS,
     );
     expect(small.code, small.details).toBe(grpc.status.OK);
@@ -76,7 +86,12 @@ describe('limits at the edge of a running node', () => {
   it('refuses undecodable bodies with INVALID_ARGUMENT, not INTERNAL', async () => {
     for (const method of ['Begin', 'Commit', 'RegisterParticipant', 'GetOutcome'] as const) {
       // 0xff opens a field with number 31 and wire type 7, which does not exist.
-      const r = await rawUnary(raw, coordinatorService[method].path, Buffer.from([0xff, 0xff, 0xff, 0xff]), CALL_DEADLINE_MS);
+      const r = await rawUnary(
+        raw,
+        coordinatorService[method].path,
+        Buffer.from([0xff, 0xff, 0xff, 0xff]),
+        CALL_DEADLINE_MS,
+      );
       expect(r.code, `${method}: ${r.details}`).toBe(grpc.status.INVALID_ARGUMENT);
       expect(r.details).toMatch(new RegExp(`${method} request is not a valid protobuf message`));
     }
@@ -86,7 +101,11 @@ describe('limits at the edge of a running node', () => {
     const huge = `x${'y'.repeat(99_999)}`;
     const cases: [keyof typeof coordinatorService, unknown, RegExp][] = [
       ['Begin', { txnId: huge, timeoutMs: 0 }, /txn_id "xy{63}"… \(100000 characters\) is longer than 128 characters/],
-      ['RegisterParticipant', { clusterId: huge, participantId: 'p', endpoint: '127.0.0.1:1' }, /cluster_id "xy{63}"… \(100000 characters\) is longer than 64/],
+      [
+        'RegisterParticipant',
+        { clusterId: huge, participantId: 'p', endpoint: '127.0.0.1:1' },
+        /cluster_id "xy{63}"… \(100000 characters\) is longer than 64/,
+      ],
       ['Abort', { txnId: 't-ok', reason: huge }, /reason "xy{63}"… \(100000 characters\) is longer than 1000/],
       ['GetOutcome', { txnId: 't-ok', participantId: huge }, /participant_id "xy{63}"… \(100000 characters\)/],
     ];
@@ -96,11 +115,22 @@ describe('limits at the edge of a running node', () => {
       expect(r.details).toMatch(expected);
       expect(r.details.length).toBeLessThan(400);
     }
-    const node = (m: 'Put' | 'AddMember', req: unknown): Buffer => (raftNodeService[m] as grpc.MethodDefinition<unknown, unknown>).requestSerialize(req);
-    const put = await rawUnary(raw, raftNodeService.Put.path, node('Put', { key: huge, value: Buffer.from('v') }), CALL_DEADLINE_MS);
+    const node = (m: 'Put' | 'AddMember', req: unknown): Buffer =>
+      (raftNodeService[m] as grpc.MethodDefinition<unknown, unknown>).requestSerialize(req);
+    const put = await rawUnary(
+      raw,
+      raftNodeService.Put.path,
+      node('Put', { key: huge, value: Buffer.from('v') }),
+      CALL_DEADLINE_MS,
+    );
     expect(put.code, put.details.slice(0, 200)).toBe(grpc.status.INVALID_ARGUMENT);
     expect(put.details).toMatch(/key "xy{63}"… \(100000 characters\) is longer than 1024 characters/);
-    const add = await rawUnary(raw, raftNodeService.AddMember.path, node('AddMember', { nodeId: huge, address: '127.0.0.1:1', timeoutMs: 0 }), CALL_DEADLINE_MS);
+    const add = await rawUnary(
+      raw,
+      raftNodeService.AddMember.path,
+      node('AddMember', { nodeId: huge, address: '127.0.0.1:1', timeoutMs: 0 }),
+      CALL_DEADLINE_MS,
+    );
     expect(add.code, add.details.slice(0, 200)).toBe(grpc.status.INVALID_ARGUMENT);
     expect(add.details.length).toBeLessThan(400);
     const log = readFileSync(leader.logFile, 'utf8');
@@ -118,21 +148,34 @@ describe('limits at the edge of a running node', () => {
       ]);
       expect(refused).toMatchObject({
         status: 'rejected',
-        reason: { code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/key "xy{63}"… \(100000 characters\) is longer than 1024 characters/) },
+        reason: {
+          code: grpc.status.INVALID_ARGUMENT,
+          details: expect.stringMatching(/key "xy{63}"… \(100000 characters\) is longer than 1024 characters/),
+        },
       });
       // The refusal of one Put leaves the stream, and the Put beside it in the same message, alone.
       expect(ok.status === 'fulfilled' && ok.value.index > 0, JSON.stringify(ok)).toBe(true);
     } finally {
       api.close();
     }
-    const r = await rawBidi(raw, raftNodeService.PutStream.path, [Buffer.from([0xff, 0xff, 0xff, 0xff])], CALL_DEADLINE_MS);
+    const r = await rawBidi(
+      raw,
+      raftNodeService.PutStream.path,
+      [Buffer.from([0xff, 0xff, 0xff, 0xff])],
+      CALL_DEADLINE_MS,
+    );
     expect(r.code, r.details).toBe(grpc.status.INVALID_ARGUMENT);
     expect(r.details).toMatch(/^PutStream request is not a valid protobuf message/);
   });
 
   it('refuses participant endpoints that cannot be dialled at registration', async () => {
     for (const endpoint of ['127.0.0.1:99999', '999.999.999.999:1', '127.0.0.1:0', 'host name:80', ':7001']) {
-      const r = await rawUnary(raw, coordinatorService.RegisterParticipant.path, ser('RegisterParticipant', { clusterId: c.clusterId, participantId: 'evil', endpoint }), CALL_DEADLINE_MS);
+      const r = await rawUnary(
+        raw,
+        coordinatorService.RegisterParticipant.path,
+        ser('RegisterParticipant', { clusterId: c.clusterId, participantId: 'evil', endpoint }),
+        CALL_DEADLINE_MS,
+      );
       expect(r.code, `${endpoint}: ${r.details}`).toBe(grpc.status.INVALID_ARGUMENT);
       expect(r.details).toContain(JSON.stringify(endpoint));
     }
@@ -143,38 +186,87 @@ describe('limits at the edge of a running node', () => {
     // A raw client is one connection, so one client without TLS.
     const ids = Array.from({ length: CLIENT_IN_FLIGHT_MAX }, (_, i) => `hog-${i}`);
     for (const txnId of ids) {
-      const r = await rawUnary(raw, coordinatorService.Begin.path, ser('Begin', { txnId, timeoutMs: 60_000 }), CALL_DEADLINE_MS);
+      const r = await rawUnary(
+        raw,
+        coordinatorService.Begin.path,
+        ser('Begin', { txnId, timeoutMs: 60_000 }),
+        CALL_DEADLINE_MS,
+      );
       expect(r.code, r.details).toBe(grpc.status.OK);
     }
-    const refused = await rawUnary(raw, coordinatorService.Begin.path, ser('Begin', { txnId: 'hog-more', timeoutMs: 60_000 }), CALL_DEADLINE_MS);
+    const refused = await rawUnary(
+      raw,
+      coordinatorService.Begin.path,
+      ser('Begin', { txnId: 'hog-more', timeoutMs: 60_000 }),
+      CALL_DEADLINE_MS,
+    );
     expect(refused.code, refused.details).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(refused.details).toMatch(
-      new RegExp(`holds ${CLIENT_IN_FLIGHT_MAX} undecided transactions \\(limit clientInFlightMax=${CLIENT_IN_FLIGHT_MAX}\\); oldest: "hog-0" \\(\\d+ s\\), "hog-1" \\(\\d+ s\\), "hog-2"`),
+      new RegExp(
+        `holds ${CLIENT_IN_FLIGHT_MAX} undecided transactions \\(limit clientInFlightMax=${CLIENT_IN_FLIGHT_MAX}\\); oldest: "hog-0" \\(\\d+ s\\), "hog-1" \\(\\d+ s\\), "hog-2"`,
+      ),
     );
     // A retry of a transaction the client holds is the same transaction (R7), not a new one.
-    expect((await rawUnary(raw, coordinatorService.Begin.path, ser('Begin', { txnId: 'hog-0', timeoutMs: 60_000 }), CALL_DEADLINE_MS)).code).toBe(grpc.status.OK);
+    expect(
+      (
+        await rawUnary(
+          raw,
+          coordinatorService.Begin.path,
+          ser('Begin', { txnId: 'hog-0', timeoutMs: 60_000 }),
+          CALL_DEADLINE_MS,
+        )
+      ).code,
+    ).toBe(grpc.status.OK);
     // Another client (another connection) is not locked out.
     const other = await (await client.begin({ timeoutMs: 10_000 })).enlist('shop', { set: { k: 'v' } }).commit();
     expect(other.outcome).toBe('COMMITTED');
     // An abort releases its place at once.
-    const aborted = await rawUnary(raw, coordinatorService.Abort.path, ser('Abort', { txnId: 'hog-0', reason: 'done' }), CALL_DEADLINE_MS);
+    const aborted = await rawUnary(
+      raw,
+      coordinatorService.Abort.path,
+      ser('Abort', { txnId: 'hog-0', reason: 'done' }),
+      CALL_DEADLINE_MS,
+    );
     expect(aborted.code, aborted.details).toBe(grpc.status.OK);
-    expect((await rawUnary(raw, coordinatorService.Begin.path, ser('Begin', { txnId: 'hog-more', timeoutMs: 60_000 }), CALL_DEADLINE_MS)).code).toBe(grpc.status.OK);
-    for (const txnId of [...ids.slice(1), 'hog-more']) await rawUnary(raw, coordinatorService.Abort.path, ser('Abort', { txnId, reason: 'cleanup' }), CALL_DEADLINE_MS);
+    expect(
+      (
+        await rawUnary(
+          raw,
+          coordinatorService.Begin.path,
+          ser('Begin', { txnId: 'hog-more', timeoutMs: 60_000 }),
+          CALL_DEADLINE_MS,
+        )
+      ).code,
+    ).toBe(grpc.status.OK);
+    for (const txnId of [...ids.slice(1), 'hog-more'])
+      await rawUnary(raw, coordinatorService.Abort.path, ser('Abort', { txnId, reason: 'cleanup' }), CALL_DEADLINE_MS);
   });
 
   it('cuts off a commit stream whose client never reads with RESOURCE_EXHAUSTED, and serves one that reads', async () => {
-    // Every Commit naming a malformed participant id is answered at once, at the edge: answers come as fast as requests.
+    // Every Commit naming a malformed participant id is answered at once, at the edge: answers come as fast as
+    // requests.
     const commit = (id: number) => ({
       id,
-      commit: { txnId: 'unread', participants: [{ participantId: '!bad', payload: Buffer.alloc(0) }], begin: false, timeoutMs: 0, commitMode: 'COMMIT_MODE_DEFAULT' as const },
+      commit: {
+        txnId: 'unread',
+        participants: [{ participantId: '!bad', payload: Buffer.alloc(0) }],
+        begin: false,
+        timeoutMs: 0,
+        commitMode: 'COMMIT_MODE_DEFAULT' as const,
+      },
     });
     const reader = rawClient(leader.address);
     try {
       // A client that reads: batches below the bound, each read before the next, all answered.
-      const reading = reader.makeBidiStreamRequest(commitStreamMethod.path, commitStreamMethod.requestSerialize, commitStreamMethod.responseDeserialize, new grpc.Metadata(), {
-        deadline: Date.now() + 60_000,
-      });
+      const reading = reader.makeBidiStreamRequest(
+        commitStreamMethod.path,
+        commitStreamMethod.requestSerialize,
+        commitStreamMethod.responseDeserialize,
+        new grpc.Metadata(),
+        {
+          deadline: Date.now() + 60_000,
+        },
+      );
       reading.on('error', () => {});
       let got = 0;
       let wake: () => void = () => {};
@@ -191,14 +283,23 @@ describe('limits at the edge of a running node', () => {
       expect(got).toBe(1_000);
 
       // A client that never reads: its answers pile up on the node, which cuts the stream.
-      const call = reader.makeBidiStreamRequest(commitStreamMethod.path, commitStreamMethod.requestSerialize, commitStreamMethod.responseDeserialize, new grpc.Metadata(), {
-        deadline: Date.now() + 120_000,
-      });
+      const call = reader.makeBidiStreamRequest(
+        commitStreamMethod.path,
+        commitStreamMethod.requestSerialize,
+        commitStreamMethod.responseDeserialize,
+        new grpc.Metadata(),
+        {
+          deadline: Date.now() + 120_000,
+        },
+      );
       const status = new Promise<grpc.StatusObject>((res) => call.on('status', res));
       call.on('error', () => {});
       const perBatch = 500;
-      for (let b = 0; b < 40; b++) call.write({ commits: Array.from({ length: perBatch }, (_, i) => commit(b * perBatch + i + 1)) });
-      const cutOff = new RegExp(`commit stream cut off: the client has not read \\d+ answers on this stream \\(limit ${STREAM_UNREAD_MAX}\\)`);
+      for (let b = 0; b < 40; b++)
+        call.write({ commits: Array.from({ length: perBatch }, (_, i) => commit(b * perBatch + i + 1)) });
+      const cutOff = new RegExp(
+        `commit stream cut off: the client has not read \\d+ answers on this stream \\(limit ${STREAM_UNREAD_MAX}\\)`,
+      );
       await waitFor(
         'the commit stream to be cut off',
         60_000,

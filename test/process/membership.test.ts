@@ -121,7 +121,10 @@ test('grow 3 → 5, shrink back to 3 removing the leader, replace a dead node fr
   // A node that never shows up: the add fails with a clear timeout and leaves a learner, which can be removed.
   const [ghostPort] = await freePorts(1);
   const endpoints = c.nodes.map((n) => n.address).join(',');
-  const ghost = await runCli(['member', 'add', 'n9', `127.0.0.1:${ghostPort}`, '--timeout-ms', '1500', '--endpoints', endpoints], { timeoutMs: CLI_MS });
+  const ghost = await runCli(
+    ['member', 'add', 'n9', `127.0.0.1:${ghostPort}`, '--timeout-ms', '1500', '--endpoints', endpoints],
+    { timeoutMs: CLI_MS },
+  );
   expect(ghost.code).toBe(1);
   expect(ghost.stderr).toMatch(/n9 at 127\.0\.0\.1:\d+ did not catch up within 1500 ms .*stays a learner/);
   expect(learners(await member(c, ['list']))).toEqual(['n9']);

@@ -68,14 +68,17 @@ describe('a participant built before Status', () => {
     for (const m of mixes) await commitOne(m);
     expect([...told.values()]).toEqual(['COMMITTED', 'COMMITTED', 'COMMITTED', 'COMMITTED']);
 
-    // Load that runs through the kill, and three transactions the "slow" old participant is still preparing when the leader dies.
+    // Load that runs through the kill, and three transactions the "slow" old participant is still preparing when the
+    // leader dies.
     let loading = true;
     const load = (async () => {
       for (let i = 0; loading; i++) await commitOne(mixes[i % mixes.length]);
     })();
     slow.slowNoMs = 3_000;
     const held = [commitOne(['shop', 'slow']), commitOne(['old1', 'slow']), commitOne(['shop', 'old2', 'slow'])];
-    await waitFor('the slow participant holds three PREPAREs', 10_000, async () => (slow.prepares.size >= 3 ? true : undefined));
+    await waitFor('the slow participant holds three PREPAREs', 10_000, async () =>
+      slow.prepares.size >= 3 ? true : undefined,
+    );
     // Long enough for a STAGING record to be applied, had one been proposed.
     await new Promise((r) => setTimeout(r, 300));
     const { node: leader } = await c.waitForLeader();
@@ -84,7 +87,9 @@ describe('a participant built before Status', () => {
     await Promise.all(held);
     // A few transactions on the new leader, then the load stops.
     const before = [...told.values()].filter((o) => o === 'COMMITTED').length;
-    await waitFor('transactions commit on the new leader', END_WAIT_MS, async () => ([...told.values()].filter((o) => o === 'COMMITTED').length >= before + 8 ? true : undefined));
+    await waitFor('transactions commit on the new leader', END_WAIT_MS, async () =>
+      [...told.values()].filter((o) => o === 'COMMITTED').length >= before + 8 ? true : undefined,
+    );
     loading = false;
     await load;
 
@@ -111,15 +116,20 @@ describe('a participant built before Status', () => {
     await waitFor(
       'no participant in doubt',
       END_WAIT_MS,
-      async () => (old.every((p) => p.inDoubt().length === 0) && shop?.engine.inDoubt().length === 0 ? true : undefined),
+      async () =>
+        old.every((p) => p.inDoubt().length === 0) && shop?.engine.inDoubt().length === 0 ? true : undefined,
       () =>
         `in doubt: ${old.map((p) => `${p.id} [${p.inDoubt().join(' ')}]`).join(', ')}; shop [${shop?.engine
           .inDoubt()
           .map((d) => d.txnId)
           .join(' ')}]`,
     );
-    for (const p of [old1, old2]) for (const [id, s] of p.state) if (s === 'committed') expect(outcomes.get(id), `${p.id} committed ${id}`).toBe('COMMITTED');
+    for (const p of [old1, old2])
+      for (const [id, s] of p.state)
+        if (s === 'committed') expect(outcomes.get(id), `${p.id} committed ${id}`).toBe('COMMITTED');
     const committed = [...outcomes.values()].filter((o) => o === 'COMMITTED').length;
-    console.log(`old participants: ${told.size} transactions, ${committed} committed, ${told.size - committed} aborted, every one decided after the leader kill`);
+    console.log(
+      `old participants: ${told.size} transactions, ${committed} committed, ${told.size - committed} aborted, every one decided after the leader kill`,
+    );
   }, 240_000);
 });

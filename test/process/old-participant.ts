@@ -17,7 +17,12 @@ import { ROOT } from './harness.ts';
 
 type State = 'prepared' | 'committed' | 'aborted';
 
-type Unary = (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Record<string, unknown>) => void) => void;
+type Unary = (
+  req: unknown,
+  md: grpc.Metadata,
+  opts: grpc.CallOptions,
+  cb: (err: grpc.ServiceError | null, res?: Record<string, unknown>) => void,
+) => void;
 
 export interface OldParticipant {
   id: string;
@@ -35,12 +40,21 @@ export interface OldParticipant {
 
 const LOAD = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true };
 
-function service(file: string, pkg: string, name: string): grpc.ServiceClientConstructor & { service: grpc.ServiceDefinition } {
-  const loaded = grpc.loadPackageDefinition(protoLoader.loadSync(join(ROOT, 'proto', file), LOAD)) as Record<string, Record<string, Record<string, unknown>>>;
+function service(
+  file: string,
+  pkg: string,
+  name: string,
+): grpc.ServiceClientConstructor & { service: grpc.ServiceDefinition } {
+  const loaded = grpc.loadPackageDefinition(protoLoader.loadSync(join(ROOT, 'proto', file), LOAD)) as Record<
+    string,
+    Record<string, Record<string, unknown>>
+  >;
   return loaded.verdict[pkg][name] as grpc.ServiceClientConstructor & { service: grpc.ServiceDefinition };
 }
 
-/** Starts it on a free loopback port and registers it with the cluster at `nodes` (retrying until a leader takes it). */
+/**
+ * Starts it on a free loopback port and registers it with the cluster at `nodes` (retrying until a leader takes it).
+ */
 /**
  * `serves`: what it says it serves at registration (absent: the field is not
  * sent, as the oldest participant did); a participant may claim Status and
@@ -91,7 +105,8 @@ export async function startOldParticipant(
       const { cluster_id, txn_id, participant_id } = call.request;
       if (cluster_id !== clusterId || participant_id !== id) return cb(refuse('not this participant'));
       p.prepares.add(txn_id);
-      const vote = (v: 'VOTE_YES' | 'VOTE_NO', reason = ''): void => cb(null, { txn_id, participant_id: id, vote: v, reason });
+      const vote = (v: 'VOTE_YES' | 'VOTE_NO', reason = ''): void =>
+        cb(null, { txn_id, participant_id: id, vote: v, reason });
       const now = p.state.get(txn_id);
       if (now === 'aborted') return vote('VOTE_NO', 'aborted here');
       if (now !== undefined) return vote('VOTE_YES');
@@ -110,16 +125,22 @@ export async function startOldParticipant(
     Decide: (call: grpc.ServerUnaryCall<Record<string, string>, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       const { cluster_id, txn_id, participant_id, decision } = call.request;
       if (cluster_id !== clusterId || participant_id !== id) return cb(refuse('not this participant'));
-      if (o.acksDecisions === false) return cb({ code: grpc.status.UNAVAILABLE, details: 'this participant never acknowledges' });
+      if (o.acksDecisions === false)
+        return cb({ code: grpc.status.UNAVAILABLE, details: 'this participant never acknowledges' });
       const now = p.state.get(txn_id);
       const to: State = decision === 'DECISION_COMMIT' ? 'committed' : 'aborted';
-      if (to === 'committed' && now !== 'prepared' && now !== 'committed') return cb(refuse(`COMMIT of ${txn_id}, never prepared here`));
+      if (to === 'committed' && now !== 'prepared' && now !== 'committed')
+        return cb(refuse(`COMMIT of ${txn_id}, never prepared here`));
       if (now !== undefined && now !== 'prepared' && now !== to) return cb(refuse(`${txn_id} is already ${now}`));
       p.state.set(txn_id, to);
       cb(null, { txn_id, participant_id: id });
     },
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, n) => (err ? reject(err) : resolve(n))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, n) =>
+      err ? reject(err) : resolve(n),
+    ),
+  );
   p.address = `127.0.0.1:${port}`;
 
   const client = (address: string): grpc.Client => {
@@ -133,16 +154,21 @@ export async function startOldParticipant(
   const call = (method: string, req: Record<string, unknown>): Promise<Record<string, unknown>> =>
     new Promise((resolve, reject) => {
       const address = leaderAddress ?? nodes[hint % nodes.length];
-      (client(address) as unknown as Record<string, Unary>)[method](req, new grpc.Metadata(), { deadline: Date.now() + 3_000 }, (err, res) => {
-        if (!err && res) return resolve(res);
-        const named = err?.metadata?.get('verdict-leader-address')[0];
-        if (typeof named === 'string' && named !== '' && named !== address) leaderAddress = named;
-        else {
-          leaderAddress = null;
-          hint++;
-        }
-        reject(err ?? new Error('no answer'));
-      });
+      (client(address) as unknown as Record<string, Unary>)[method](
+        req,
+        new grpc.Metadata(),
+        { deadline: Date.now() + 3_000 },
+        (err, res) => {
+          if (!err && res) return resolve(res);
+          const named = err?.metadata?.get('verdict-leader-address')[0];
+          if (typeof named === 'string' && named !== '' && named !== address) leaderAddress = named;
+          else {
+            leaderAddress = null;
+            hint++;
+          }
+          reject(err ?? new Error('no answer'));
+        },
+      );
     });
   const askUntilDecided = (txnId: string, tries: number): void => {
     if (p.state.get(txnId) !== 'prepared') return;
@@ -159,7 +185,13 @@ export async function startOldParticipant(
   // Registration, without `serves`: the field did not exist when this participant was written.
   for (let attempt = 0; ; attempt++) {
     try {
-      await call('RegisterParticipant', { cluster_id: clusterId, participant_id: id, endpoint: p.address, resource_kind: 'memory', ...(o.serves ? { serves: o.serves } : {}) });
+      await call('RegisterParticipant', {
+        cluster_id: clusterId,
+        participant_id: id,
+        endpoint: p.address,
+        resource_kind: 'memory',
+        ...(o.serves ? { serves: o.serves } : {}),
+      });
       return p;
     } catch (err) {
       if (attempt >= 100) {

@@ -16,7 +16,10 @@ import { freePorts, type Cluster } from './harness.ts';
 
 const require = createRequire(import.meta.url);
 const HEALTH_PROTO = join(dirname(require.resolve('grpc-health-check/package.json')), 'proto/health/v1/health.proto');
-const REFLECTION_PROTO = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build/proto/grpc/reflection/v1/reflection.proto');
+const REFLECTION_PROTO = join(
+  dirname(require.resolve('@grpc/reflection/package.json')),
+  'build/proto/grpc/reflection/v1/reflection.proto',
+);
 const LOAD: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
 
 // ---- Prometheus text ----
@@ -68,7 +71,10 @@ function stockClient(protoPath: string, service: string, address: string): Gener
   const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(protoPath, LOAD));
   let ctor: unknown = pkg;
   for (const part of service.split('.')) ctor = (ctor as Record<string, unknown>)[part];
-  return new (ctor as new (address: string, creds: grpc.ChannelCredentials) => GenericClient)(address, grpc.credentials.createInsecure());
+  return new (ctor as new (address: string, creds: grpc.ChannelCredentials) => GenericClient)(
+    address,
+    grpc.credentials.createInsecure(),
+  );
 }
 
 /** grpc.health.v1.Health/Check for `service` ('' is the whole server). */
@@ -82,9 +88,13 @@ export async function healthCheck(address: string, service = ''): Promise<string
   try {
     await ready(c);
     return await new Promise<string>((resolve, reject) => {
-      (c.check as (req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void) => void)({ service }, { deadline: Date.now() + 5_000 }, (err, res) =>
-        err ? reject(err) : resolve(res?.status ?? ''),
-      );
+      (
+        c.check as (
+          req: unknown,
+          opts: grpc.CallOptions,
+          cb: (err: grpc.ServiceError | null, res?: { status: string }) => void,
+        ) => void
+      )({ service }, { deadline: Date.now() + 5_000 }, (err, res) => (err ? reject(err) : resolve(res?.status ?? '')));
     });
   } finally {
     c.close();
@@ -98,12 +108,17 @@ interface ReflectionResponse {
 }
 
 /** One request on grpc.reflection.v1.ServerReflection/ServerReflectionInfo. */
-export async function reflect(address: string, request: { listServices: string } | { fileContainingSymbol: string }): Promise<ReflectionResponse> {
+export async function reflect(
+  address: string,
+  request: { listServices: string } | { fileContainingSymbol: string },
+): Promise<ReflectionResponse> {
   const c = stockClient(REFLECTION_PROTO, 'grpc.reflection.v1.ServerReflection', address);
   try {
     await ready(c);
     return await new Promise<ReflectionResponse>((resolve, reject) => {
-      const call = (c.serverReflectionInfo as (opts: grpc.CallOptions) => grpc.ClientDuplexStream<unknown, ReflectionResponse>)({ deadline: Date.now() + 5_000 });
+      const call = (
+        c.serverReflectionInfo as (opts: grpc.CallOptions) => grpc.ClientDuplexStream<unknown, ReflectionResponse>
+      )({ deadline: Date.now() + 5_000 });
       call.once('data', (r: ReflectionResponse) => {
         resolve(r);
         call.end();
@@ -128,7 +143,11 @@ export interface Participants {
  * cluster. `metrics`: each serves /metrics too; `lockWaitMs`: their lock
  * wait (src/participant/runtime.ts; 0 votes NO on a locked key at once).
  */
-export async function startParticipants(c: Cluster, ids: string[], o: { metrics?: boolean; lockWaitMs?: number } = {}): Promise<Participants> {
+export async function startParticipants(
+  c: Cluster,
+  ids: string[],
+  o: { metrics?: boolean; lockWaitMs?: number } = {},
+): Promise<Participants> {
   const ports = await freePorts(2 * ids.length);
   const dir = mkdtempSync(join(tmpdir(), 'verdict-ops-participants-'));
   const runtimes = new Map<string, ParticipantRuntime>();
@@ -164,14 +183,19 @@ export async function startUnackingParticipant(): Promise<{ address: string; dec
   const server = new grpc.Server();
   const state = { decisions: 0 };
   const handlers: ParticipantHandlers = {
-    Prepare: (call, cb) => cb(null, { txnId: call.request.txnId, participantId: call.request.participantId, vote: 'VOTE_YES', reason: '' }),
+    Prepare: (call, cb) =>
+      cb(null, { txnId: call.request.txnId, participantId: call.request.participantId, vote: 'VOTE_YES', reason: '' }),
     Decide: (_call, cb) => {
       state.decisions++;
       cb({ code: grpc.status.UNAVAILABLE, details: 'this test participant never acknowledges' });
     },
   };
   server.addService(participantService, handlers);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
   return {
     address: `127.0.0.1:${port}`,
     get decisions() {

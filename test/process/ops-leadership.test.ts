@@ -36,7 +36,9 @@ describe('leadership', { timeout: 180_000 }, () => {
       expect(status.term).toBeGreaterThan(before);
     }
     // Already the leader: nothing to do, and it says so.
-    const again = await runCli(['leader', 'transfer', '--to', 'n2', '--json', ...endpointsFlag(c)], { timeoutMs: 30_000 });
+    const again = await runCli(['leader', 'transfer', '--to', 'n2', '--json', ...endpointsFlag(c)], {
+      timeoutMs: 30_000,
+    });
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ leaderId: 'n2' });
 
@@ -50,7 +52,11 @@ describe('leadership', { timeout: 180_000 }, () => {
     const { node: old, status } = await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
     const parts: Participants = await startParticipants(c, ['shop', 'ledger']);
     stops.push(() => parts.stop());
-    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const client = new VerdictClient({
+      insecure: true,
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 20_000,
+    });
     stops.push(() => client.close());
     const commit = async (key: string): Promise<string> =>
       (
@@ -96,7 +102,8 @@ describe('leadership', { timeout: 180_000 }, () => {
     ];
     // Two at a time: each is a Node process compiling TypeScript on a 2-core machine.
     const results: Awaited<ReturnType<typeof runCli>>[] = [];
-    for (let i = 0; i < cases.length; i += 2) results.push(...(await Promise.all(cases.slice(i, i + 2).map(([args]) => runCli(args, { timeoutMs: 30_000 })))));
+    for (let i = 0; i < cases.length; i += 2)
+      results.push(...(await Promise.all(cases.slice(i, i + 2).map(([args]) => runCli(args, { timeoutMs: 30_000 })))));
     for (const [i, [args, want]] of cases.entries()) {
       const r = results[i];
       expect(r.code, `verdict ${args.join(' ')}: ${r.stderr}`).toBe(0);

@@ -12,7 +12,15 @@ import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
 import { BIN, Cluster, freePorts, ROOT, runCli, useProcessCleanup, waitFor, type NodeProc } from './harness.ts';
-import { healthCheck, reflect, scrape, startParticipants, startUnackingParticipant, value, type Participants } from './ops-helpers.ts';
+import {
+  healthCheck,
+  reflect,
+  scrape,
+  startParticipants,
+  startUnackingParticipant,
+  value,
+  type Participants,
+} from './ops-helpers.ts';
 
 useProcessCleanup();
 
@@ -20,7 +28,9 @@ useProcessCleanup();
 interface FileDescriptor {
   service?: { name?: string; method?: { name?: string }[] }[];
 }
-const { FileDescriptorProto } = createRequire(import.meta.url)('protobufjs/ext/descriptor') as { FileDescriptorProto: { decode(b: Uint8Array): FileDescriptor } };
+const { FileDescriptorProto } = createRequire(import.meta.url)('protobufjs/ext/descriptor') as {
+  FileDescriptorProto: { decode(b: Uint8Array): FileDescriptor };
+};
 
 const TXN_TIMEOUT_MS = 5_000;
 /** A node process can take long to start on a loaded 2-core machine; the first election waits for all of them. */
@@ -56,8 +66,13 @@ async function commit(set: Record<string, unknown>): Promise<{ txnId: string; ou
 describe('operating a cluster', { timeout: 120_000 }, () => {
   it('serves Prometheus metrics on every node; counts match the transactions committed and aborted', async () => {
     const committed = 5;
-    for (let i = 0; i < committed; i++) expect((await commit({ shop: { set: { [`m${i}`]: '1' } }, ledger: { set: { [`m${i}`]: '1' } } })).outcome).toBe('COMMITTED');
-    expect((await commit({ shop: { set: { n: '1' } }, ledger: { fail: 'insufficient funds' } })).outcome).toBe('ABORTED');
+    for (let i = 0; i < committed; i++)
+      expect((await commit({ shop: { set: { [`m${i}`]: '1' } }, ledger: { set: { [`m${i}`]: '1' } } })).outcome).toBe(
+        'COMMITTED',
+      );
+    expect((await commit({ shop: { set: { n: '1' } }, ledger: { fail: 'insufficient funds' } })).outcome).toBe(
+      'ABORTED',
+    );
     const unacked = await commit({ shop: { set: { u: '1' } }, stuck: {} });
     expect(unacked.outcome).toBe('COMMITTED');
 
@@ -81,7 +96,9 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     expect(value(s, 'verdict_leader_changes_seen_total', node)).toBeGreaterThanOrEqual(1);
     expect(scrapes.text).toMatch(/^# TYPE verdict_leader_changes_seen_total counter$/m);
     expect(value(s, 'verdict_data_dir_filesystem_avail_bytes', node)).toBeGreaterThan(0);
-    expect(value(s, 'verdict_data_dir_filesystem_size_bytes', node)).toBeGreaterThanOrEqual(value(s, 'verdict_data_dir_filesystem_avail_bytes', node));
+    expect(value(s, 'verdict_data_dir_filesystem_size_bytes', node)).toBeGreaterThanOrEqual(
+      value(s, 'verdict_data_dir_filesystem_avail_bytes', node),
+    );
     // A plaintext node has no certificate to expire.
     expect(scrapes.text).not.toMatch(/verdict_tls_certificate_expiry_timestamp_seconds/);
     const commitIndex = value(s, 'verdict_raft_commit_index');
@@ -95,14 +112,26 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     expect(value(s, 'verdict_transactions_committed_total')).toBeGreaterThanOrEqual(committed + 1);
     expect(value(s, 'verdict_transactions_aborted_total', { reason: 'vote_no' })).toBeGreaterThanOrEqual(1);
     expect(value(s, 'verdict_transactions_aborted_total', { reason: 'timeout' })).toBe(0);
-    expect(value(s, 'verdict_commit_duration_seconds_count', { outcome: 'committed' })).toBeGreaterThanOrEqual(committed + 1);
+    expect(value(s, 'verdict_commit_duration_seconds_count', { outcome: 'committed' })).toBeGreaterThanOrEqual(
+      committed + 1,
+    );
     expect(value(s, 'verdict_commit_duration_seconds_count', { outcome: 'aborted' })).toBeGreaterThanOrEqual(1);
     // Per participant: each PREPARE's round trip and vote.
-    expect(value(s, 'verdict_participant_votes_total', { participant: 'ledger', vote: 'yes' })).toBeGreaterThanOrEqual(committed);
-    expect(value(s, 'verdict_participant_votes_total', { participant: 'ledger', vote: 'no' })).toBeGreaterThanOrEqual(1);
-    expect(value(s, 'verdict_participant_votes_total', { participant: 'shop', vote: 'yes' })).toBeGreaterThanOrEqual(committed + 2);
-    expect(value(s, 'verdict_prepare_duration_seconds_count', { participant: 'ledger', vote: 'no' })).toBeGreaterThanOrEqual(1);
-    expect(value(s, 'verdict_prepare_duration_seconds_count', { participant: 'shop', vote: 'yes' })).toBe(value(s, 'verdict_participant_votes_total', { participant: 'shop', vote: 'yes' }));
+    expect(value(s, 'verdict_participant_votes_total', { participant: 'ledger', vote: 'yes' })).toBeGreaterThanOrEqual(
+      committed,
+    );
+    expect(value(s, 'verdict_participant_votes_total', { participant: 'ledger', vote: 'no' })).toBeGreaterThanOrEqual(
+      1,
+    );
+    expect(value(s, 'verdict_participant_votes_total', { participant: 'shop', vote: 'yes' })).toBeGreaterThanOrEqual(
+      committed + 2,
+    );
+    expect(
+      value(s, 'verdict_prepare_duration_seconds_count', { participant: 'ledger', vote: 'no' }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(value(s, 'verdict_prepare_duration_seconds_count', { participant: 'shop', vote: 'yes' })).toBe(
+      value(s, 'verdict_participant_votes_total', { participant: 'shop', vote: 'yes' }),
+    );
     expect(value(s, 'verdict_prepare_duration_seconds_sum', { participant: 'shop', vote: 'yes' })).toBeGreaterThan(0);
     expect(scrapes.text).toMatch(/^# TYPE verdict_prepare_duration_seconds histogram$/m);
     // Runtime metrics under their stock names; no gauge named *_total.
@@ -119,7 +148,9 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     expect(value(f, 'verdict_raft_role', { role: 'follower', node: follower.id })).toBe(1);
     expect(value(f, 'verdict_transactions_committed_total')).toBe(0);
     await waitFor(`${follower.id} to apply up to ${commitIndex}`, 10_000, async () =>
-      value((await scrape(follower.metricsAddress as string)).samples, 'verdict_raft_applied_index') >= commitIndex ? true : undefined,
+      value((await scrape(follower.metricsAddress as string)).samples, 'verdict_raft_applied_index') >= commitIndex
+        ? true
+        : undefined,
     );
 
     // A participant's own metrics.
@@ -141,15 +172,21 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
 
     const listed = await reflect(node.address, { listServices: '*' });
     const names = listed.listServicesResponse?.service.map((x) => x.name) ?? [];
-    expect(names).toEqual(expect.arrayContaining(['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode', 'grpc.health.v1.Health']));
+    expect(names).toEqual(
+      expect.arrayContaining(['verdict.coordinator.Coordinator', 'verdict.raft.RaftNode', 'grpc.health.v1.Health']),
+    );
     // Enough for a stock client to build its calls: the file that defines Coordinator, with its methods.
     const file = await reflect(node.address, { fileContainingSymbol: 'verdict.coordinator.Coordinator' });
     const protos = (file.fileDescriptorResponse?.fileDescriptorProto ?? []).map((b) => FileDescriptorProto.decode(b));
     const svc = protos.flatMap((f) => f.service ?? []).find((x) => x.name === 'Coordinator');
-    expect(svc?.method?.map((m) => m.name)).toEqual(expect.arrayContaining(['Begin', 'Commit', 'GetOutcome', 'ListTransactions']));
+    expect(svc?.method?.map((m) => m.name)).toEqual(
+      expect.arrayContaining(['Begin', 'Commit', 'GetOutcome', 'ListTransactions']),
+    );
 
     const onParticipant = await reflect(shop?.address as string, { listServices: '*' });
-    expect(onParticipant.listServicesResponse?.service.map((x) => x.name)).toEqual(expect.arrayContaining(['verdict.participant.Participant']));
+    expect(onParticipant.listServicesResponse?.service.map((x) => x.name)).toEqual(
+      expect.arrayContaining(['verdict.participant.Participant']),
+    );
   });
 
   it('verdict txn show prints the participants, votes and ACKs of a committed-but-unacked transaction', async () => {
@@ -159,14 +196,19 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
     const shown = await waitFor('shop to acknowledge and a retry towards stuck', 60_000, async () => {
       const out = await runCli(['txn', 'show', r.txnId, '--json', ...endpointsFlag()], { timeoutMs: 30_000 });
       if (out.code !== 0) throw new Error(`exit ${out.code}: ${out.stderr}`);
-      const j = JSON.parse(out.stdout) as { participants: { participantId: string; acked: boolean; retries: number; vote: string }[] };
+      const j = JSON.parse(out.stdout) as {
+        participants: { participantId: string; acked: boolean; retries: number; vote: string }[];
+      };
       const shop = j.participants.find((p) => p.participantId === 'shop');
       const st = j.participants.find((p) => p.participantId === 'stuck');
       return shop?.acked && (st?.retries ?? 0) >= 1 ? j : undefined;
     });
     expect(shown).toMatchObject({ txnId: r.txnId, outcome: 'COMMITTED', phase: 'delivering' });
     expect(shown.participants).toEqual(
-      expect.arrayContaining([expect.objectContaining({ participantId: 'shop', vote: 'yes', acked: true }), expect.objectContaining({ participantId: 'stuck', vote: 'yes', acked: false })]),
+      expect.arrayContaining([
+        expect.objectContaining({ participantId: 'shop', vote: 'yes', acked: true }),
+        expect.objectContaining({ participantId: 'stuck', vote: 'yes', acked: false }),
+      ]),
     );
 
     const text = await runCli(['txn', 'show', r.txnId, ...endpointsFlag()], { timeoutMs: 30_000 });
@@ -268,7 +310,11 @@ describe('operating a cluster', { timeout: 120_000 }, () => {
       expect((await commit({ shop: { set: { p: '1' } }, proc: { set: { p: '1' } } })).outcome).toBe('COMMITTED');
       // The client hears COMMITTED once the decision is logged; its delivery to proc may still be under way.
       await waitFor('proc to apply the decision', 30_000, async () =>
-        value((await scrape(`127.0.0.1:${metricsPort}`)).samples, 'verdict_participant_prepared', { participant: 'proc' }) === 0 ? true : undefined,
+        value((await scrape(`127.0.0.1:${metricsPort}`)).samples, 'verdict_participant_prepared', {
+          participant: 'proc',
+        }) === 0
+          ? true
+          : undefined,
       );
 
       child.kill('SIGTERM');

@@ -9,7 +9,17 @@
 // The tarball is packed from a staging copy of the checkout, so its
 // `prepare` build writes no dist/ that other tests are running.
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,7 +40,11 @@ interface Run {
 const running = new Set<ReturnType<typeof spawn>>();
 
 /** Runs a command to completion within timeoutMs; never throws on a non-zero exit. */
-function run(cmd: string, args: string[], o: { cwd: string; timeoutMs?: number; env?: NodeJS.ProcessEnv }): Promise<Run> {
+function run(
+  cmd: string,
+  args: string[],
+  o: { cwd: string; timeoutMs?: number; env?: NodeJS.ProcessEnv },
+): Promise<Run> {
   return new Promise((res, rej) => {
     const child = spawn(cmd, args, { cwd: o.cwd, env: o.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);
@@ -65,10 +79,13 @@ function staticPackages(entry: string): Set<string> {
     seen.add(file);
     const text = readFileSync(file, 'utf8');
     // Static `import ... from 'x'` and `export ... from 'x'`; `import('x')` is dynamic and skipped on purpose.
-    for (const m of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]/gm)) {
+    for (const m of text.matchAll(
+      /^\s*(?:import|export)\s[^;]*?from\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]/gm,
+    )) {
       const spec = m[1] ?? m[2] ?? '';
       if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
-      else if (!spec.startsWith('node:')) packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+      else if (!spec.startsWith('node:'))
+        packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
     }
   };
   visit(entry);
@@ -83,19 +100,40 @@ function packedTarball(): Promise<string> {
     // Stage what `npm pack` needs to build and pack, with the checkout's node_modules.
     const stage = join(dir, 'stage');
     mkdirSync(stage);
-    for (const f of ['package.json', 'README.md', 'LICENSE', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'cjs', 'proto', 'cluster', 'console', 'scripts', 'src', 'docs', 'examples']) {
+    for (const f of [
+      'package.json',
+      'README.md',
+      'LICENSE',
+      'tsconfig.json',
+      'tsconfig.build.json',
+      'bin',
+      'cjs',
+      'proto',
+      'cluster',
+      'console',
+      'scripts',
+      'src',
+      'docs',
+      'examples',
+    ]) {
       if (existsSync(join(ROOT, f))) cpSync(join(ROOT, f), join(stage, f), { recursive: true });
     }
     symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'));
     const packed = ok(await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: stage }), 'npm pack');
-    return join(dir, (JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as { filename: string }[])[0]!.filename);
+    return join(
+      dir,
+      (JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as { filename: string }[])[0]!.filename,
+    );
   })();
   return packing;
 }
 
 /** npm install in `cwd`, from npm's cache, which `npm ci` in the checkout filled (no registry is reachable here). */
 async function npmInstall(cwd: string, args: string[] = []): Promise<Run> {
-  return ok(await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...args], { cwd }), `npm install ${args.join(' ')} in ${cwd}`);
+  return ok(
+    await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...args], { cwd }),
+    `npm install ${args.join(' ')} in ${cwd}`,
+  );
 }
 
 /** What `verdict node` needs beside verdict's own dependencies (optional peers of the package; README, Install). */
@@ -123,18 +161,24 @@ function measure(nodeModules: string): Tree {
     if (e.name.endsWith('.node') || e.name === 'binding.gyp') tree.native.push(file);
     // A package's own package.json: node_modules/NAME/package.json or node_modules/@SCOPE/NAME/package.json.
     if (e.name === 'package.json' && /(^|\/)node_modules\/(@[^/]+\/)?[^/@.][^/]*$/.test(e.parentPath)) {
-      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; scripts?: Record<string, string>; gypfile?: boolean };
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as {
+        name?: string;
+        scripts?: Record<string, string>;
+        gypfile?: boolean;
+      };
       if (pkg.name === undefined) continue;
       tree.packages.add(pkg.name);
       tree.copies++;
       if (pkg.gypfile === true) tree.native.push(file);
-      if (['preinstall', 'install', 'postinstall'].some((s) => pkg.scripts?.[s] !== undefined)) tree.scripted.push(pkg.name);
+      if (['preinstall', 'install', 'postinstall'].some((s) => pkg.scripts?.[s] !== undefined))
+        tree.scripted.push(pkg.name);
     }
   }
   return tree;
 }
 
-const versionOf = (pkg: string): string => (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+const versionOf = (pkg: string): string =>
+  (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
 
 describe('a stranger installs the packed package', () => {
   const dir = tempDir('verdict-pack-');
@@ -158,11 +202,15 @@ describe('a stranger installs the packed package', () => {
           name: 'stranger-app',
           private: true,
           type: 'module',
-          dependencies: { verdict: `file:${tarball}`, ...Object.fromEntries(NODE_PACKAGES.map((p) => [p, versionOf(p)])) },
+          dependencies: {
+            verdict: `file:${tarball}`,
+            ...Object.fromEntries(NODE_PACKAGES.map((p) => [p, versionOf(p)])),
+          },
           devDependencies: {
             typescript: versionOf('typescript'),
             '@types/node': versionOf('@types/node'),
-            // With skipLibCheck: false tsc checks every declaration of verdict/participant and verdict/saga, which name pg's and mysql2's types.
+            // With skipLibCheck: false tsc checks every declaration of verdict/participant and verdict/saga, which name
+            // pg's and mysql2's types.
             ...Object.fromEntries(['pg', '@types/pg', 'mysql2'].map((p) => [p, versionOf(p)])),
           },
         },
@@ -186,9 +234,24 @@ describe('a stranger installs the packed package', () => {
       const config = join(dir, `n${i + 1}.json`);
       // n1 serves metrics and the web console, whose page ships outside dist/.
       const metrics = i === 0 ? { metricsListen: consoleAddress } : {};
-      writeFileSync(config, JSON.stringify({ clusterId: 'pack', nodeId: `n${i + 1}`, listen: e, dataDir: `data-n${i + 1}`, peers, logLevel: 'warn', insecure: true, ...metrics }));
+      writeFileSync(
+        config,
+        JSON.stringify({
+          clusterId: 'pack',
+          nodeId: `n${i + 1}`,
+          listen: e,
+          dataDir: `data-n${i + 1}`,
+          peers,
+          logLevel: 'warn',
+          insecure: true,
+          ...metrics,
+        }),
+      );
       // A new cluster is founded once, node by node, before the first start (docs/storage.md).
-      ok(await run(bin, ['cluster', 'init', '--config', config], { cwd: elsewhere }), `verdict cluster init for n${i + 1}`);
+      ok(
+        await run(bin, ['cluster', 'init', '--config', config], { cwd: elsewhere }),
+        `verdict cluster init for n${i + 1}`,
+      );
       const child = spawn(bin, ['node', '--config', config], { cwd: elsewhere, stdio: ['ignore', 'ignore', 'pipe'] });
       child.stderr.setEncoding('utf8').on('data', () => {});
       running.add(child);
@@ -198,7 +261,13 @@ describe('a stranger installs the packed package', () => {
 
   afterAll(async () => {
     // Gone before the file's cleanup deletes their data directories.
-    await Promise.all([...running].map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r).kill('SIGKILL')))));
+    await Promise.all(
+      [...running].map((c) =>
+        c.exitCode !== null || c.signalCode !== null
+          ? undefined
+          : new Promise((r) => c.once('exit', r).kill('SIGKILL')),
+      ),
+    );
   });
 
   it('ships dist/, proto/, the console and the binary, and no TypeScript source', () => {
@@ -231,7 +300,8 @@ describe('a stranger installs the packed package', () => {
     const participant = staticPackages(join(dist, 'participant', 'index.js'));
     for (const p of ['pg', 'level', 'classic-level']) expect(participant.has(p), p).toBe(false);
     expect(staticPackages(join(dist, 'participant', 'postgres-index.js')).has('pg')).toBe(true);
-    // Each database participant loads its own driver only, the outbox the NATS client only for the NATS sink, `verdict participant` neither driver.
+    // Each database participant loads its own driver only, the outbox the NATS client only for the NATS sink, `verdict
+    // participant` neither driver.
     expect(staticPackages(join(dist, 'participant', 'resources', 'mysql', 'kit.js')).has('pg')).toBe(false);
     expect(staticPackages(join(dist, 'participant', 'postgres-kit.js')).has('mysql2')).toBe(false);
     expect(staticPackages(join(dist, 'outbox', 'index.js')).has('nats')).toBe(false);
@@ -290,7 +360,9 @@ new VerdictClient({ insecure: true, endpoints: [] }).transaction({ timeoutMs: 's
       const deadline = Date.now() + STEP_MS / 2;
       let status: Run;
       for (;;) {
-        status = await run(bin, ['status', '--json', '--insecure', '--endpoints', endpoints.join(',')], { cwd: elsewhere });
+        status = await run(bin, ['status', '--json', '--insecure', '--endpoints', endpoints.join(',')], {
+          cwd: elsewhere,
+        });
         if (status.code === 0 && (JSON.parse(status.stdout) as { leader: string | null }).leader !== null) break;
         if (Date.now() > deadline) throw new Error(`no leader: ${status.stdout}${status.stderr}`);
         await new Promise((r) => setTimeout(r, 500));
@@ -319,15 +391,24 @@ client.close();
 for (const p of started) await p.stop();
 `,
       );
-      const r = ok(await run(process.execPath, ['commit.mjs', endpoints.join(',')], { cwd: app }), 'the transaction script');
+      const r = ok(
+        await run(process.execPath, ['commit.mjs', endpoints.join(',')], { cwd: app }),
+        'the transaction script',
+      );
       const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, string>;
       expect(got).toMatchObject({ ok: 'COMMITTED', no: 'ABORTED', again: 'COMMITTED', shop: '4' });
       expect(got.reason).toMatch(/insufficient funds/);
       // The installed node serves the console's page and its API.
       const page = await fetch(`http://${consoleAddress}/`);
-      expect([page.status, await page.text()]).toEqual([200, expect.stringContaining('<title>Verdict console</title>')]);
+      expect([page.status, await page.text()]).toEqual([
+        200,
+        expect.stringContaining('<title>Verdict console</title>'),
+      ]);
       expect((await fetch(`http://${consoleAddress}/console/app.js`)).status).toBe(200);
-      const cluster = (await (await fetch(`http://${consoleAddress}/api/cluster`)).json()) as { nodeId: string; leaderId: string };
+      const cluster = (await (await fetch(`http://${consoleAddress}/api/cluster`)).json()) as {
+        nodeId: string;
+        leaderId: string;
+      };
       expect(cluster.nodeId).toBe('n1');
       expect(cluster.leaderId).toMatch(/^n[123]$/);
     },
@@ -362,9 +443,19 @@ await flight.stop();
 await payment.stop();
 `,
       );
-      const r = ok(await run(process.execPath, ['saga.mjs', endpoints.join(','), String(flightPort), String(paymentPort)], { cwd: app }), 'the saga script');
+      const r = ok(
+        await run(process.execPath, ['saga.mjs', endpoints.join(','), String(flightPort), String(paymentPort)], {
+          cwd: app,
+        }),
+        'the saga script',
+      );
       const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
-      expect(got).toEqual({ ok: 'finished', okOutputs: ['seat 12A', 'charged'], no: 'compensated', noSteps: ['compensated', 'failed'] });
+      expect(got).toEqual({
+        ok: 'finished',
+        okOutputs: ['seat 12A', 'charged'],
+        no: 'compensated',
+        noSteps: ['compensated', 'failed'],
+      });
     },
     STEP_MS,
   );
@@ -373,8 +464,14 @@ await payment.stop();
     'verdict/client works from a CommonJS project (require) and an ES module (import)',
     async () => {
       writeFileSync(join(app, 'cjs', 'package.json'), '{ "type": "commonjs" }\n');
-      writeFileSync(join(app, 'cjs', 'index.js'), "const { VerdictClient } = require('verdict/client');\nconsole.log(typeof VerdictClient);\n");
-      writeFileSync(join(app, 'esm.mjs'), "import { VerdictClient } from 'verdict/client';\nconsole.log(typeof VerdictClient);\n");
+      writeFileSync(
+        join(app, 'cjs', 'index.js'),
+        "const { VerdictClient } = require('verdict/client');\nconsole.log(typeof VerdictClient);\n",
+      );
+      writeFileSync(
+        join(app, 'esm.mjs'),
+        "import { VerdictClient } from 'verdict/client';\nconsole.log(typeof VerdictClient);\n",
+      );
       for (const file of [join(app, 'cjs', 'index.js'), join(app, 'esm.mjs')]) {
         const r = ok(await run(process.execPath, ['--no-warnings', file], { cwd: app }), file);
         expect(r.stdout.trim()).toBe('function');
@@ -384,7 +481,11 @@ await payment.stop();
   );
 
   it('refuses require() on a Node that cannot load ES modules with a message saying what to write instead', () => {
-    const requireEsm = createRequire(import.meta.url)(join(ROOT, 'cjs', 'require-esm.cjs')) as (load: () => unknown, entry: string, example: string) => unknown;
+    const requireEsm = createRequire(import.meta.url)(join(ROOT, 'cjs', 'require-esm.cjs')) as (
+      load: () => unknown,
+      entry: string,
+      example: string,
+    ) => unknown;
     const esmError = Object.assign(new Error('require() of ES Module'), { code: 'ERR_REQUIRE_ESM' });
     expect(() =>
       requireEsm(
@@ -394,7 +495,9 @@ await payment.stop();
         'verdict/client',
         'VerdictClient',
       ),
-    ).toThrow(/verdict\/client is an ES module .*await import\('verdict\/client'\).*import \{ VerdictClient \} from 'verdict\/client'/);
+    ).toThrow(
+      /verdict\/client is an ES module .*await import\('verdict\/client'\).*import \{ VerdictClient \} from 'verdict\/client'/,
+    );
     const other = new Error('something else');
     expect(() =>
       requireEsm(
@@ -413,12 +516,18 @@ await payment.stop();
       const proto = join(app, 'node_modules', 'verdict', 'proto');
       renameSync(proto, `${proto}.gone`);
       try {
-        const r = await run(bin, ['get', 'k', '--insecure', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
+        const r = await run(bin, ['get', 'k', '--insecure', '--endpoints', endpoints.join(',')], {
+          cwd: elsewhere,
+          timeoutMs: 60_000,
+        });
         expect(r.code).toBe(1);
         expect(r.stderr).toContain(`not found at ${join(proto, '')}`);
         expect(r.stderr).not.toMatch(/\n\s+at /);
         // `verdict status` reads no .proto file (it decodes Status by hand): it still answers.
-        const st = await run(bin, ['status', '--insecure', '--endpoints', endpoints.join(',')], { cwd: elsewhere, timeoutMs: 60_000 });
+        const st = await run(bin, ['status', '--insecure', '--endpoints', endpoints.join(',')], {
+          cwd: elsewhere,
+          timeoutMs: 60_000,
+        });
         expect(st.code, st.stderr).toBe(0);
         expect(st.stdout).toMatch(/^leader: n\d/);
       } finally {
@@ -441,20 +550,41 @@ describe('a client-only application installs the packed package alone', () => {
   beforeAll(async () => {
     const tarball = await packedTarball();
     mkdirSync(join(app, 'src'), { recursive: true });
-    writeFileSync(join(app, 'package.json'), `${JSON.stringify({ name: 'client-app', private: true, type: 'module', dependencies: { verdict: `file:${tarball}` } }, null, 2)}\n`);
+    writeFileSync(
+      join(app, 'package.json'),
+      `${JSON.stringify({ name: 'client-app', private: true, type: 'module', dependencies: { verdict: `file:${tarball}` } }, null, 2)}\n`,
+    );
     await npmInstall(app);
     installed = measure(join(app, 'node_modules'));
     // Reported for the README's install section.
-    console.info(`client-only install: ${(installed.bytes / 1e6).toFixed(1)} MB of node_modules, ${installed.packages.size} packages`);
+    console.info(
+      `client-only install: ${(installed.bytes / 1e6).toFixed(1)} MB of node_modules, ${installed.packages.size} packages`,
+    );
     // The compiler for the type checks below, installed after the measure.
-    await npmInstall(app, ['--save-dev', `typescript@${versionOf('typescript')}`, `@types/node@${versionOf('@types/node')}`]);
+    await npmInstall(app, [
+      '--save-dev',
+      `typescript@${versionOf('typescript')}`,
+      `@types/node@${versionOf('@types/node')}`,
+    ]);
   }, 2 * STEP_MS);
 
   it('is at most 15 MB of node_modules, with no native module, no database driver and no install-time build', () => {
     expect(installed.bytes).toBeLessThanOrEqual(15_000_000);
     expect(installed.native).toEqual([]);
-    for (const p of ['pg', 'mysql2', 'nats', 'level', 'classic-level', 'prom-client', 'pino', '@types/pg', 'playwright-core']) expect(installed.packages.has(p), p).toBe(false);
-    // protobufjs 7 (under @grpc/proto-loader) declares a postinstall that checks its version; it builds nothing, and npm 11 runs it only when approved.
+    for (const p of [
+      'pg',
+      'mysql2',
+      'nats',
+      'level',
+      'classic-level',
+      'prom-client',
+      'pino',
+      '@types/pg',
+      'playwright-core',
+    ])
+      expect(installed.packages.has(p), p).toBe(false);
+    // protobufjs 7 (under @grpc/proto-loader) declares a postinstall that checks its version; it builds nothing, and
+    // npm 11 runs it only when approved.
     expect(installed.scripted.filter((p) => p !== 'protobufjs')).toEqual([]);
     expect(installed.packages.has('verdict')).toBe(true);
   });
@@ -488,7 +618,9 @@ new VerdictClient({ insecure: true, endpoints: [] }).transaction({ timeoutMs: 's
         config,
         `${JSON.stringify({ compilerOptions: { target: 'ES2022', module, moduleResolution: resolution, strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['src/client.ts'] }, null, 2)}\n`,
       );
-      const r = await run(process.execPath, [join(app, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], { cwd: app });
+      const r = await run(process.execPath, [join(app, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], {
+        cwd: app,
+      });
       expect(r.stdout + r.stderr).toBe('');
       expect(r.code).toBe(0);
     },
@@ -513,7 +645,9 @@ export const start = [startParticipant, startStepService];
         config,
         `${JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'] }, files: ['src/participant.ts'] }, null, 2)}\n`,
       );
-      const r = await run(process.execPath, [join(app, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], { cwd: app });
+      const r = await run(process.execPath, [join(app, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], {
+        cwd: app,
+      });
       expect(r.stdout + r.stderr).toBe('');
       expect(r.code).toBe(0);
     },
@@ -536,10 +670,15 @@ try {
 }
 `,
       );
-      const r = ok(await run(process.execPath, ['participant.mjs'], { cwd: app, timeoutMs: 60_000 }), 'the participant script');
+      const r = ok(
+        await run(process.execPath, ['participant.mjs'], { cwd: app, timeoutMs: 60_000 }),
+        'the participant script',
+      );
       const got = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { name: string; message: string };
       expect(got.name).toBe('ParticipantStartupError');
-      expect(got.message).toBe('the PostgreSQL resource needs the pg package, which is not installed: run `npm install pg` in your project');
+      expect(got.message).toBe(
+        'the PostgreSQL resource needs the pg package, which is not installed: run `npm install pg` in your project',
+      );
     },
     STEP_MS,
   );
@@ -547,9 +686,15 @@ try {
   it(
     '`verdict node` without the node packages names all of them in one line',
     async () => {
-      const r = await run(join(app, 'node_modules', '.bin', 'verdict'), ['node', '--config', join(dir, 'absent.json')], { cwd: dir, timeoutMs: 60_000 });
+      const r = await run(
+        join(app, 'node_modules', '.bin', 'verdict'),
+        ['node', '--config', join(dir, 'absent.json')],
+        { cwd: dir, timeoutMs: 60_000 },
+      );
       expect(r.code).toBe(1);
-      expect(r.stderr).toBe('verdict: `verdict node` needs the level, pino and prom-client packages, which are not installed: run `npm install level pino prom-client` in your project\n');
+      expect(r.stderr).toBe(
+        'verdict: `verdict node` needs the level, pino and prom-client packages, which are not installed: run `npm install level pino prom-client` in your project\n',
+      );
     },
     STEP_MS,
   );

@@ -27,8 +27,16 @@ describe('parallel commit on real processes', () => {
     await c.waitForLeader();
     started.push(await startParticipants(c, ['shop', 'ledger']));
     started.push(await startParticipants(c, ['shop0', 'ledger0'], { lockWaitMs: 0 }));
-    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 30_000 });
-    const run = async (parallelCommit: boolean, keyOf: (seq: number) => string, pair = ['shop', 'ledger']): Promise<{ committed: string[]; aborts: string[] }> => {
+    const client = new VerdictClient({
+      insecure: true,
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 30_000,
+    });
+    const run = async (
+      parallelCommit: boolean,
+      keyOf: (seq: number) => string,
+      pair = ['shop', 'ledger'],
+    ): Promise<{ committed: string[]; aborts: string[] }> => {
       const committed: string[] = [];
       const aborts: string[] = [];
       for (let seq = 0; seq < TXNS; seq++) {
@@ -61,8 +69,10 @@ describe('parallel commit on real processes', () => {
         expect(r.committed).toHaveLength(TXNS);
       }
       for (const why of noWait.aborts) expect(why).toMatch(/voted NO: key \S+ is locked by prepared transaction /);
-      // Whatever the client heard COMMITTED is COMMIT in the log, and every participant ends up with it (nothing left in doubt).
-      for (const id of [...fresh.committed, ...reused.committed, ...noWait.committed]) expect((await client.outcome(id)).outcome).toBe('COMMITTED');
+      // Whatever the client heard COMMITTED is COMMIT in the log, and every participant ends up with it (nothing left
+      // in doubt).
+      for (const id of [...fresh.committed, ...reused.committed, ...noWait.committed])
+        expect((await client.outcome(id)).outcome).toBe('COMMITTED');
     } finally {
       client.close();
     }

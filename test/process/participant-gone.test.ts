@@ -51,10 +51,14 @@ describe('a participant that is gone', () => {
       ).outcome,
     ).toBe('COMMITTED');
 
-    // The application exits: its participant stops with it, cleanly (close()), and says so on the leader's Exchange stream.
+    // The application exits: its participant stops with it, cleanly (close()), and says so on the leader's Exchange
+    // stream.
     await parts.runtimes.get('app')?.stop();
     const shown = await waitFor('the leader to show app closed', 10_000, async () => {
-      const ps = JSON.parse((await runCli(['participants', '--json', '--endpoints', node.address])).stdout) as { participantId: string; connection: string }[];
+      const ps = JSON.parse((await runCli(['participants', '--json', '--endpoints', node.address])).stdout) as {
+        participantId: string;
+        connection: string;
+      }[];
       const conn = Object.fromEntries(ps.map((p) => [p.participantId, p.connection]));
       return conn.app === 'closed' ? conn : undefined;
     });
@@ -65,7 +69,9 @@ describe('a participant that is gone', () => {
       .enlist('app', { set: { k: '2' } })
       .commit();
     expect(r.outcome).toBe('ABORTED');
-    const unacked = await waitFor('verdict_decisions_unacked back to 0', 30_000, async () => ((await gauge(node.metricsAddress as string, 'verdict_decisions_unacked')) === 0 ? 0 : undefined));
+    const unacked = await waitFor('verdict_decisions_unacked back to 0', 30_000, async () =>
+      (await gauge(node.metricsAddress as string, 'verdict_decisions_unacked')) === 0 ? 0 : undefined,
+    );
     expect(unacked).toBe(0);
     const list = await runCli(['txn', 'list', '--unacked', '--json', '--endpoints', node.address]);
     expect(JSON.parse(list.stdout)).toEqual([]);
@@ -79,14 +85,19 @@ describe('a participant that is gone', () => {
     const { node } = await c.waitForLeader();
     const ep = ['--endpoints', node.address];
     const metrics = node.metricsAddress as string;
-    const gone = await startOldParticipant(c.clusterId, 'gone', [node.address], { acksDecisions: false, askAfterMs: 3_600_000 });
+    const gone = await startOldParticipant(c.clusterId, 'gone', [node.address], {
+      acksDecisions: false,
+      askAfterMs: 3_600_000,
+    });
     stops.push(() => gone.stop());
     const client = new VerdictClient({ insecure: true, endpoints: [node.address], callTimeoutMs: 30_000 });
     stops.push(() => client.close());
     const r = await client.transaction({ parallelCommit: false }).enlist('gone').commit();
     expect(r.outcome).toBe('COMMITTED');
     gone.stop();
-    await waitFor('the COMMIT to wait for its ACK', 30_000, async () => ((await gauge(metrics, 'verdict_decisions_unacked')) === 1 ? true : undefined));
+    await waitFor('the COMMIT to wait for its ACK', 30_000, async () =>
+      (await gauge(metrics, 'verdict_decisions_unacked')) === 1 ? true : undefined,
+    );
 
     const plain = await runCli(['participant', 'remove', 'gone', ...ep]);
     expect(plain.code).toBe(1);
@@ -95,36 +106,83 @@ describe('a participant that is gone', () => {
     expect(noReason.code).toBe(64);
     expect(noReason.stderr).toMatch(/--force needs --reason/);
 
-    const forced = await runCli(['participant', 'remove', 'gone', '--force', '--reason', 'host decommissioned', '--operator', 'alice@ops', '--json', ...ep]);
+    const forced = await runCli([
+      'participant',
+      'remove',
+      'gone',
+      '--force',
+      '--reason',
+      'host decommissioned',
+      '--operator',
+      'alice@ops',
+      '--json',
+      ...ep,
+    ]);
     expect(forced.code, forced.stderr).toBe(0);
     expect(JSON.parse(forced.stdout)).toEqual({ participantId: 'gone', removed: true, owed: [r.txnId] });
     // Deliveries stop: nothing unacknowledged is left on the leader, and the decision stays in the table for it.
-    await waitFor('verdict_decisions_unacked back to 0', 30_000, async () => ((await gauge(metrics, 'verdict_decisions_unacked')) === 0 ? true : undefined));
+    await waitFor('verdict_decisions_unacked back to 0', 30_000, async () =>
+      (await gauge(metrics, 'verdict_decisions_unacked')) === 0 ? true : undefined,
+    );
     expect(await gauge(metrics, 'verdict_decisions_unforgotten')).toBe(1);
     expect((await client.outcome(r.txnId)).outcome).toBe('COMMITTED');
-    const participants = JSON.parse((await runCli(['participants', '--json', ...ep])).stdout) as { participantId: string }[];
+    const participants = JSON.parse((await runCli(['participants', '--json', ...ep])).stdout) as {
+      participantId: string;
+    }[];
     expect(participants.map((p) => p.participantId)).not.toContain('gone');
     // The operator's act is in the log: every node that applies it logs who and why.
     const line = readFileSync(node.logFile, 'utf8')
       .split('\n')
       .find((l) => l.includes('participant removed with --force'));
-    expect(JSON.parse(line ?? '{}')).toMatchObject({ participantId: 'gone', operator: 'alice@ops', reason: 'host decommissioned', owed: 1 });
+    expect(JSON.parse(line ?? '{}')).toMatchObject({
+      participantId: 'gone',
+      operator: 'alice@ops',
+      reason: 'host decommissioned',
+      owed: 1,
+    });
     // txn show names the removal (who, when, why) in the participant's row; the console's transaction page has it too.
     const shown = await waitFor('txn show naming the removal', 30_000, async () => {
       const s = await runCli(['txn', 'show', r.txnId, ...ep]);
       return /removed with --force/.test(s.stdout) ? s : undefined;
     });
     expect(shown.code, shown.stderr).toBe(0);
-    expect(shown.stdout).toMatch(/^gone +yes +no +- +removed with --force by alice@ops at 20\d\d-\S+Z: host decommissioned; no longer delivered$/m);
-    const page = (await (await fetch(`http://${metrics}/api/transactions/${r.txnId}`)).json()) as { removed: unknown[]; history: { acts: unknown[] } };
-    expect(page.removed).toEqual([{ participantId: 'gone', operator: 'alice@ops', reason: 'host decommissioned', atMs: expect.any(Number), index: expect.any(Number) }]);
-    expect(page.history.acts).toEqual([expect.objectContaining({ kind: 'removed', participantId: 'gone', operator: 'alice@ops', reason: 'host decommissioned' })]);
+    expect(shown.stdout).toMatch(
+      /^gone +yes +no +- +removed with --force by alice@ops at 20\d\d-\S+Z: host decommissioned; no longer delivered$/m,
+    );
+    const page = (await (await fetch(`http://${metrics}/api/transactions/${r.txnId}`)).json()) as {
+      removed: unknown[];
+      history: { acts: unknown[] };
+    };
+    expect(page.removed).toEqual([
+      {
+        participantId: 'gone',
+        operator: 'alice@ops',
+        reason: 'host decommissioned',
+        atMs: expect.any(Number),
+        index: expect.any(Number),
+      },
+    ]);
+    expect(page.history.acts).toEqual([
+      expect.objectContaining({
+        kind: 'removed',
+        participantId: 'gone',
+        operator: 'alice@ops',
+        reason: 'host decommissioned',
+      }),
+    ]);
 
     // It returns under the same id, still holding the transaction prepared: the decision owed to it is delivered.
-    const back = await startOldParticipant(c.clusterId, 'gone', [node.address], { prepared: [r.txnId], askAfterMs: 3_600_000 });
+    const back = await startOldParticipant(c.clusterId, 'gone', [node.address], {
+      prepared: [r.txnId],
+      askAfterMs: 3_600_000,
+    });
     stops.push(() => back.stop());
-    await waitFor('the COMMIT delivered to the returned participant', 30_000, async () => (back.state.get(r.txnId) === 'committed' ? true : undefined));
-    await waitFor('the decision forgotten once acknowledged', 30_000, async () => ((await gauge(metrics, 'verdict_decisions_unforgotten')) === 0 ? true : undefined));
+    await waitFor('the COMMIT delivered to the returned participant', 30_000, async () =>
+      back.state.get(r.txnId) === 'committed' ? true : undefined,
+    );
+    await waitFor('the decision forgotten once acknowledged', 30_000, async () =>
+      (await gauge(metrics, 'verdict_decisions_unforgotten')) === 0 ? true : undefined,
+    );
     expect((await client.outcome(r.txnId)).outcome).toBe('COMMITTED');
   }, 120_000);
 
@@ -132,15 +190,30 @@ describe('a participant that is gone', () => {
     const c = await Cluster.start({ nodes: 1, metrics: true, configExtra: () => ({ history: false }) });
     const { node } = await c.waitForLeader();
     const ep = ['--endpoints', node.address];
-    const gone = await startOldParticipant(c.clusterId, 'gone', [node.address], { acksDecisions: false, askAfterMs: 3_600_000 });
+    const gone = await startOldParticipant(c.clusterId, 'gone', [node.address], {
+      acksDecisions: false,
+      askAfterMs: 3_600_000,
+    });
     stops.push(() => gone.stop());
     const client = new VerdictClient({ insecure: true, endpoints: [node.address], callTimeoutMs: 30_000 });
     stops.push(() => client.close());
     const r = await client.transaction({ parallelCommit: false }).enlist('gone').commit();
     expect(r.outcome).toBe('COMMITTED');
     gone.stop();
-    await waitFor('the COMMIT to wait for its ACK', 30_000, async () => ((await gauge(node.metricsAddress as string, 'verdict_decisions_unacked')) === 1 ? true : undefined));
-    const forced = await runCli(['participant', 'remove', 'gone', '--force', '--reason', 'rack 4 retired', '--operator', 'bob@ops', ...ep]);
+    await waitFor('the COMMIT to wait for its ACK', 30_000, async () =>
+      (await gauge(node.metricsAddress as string, 'verdict_decisions_unacked')) === 1 ? true : undefined,
+    );
+    const forced = await runCli([
+      'participant',
+      'remove',
+      'gone',
+      '--force',
+      '--reason',
+      'rack 4 retired',
+      '--operator',
+      'bob@ops',
+      ...ep,
+    ]);
     expect(forced.code, forced.stderr).toBe(0);
     const shown = await waitFor('txn show naming the removal', 30_000, async () => {
       const s = await runCli(['txn', 'show', r.txnId, ...ep]);
@@ -148,10 +221,23 @@ describe('a participant that is gone', () => {
     });
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toMatch(/keeps no transaction history/);
-    expect(shown.stdout).toMatch(/^gone +removed with --force by bob@ops at 20\d\d-\S+Z: rack 4 retired; no longer delivered$/m);
+    expect(shown.stdout).toMatch(
+      /^gone +removed with --force by bob@ops at 20\d\d-\S+Z: rack 4 retired; no longer delivered$/m,
+    );
     expect(shown.stdout).not.toMatch(/not tracked any more/);
-    const json = JSON.parse((await runCli(['txn', 'show', r.txnId, '--json', ...ep])).stdout) as { removals: unknown[]; history: unknown };
+    const json = JSON.parse((await runCli(['txn', 'show', r.txnId, '--json', ...ep])).stdout) as {
+      removals: unknown[];
+      history: unknown;
+    };
     expect(json.history).toBeNull();
-    expect(json.removals).toEqual([{ participantId: 'gone', operator: 'bob@ops', reason: 'rack 4 retired', atMs: expect.any(Number), index: expect.any(Number) }]);
+    expect(json.removals).toEqual([
+      {
+        participantId: 'gone',
+        operator: 'bob@ops',
+        reason: 'rack 4 retired',
+        atMs: expect.any(Number),
+        index: expect.any(Number),
+      },
+    ]);
   }, 120_000);
 });

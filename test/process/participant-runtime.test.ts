@@ -8,11 +8,30 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { coordinatorParticipantService, type CoordinatorParticipantHandlers, type OutcomeValue } from '../../src/participant/cluster-link.ts';
-import { LEADER_ADDRESS_KEY, type OutcomeRequest, type RegisterParticipantRequest } from '../../src/transport/coordinator-rpc.ts';
+import {
+  coordinatorParticipantService,
+  type CoordinatorParticipantHandlers,
+  type OutcomeValue,
+} from '../../src/participant/cluster-link.ts';
+import {
+  LEADER_ADDRESS_KEY,
+  type OutcomeRequest,
+  type RegisterParticipantRequest,
+} from '../../src/transport/coordinator-rpc.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
-import { ParticipantStartupError, startParticipant, type ParticipantOptions, type ParticipantRuntime } from '../../src/participant/runtime.ts';
-import { ParticipantClient, type Ack, type DecideRequest, type PrepareRequest, type VoteMessage } from '../../src/transport/participant-rpc.ts';
+import {
+  ParticipantStartupError,
+  startParticipant,
+  type ParticipantOptions,
+  type ParticipantRuntime,
+} from '../../src/participant/runtime.ts';
+import {
+  ParticipantClient,
+  type Ack,
+  type DecideRequest,
+  type PrepareRequest,
+  type VoteMessage,
+} from '../../src/transport/participant-rpc.ts';
 import { ParticipantExchange } from '../../src/transport/participant-exchange.ts';
 import { startUnackingParticipant } from './ops-helpers.ts';
 
@@ -67,7 +86,14 @@ function fail(cb: grpc.sendUnaryData<never>, a: Exclude<Answer, 'ok'>): void {
 
 async function fakeNode(): Promise<FakeNode> {
   const server = new grpc.Server();
-  const node: FakeNode = { address: '', server, registrations: [], questions: [], registerScript: ['ok'], outcomeScript: ['OUTCOME_IN_PROGRESS'] };
+  const node: FakeNode = {
+    address: '',
+    server,
+    registrations: [],
+    questions: [],
+    registerScript: ['ok'],
+    outcomeScript: ['OUTCOME_IN_PROGRESS'],
+  };
   const impl: CoordinatorParticipantHandlers = {
     RegisterParticipant: (call, cb) => {
       node.registrations.push(call.request);
@@ -95,7 +121,11 @@ async function fakeNode(): Promise<FakeNode> {
     },
   };
   server.addService(coordinatorParticipantService, impl);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
   servers.push(server);
   node.address = `127.0.0.1:${port}`;
   return node;
@@ -107,7 +137,11 @@ async function dataDir(): Promise<string> {
   return d;
 }
 
-async function start(dir: string, endpoints: string[], over: Partial<ParticipantOptions> = {}): Promise<ParticipantRuntime> {
+async function start(
+  dir: string,
+  endpoints: string[],
+  over: Partial<ParticipantOptions> = {},
+): Promise<ParticipantRuntime> {
   const r = await startParticipant({
     clusterId: CLUSTER,
     participantId: 'p1',
@@ -135,7 +169,11 @@ function client(address: string): ParticipantClient {
   return c;
 }
 
-const prepareReq = (txnId: string, set: Record<string, string>, over: Partial<PrepareRequest> = {}): PrepareRequest => ({
+const prepareReq = (
+  txnId: string,
+  set: Record<string, string>,
+  over: Partial<PrepareRequest> = {},
+): PrepareRequest => ({
   clusterId: CLUSTER,
   txnId,
   participantId: 'p1',
@@ -144,7 +182,11 @@ const prepareReq = (txnId: string, set: Record<string, string>, over: Partial<Pr
   timeoutMs: 0,
   ...over,
 });
-const decisionReq = (txnId: string, decision: DecideRequest['decision'], over: Partial<DecideRequest> = {}): DecideRequest => ({
+const decisionReq = (
+  txnId: string,
+  decision: DecideRequest['decision'],
+  over: Partial<DecideRequest> = {},
+): DecideRequest => ({
   clusterId: CLUSTER,
   txnId,
   participantId: 'p1',
@@ -163,28 +205,58 @@ describe('participant runtime against a fake cluster', () => {
     await r.registered;
     expect(follower.registrations.length).toBeGreaterThanOrEqual(1);
     expect(leader.registrations).toHaveLength(2);
-    expect(leader.registrations[1]).toEqual({ clusterId: CLUSTER, participantId: 'p1', endpoint: r.address, resourceKind: 'memory', serves: ['Exchange', 'Status'] });
+    expect(leader.registrations[1]).toEqual({
+      clusterId: CLUSTER,
+      participantId: 'p1',
+      endpoint: r.address,
+      resourceKind: 'memory',
+      serves: ['Exchange', 'Status'],
+    });
   });
 
   it('serves Prepare and Decide over gRPC: YES, NO on a lock still held after the lock wait, ACK, and status codes with reasons', async () => {
     const cluster = await fakeNode();
     const r = await start(await dataDir(), [cluster.address], { lockWaitMs: 200 });
     const c = client(r.address);
-    expect(await c.prepare(prepareReq('T1', { greeting: 'hello' }), DEADLINE_MS)).toEqual({ txnId: 'T1', participantId: 'p1', vote: 'VOTE_YES', reason: '' });
-    expect(await c.prepare(prepareReq('T2', { greeting: 'bye' }), DEADLINE_MS)).toMatchObject({ vote: 'VOTE_NO', reason: 'key greeting is locked by prepared transaction T1 (waited 200 ms)' });
-    expect(await c.prepare({ ...prepareReq('T3', {}), payload: new TextEncoder().encode('nope') }, DEADLINE_MS)).toMatchObject({ vote: 'VOTE_NO', reason: expect.stringMatching(/not valid JSON/) });
+    expect(await c.prepare(prepareReq('T1', { greeting: 'hello' }), DEADLINE_MS)).toEqual({
+      txnId: 'T1',
+      participantId: 'p1',
+      vote: 'VOTE_YES',
+      reason: '',
+    });
+    expect(await c.prepare(prepareReq('T2', { greeting: 'bye' }), DEADLINE_MS)).toMatchObject({
+      vote: 'VOTE_NO',
+      reason: 'key greeting is locked by prepared transaction T1 (waited 200 ms)',
+    });
+    expect(
+      await c.prepare({ ...prepareReq('T3', {}), payload: new TextEncoder().encode('nope') }, DEADLINE_MS),
+    ).toMatchObject({ vote: 'VOTE_NO', reason: expect.stringMatching(/not valid JSON/) });
     expect(r.resource.get('greeting')).toBeUndefined();
-    expect(await c.decide(decisionReq('T1', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({ txnId: 'T1', participantId: 'p1' });
-    expect(await c.decide(decisionReq('T1', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({ txnId: 'T1', participantId: 'p1' });
+    expect(await c.decide(decisionReq('T1', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({
+      txnId: 'T1',
+      participantId: 'p1',
+    });
+    expect(await c.decide(decisionReq('T1', 'DECISION_COMMIT'), DEADLINE_MS)).toEqual({
+      txnId: 'T1',
+      participantId: 'p1',
+    });
     expect(r.resource.get('greeting')).toBe('hello');
 
-    await expect(c.decide(decisionReq('T9', 'DECISION_COMMIT'), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/never prepared/) });
+    await expect(c.decide(decisionReq('T9', 'DECISION_COMMIT'), DEADLINE_MS)).rejects.toMatchObject({
+      code: grpc.status.FAILED_PRECONDITION,
+      details: expect.stringMatching(/never prepared/),
+    });
     await expect(c.prepare(prepareReq('T4', {}, { clusterId: 'beta' }), DEADLINE_MS)).rejects.toMatchObject({
       code: grpc.status.FAILED_PRECONDITION,
       details: expect.stringMatching(/cluster id mismatch/),
     });
-    await expect(c.prepare(prepareReq('', {}), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: 'txn_id is empty' });
-    await expect(c.decide(decisionReq('T5', 'DECISION_UNSPECIFIED'), DEADLINE_MS)).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+    await expect(c.prepare(prepareReq('', {}), DEADLINE_MS)).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: 'txn_id is empty',
+    });
+    await expect(c.decide(decisionReq('T5', 'DECISION_UNSPECIFIED'), DEADLINE_MS)).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+    });
   });
 
   it("R7: the leader's Exchange stream carries PREPAREs and DECISIONs in batches, answered by id with the unary calls' answers and status codes", async () => {
@@ -194,24 +266,38 @@ describe('participant runtime against a fake cluster', () => {
     const c = client(r.address);
     const x = new ParticipantExchange(c.channel, r.address);
     exchanges.push(x);
-    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> =>
+      new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
     // Sent in one turn, so in one batch: a YES, a NO on the lock it takes, and a refusal.
     const [yes, no, bad] = await Promise.allSettled([
       call<VoteMessage>((cb) => x.prepare(prepareReq('X1', { k: 'v1' }), DEADLINE_MS, cb)),
       call<VoteMessage>((cb) => x.prepare(prepareReq('X2', { k: 'v2' }), DEADLINE_MS, cb)),
       call<VoteMessage>((cb) => x.prepare(prepareReq('X3', {}, { clusterId: 'beta' }), DEADLINE_MS, cb)),
     ]);
-    expect(yes).toEqual({ status: 'fulfilled', value: { txnId: 'X1', participantId: 'p1', vote: 'VOTE_YES', reason: '' } });
-    expect(no).toMatchObject({ status: 'fulfilled', value: { txnId: 'X2', vote: 'VOTE_NO', reason: 'key k is locked by prepared transaction X1' } });
-    expect(bad).toMatchObject({ status: 'rejected', reason: { code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/cluster id mismatch/) } });
+    expect(yes).toEqual({
+      status: 'fulfilled',
+      value: { txnId: 'X1', participantId: 'p1', vote: 'VOTE_YES', reason: '' },
+    });
+    expect(no).toMatchObject({
+      status: 'fulfilled',
+      value: { txnId: 'X2', vote: 'VOTE_NO', reason: 'key k is locked by prepared transaction X1' },
+    });
+    expect(bad).toMatchObject({
+      status: 'rejected',
+      reason: { code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/cluster id mismatch/) },
+    });
     // The same DECISION twice is acknowledged twice (R7) and applied once.
-    const acks = await Promise.all([1, 2].map(() => call<Ack>((cb) => x.decide(decisionReq('X1', 'DECISION_COMMIT'), DEADLINE_MS, cb))));
+    const acks = await Promise.all(
+      [1, 2].map(() => call<Ack>((cb) => x.decide(decisionReq('X1', 'DECISION_COMMIT'), DEADLINE_MS, cb))),
+    );
     expect(acks).toEqual([
       { txnId: 'X1', participantId: 'p1' },
       { txnId: 'X1', participantId: 'p1' },
     ]);
     expect(r.resource.get('k')).toBe('v1');
-    await expect(call<Ack>((cb) => x.decide(decisionReq('X9', 'DECISION_COMMIT'), DEADLINE_MS, cb))).rejects.toMatchObject({
+    await expect(
+      call<Ack>((cb) => x.decide(decisionReq('X9', 'DECISION_COMMIT'), DEADLINE_MS, cb)),
+    ).rejects.toMatchObject({
       code: grpc.status.FAILED_PRECONDITION,
       details: expect.stringMatching(/never prepared/),
     });
@@ -221,18 +307,26 @@ describe('participant runtime against a fake cluster', () => {
     const cluster = await fakeNode();
     // The new leader's answer, once it is there: UNAVAILABLE while electing, then ABORT (R3: it holds no decision).
     cluster.outcomeScript = [{ code: grpc.status.UNAVAILABLE, details: 'electing' }, 'OUTCOME_ABORTED'];
-    const r = await start(await dataDir(), [cluster.address], { engine: { inDoubtAfterMs: 120_000, askBackoffMinMs: 20, askBackoffMaxMs: 100 } });
+    const r = await start(await dataDir(), [cluster.address], {
+      engine: { inDoubtAfterMs: 120_000, askBackoffMinMs: 20, askBackoffMaxMs: 100 },
+    });
     const x = new ParticipantExchange(client(r.address).channel, r.address);
-    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
-    expect(await call<VoteMessage>((cb) => x.prepare(prepareReq('F1', { f: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
-    expect(await call<VoteMessage>((cb) => x.prepare(prepareReq('F2', { g: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> =>
+      new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    expect(await call<VoteMessage>((cb) => x.prepare(prepareReq('F1', { f: '1' }), DEADLINE_MS, cb))).toMatchObject({
+      vote: 'VOTE_YES',
+    });
+    expect(await call<VoteMessage>((cb) => x.prepare(prepareReq('F2', { g: '1' }), DEADLINE_MS, cb))).toMatchObject({
+      vote: 'VOTE_YES',
+    });
     await call<Ack>((cb) => x.decide(decisionReq('F2', 'DECISION_COMMIT'), DEADLINE_MS, cb));
     await sleep(200);
     expect(cluster.questions).toEqual([]);
     // The leader goes away without ending its stream (as a killed process does).
     x.close();
     await waitFor('F1 aborted', () => r.engine.stateOf('F1') === 'ABORTED', 20_000);
-    // Only the undecided one was asked about, with this participant's id (R3), and more than once (the first answer was UNAVAILABLE).
+    // Only the undecided one was asked about, with this participant's id (R3), and more than once (the first answer was
+    // UNAVAILABLE).
     expect(new Set(cluster.questions.map((q) => `${q.txnId}/${q.participantId}`))).toEqual(new Set(['F1/p1']));
     expect(cluster.questions.length).toBeGreaterThanOrEqual(2);
     expect(r.engine.stateOf('F2')).toBe('COMMITTED');
@@ -246,8 +340,11 @@ describe('participant runtime against a fake cluster', () => {
     const r = await start(dir, [cluster.address]);
     const x = new ParticipantExchange(client(r.address).channel, r.address);
     exchanges.push(x);
-    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
-    expect((await call<VoteMessage>((cb) => x.prepare(prepareReq('Y1', { a: '1' }), DEADLINE_MS, cb))).vote).toBe('VOTE_YES');
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> =>
+      new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    expect((await call<VoteMessage>((cb) => x.prepare(prepareReq('Y1', { a: '1' }), DEADLINE_MS, cb))).vote).toBe(
+      'VOTE_YES',
+    );
     // Sent in one turn, so in one batch message: the DECISION for Y1 rides the PREPARE of Y2.
     const [ack, vote] = await Promise.all([
       call<Ack>((cb) => x.decide(decisionReq('Y1', 'DECISION_COMMIT'), DEADLINE_MS, cb)),
@@ -269,30 +366,48 @@ describe('participant runtime against a fake cluster', () => {
     const c = client(old.address);
     const x = new ParticipantExchange(c.channel, old.address);
     exchanges.push(x);
-    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
-    expect(await call<VoteMessage>((cb) => x.prepare(prepareReq('U1', {}), DEADLINE_MS, cb))).toMatchObject({ txnId: 'U1', vote: 'VOTE_YES' });
+    const call = <T>(f: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> =>
+      new Promise((resolve, reject) => f((err, res) => (err ? reject(err) : resolve(res as T))));
+    expect(await call<VoteMessage>((cb) => x.prepare(prepareReq('U1', {}), DEADLINE_MS, cb))).toMatchObject({
+      txnId: 'U1',
+      vote: 'VOTE_YES',
+    });
     // That participant never acknowledges: its unary Decide's UNAVAILABLE comes through as is.
-    await expect(call<Ack>((cb) => x.decide(decisionReq('U1', 'DECISION_COMMIT'), DEADLINE_MS, cb))).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
+    await expect(
+      call<Ack>((cb) => x.decide(decisionReq('U1', 'DECISION_COMMIT'), DEADLINE_MS, cb)),
+    ).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
     expect(old.decisions).toBe(1);
     old.stop();
     const cluster = await fakeNode();
     const r = await start(await dataDir(), [cluster.address]);
     const x2 = new ParticipantExchange(client(r.address).channel, r.address);
     exchanges.push(x2);
-    expect(await call<VoteMessage>((cb) => x2.prepare(prepareReq('U2', { a: '1' }), DEADLINE_MS, cb))).toMatchObject({ vote: 'VOTE_YES' });
+    expect(await call<VoteMessage>((cb) => x2.prepare(prepareReq('U2', { a: '1' }), DEADLINE_MS, cb))).toMatchObject({
+      vote: 'VOTE_YES',
+    });
     await stop(r);
-    // The participant is gone: the request fails (UNAVAILABLE), as a unary call to it would, instead of waiting for ever.
-    await expect(call<VoteMessage>((cb) => x2.prepare(prepareReq('U3', { a: '2' }), DEADLINE_MS, cb))).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
+    // The participant is gone: the request fails (UNAVAILABLE), as a unary call to it would, instead of waiting for
+    // ever.
+    await expect(
+      call<VoteMessage>((cb) => x2.prepare(prepareReq('U3', { a: '2' }), DEADLINE_MS, cb)),
+    ).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
   });
 
   it('R4: restarted with a prepared transaction in its journal, it asks GetOutcome with its participant_id until COMMITTED, then applies it', async () => {
     const cluster = await fakeNode();
     const dir = await dataDir();
     const first = await start(dir, [cluster.address]);
-    expect((await client(first.address).prepare(prepareReq('T1', { balance: '90' }), DEADLINE_MS)).vote).toBe('VOTE_YES');
+    expect((await client(first.address).prepare(prepareReq('T1', { balance: '90' }), DEADLINE_MS)).vote).toBe(
+      'VOTE_YES',
+    );
     await stop(first);
 
-    cluster.outcomeScript = [{ code: grpc.status.UNAVAILABLE, details: 'electing' }, 'OUTCOME_IN_PROGRESS', 'OUTCOME_UNKNOWN', 'OUTCOME_COMMITTED'];
+    cluster.outcomeScript = [
+      { code: grpc.status.UNAVAILABLE, details: 'electing' },
+      'OUTCOME_IN_PROGRESS',
+      'OUTCOME_UNKNOWN',
+      'OUTCOME_COMMITTED',
+    ];
     const second = await start(dir, [cluster.address]);
     expect(second.engine.inDoubt().map((t) => t.txnId)).toEqual(['T1']);
     // Still locked while in doubt: nothing was decided alone.
@@ -318,6 +433,8 @@ describe('participant runtime against a fake cluster', () => {
     const dir = await dataDir();
     await stop(await start(dir, [cluster.address]));
     await expect(start(dir, [cluster.address], { participantId: 'p2' })).rejects.toThrow(ParticipantStartupError);
-    await expect(start(dir, [cluster.address], { participantId: 'p2' })).rejects.toThrow(/belongs to participant "p1" of cluster "alpha"/);
+    await expect(start(dir, [cluster.address], { participantId: 'p2' })).rejects.toThrow(
+      /belongs to participant "p1" of cluster "alpha"/,
+    );
   });
 });

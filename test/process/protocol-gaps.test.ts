@@ -35,15 +35,21 @@ describe('a participant that answers UNIMPLEMENTED to Status', () => {
     }
     const { node: leader } = await c.waitForLeader();
     const addresses = c.nodes.map((n) => n.address);
-    // It asks about a prepared transaction only after an hour: until then only Status could tell recovery it is prepared.
-    const p = await startOldParticipant(c.clusterId, 'handmade', addresses, { serves: ['Status'], askAfterMs: 3_600_000 });
+    // It asks about a prepared transaction only after an hour: until then only Status could tell recovery it is
+    // prepared.
+    const p = await startOldParticipant(c.clusterId, 'handmade', addresses, {
+      serves: ['Status'],
+      askAfterMs: 3_600_000,
+    });
     stops.push(() => p.stop());
     const client = new VerdictClient({ insecure: true, endpoints: addresses, callTimeoutMs: 30_000 });
     stops.push(() => client.close());
 
     const r = await client.transaction({ timeoutMs: 20_000, parallelCommit: true }).enlist('handmade').commit();
     expect(r.outcome).toBe('COMMITTED');
-    await waitFor('the leader to be SIGKILLed by its fault point', 30_000, async () => (leader.lastExit?.signal === 'SIGKILL' ? true : undefined));
+    await waitFor('the leader to be SIGKILLed by its fault point', 30_000, async () =>
+      leader.lastExit?.signal === 'SIGKILL' ? true : undefined,
+    );
     const { node: next } = await c.waitForLeader({ notId: leader.id });
 
     const line = await waitFor('the warn line naming participant and method', 60_000, async () =>
@@ -54,7 +60,11 @@ describe('a participant that answers UNIMPLEMENTED to Status', () => {
     const logged = JSON.parse(line) as { level: number; participantId: string; method: string; txnId: string };
     expect(logged).toMatchObject({ level: 40, participantId: 'handmade', method: 'Status', txnId: r.txnId });
     const counted = await waitFor('the counter', 30_000, async () => {
-      const n = value((await scrape(next.metricsAddress as string)).samples, 'verdict_participant_unimplemented_total', { participant: 'handmade', method: 'Status' });
+      const n = value(
+        (await scrape(next.metricsAddress as string)).samples,
+        'verdict_participant_unimplemented_total',
+        { participant: 'handmade', method: 'Status' },
+      );
       return n >= 1 ? n : undefined;
     });
     // Recovery asks again with backoff; the log says so at most once a minute per participant and method.
@@ -66,9 +76,15 @@ describe('a participant that answers UNIMPLEMENTED to Status', () => {
     const show = await runCli(['txn', 'show', r.txnId, '--endpoints', addresses.join(',')]);
     expect(show.stdout).toMatch(/PROBLEM/);
     expect(show.stdout).toMatch(/handmade\s+-\s+no\s+\d+\s+does not implement Status \(answers UNIMPLEMENTED\)/);
-    const json = JSON.parse((await runCli(['txn', 'show', r.txnId, '--json', '--endpoints', addresses.join(',')])).stdout) as { participants: { participantId: string; unimplemented: string }[] };
-    expect(json.participants).toEqual([expect.objectContaining({ participantId: 'handmade', unimplemented: 'Status' })]);
+    const json = JSON.parse(
+      (await runCli(['txn', 'show', r.txnId, '--json', '--endpoints', addresses.join(',')])).stdout,
+    ) as { participants: { participantId: string; unimplemented: string }[] };
+    expect(json.participants).toEqual([
+      expect.objectContaining({ participantId: 'handmade', unimplemented: 'Status' }),
+    ]);
     expect(p.inDoubt()).toEqual([r.txnId]);
-    console.log(`staged ${r.txnId} under recovery on ${next.id}: ${counted} Status call(s) answered UNIMPLEMENTED, one warn line; txn show:\n${show.stdout}`);
+    console.log(
+      `staged ${r.txnId} under recovery on ${next.id}: ${counted} Status call(s) answered UNIMPLEMENTED, one warn line; txn show:\n${show.stdout}`,
+    );
   }, 300_000);
 });

@@ -18,11 +18,23 @@ const SDK = join(ROOT, 'sdk', 'python');
 
 type Result = { state: 'passed' | 'failed' | 'skipped'; message: string };
 
-/** pytest's ids of every test in `folder`, e.g. tests/test_retry.py::test_classify[...]; or why they could not be listed. */
+/**
+ * pytest's ids of every test in `folder`, e.g. tests/test_retry.py::test_classify[...]; or why they could not be
+ * listed.
+ */
 function collect(folder: string, env: NodeJS.ProcessEnv): { ids: string[]; problem: string | null } {
-  const r = spawnSync(PYTHON, ['-m', 'pytest', folder, '-p', 'no:cacheprovider', '--collect-only', '-q'], { cwd: SDK, encoding: 'utf8', env, timeout: 60_000 });
+  const r = spawnSync(PYTHON, ['-m', 'pytest', folder, '-p', 'no:cacheprovider', '--collect-only', '-q'], {
+    cwd: SDK,
+    encoding: 'utf8',
+    env,
+    timeout: 60_000,
+  });
   const ids = (r.stdout ?? '').split('\n').filter((l) => l.startsWith(`${folder}/`) && /\.py::/.test(l));
-  if (r.status !== 0 || ids.length === 0) return { ids, problem: `pytest --collect-only ended with ${r.status ?? r.signal}: ${(r.stdout ?? '').slice(-1_500)}${(r.stderr ?? '').slice(-1_500)}` };
+  if (r.status !== 0 || ids.length === 0)
+    return {
+      ids,
+      problem: `pytest --collect-only ended with ${r.status ?? r.signal}: ${(r.stdout ?? '').slice(-1_500)}${(r.stderr ?? '').slice(-1_500)}`,
+    };
   return { ids, problem: null };
 }
 
@@ -53,7 +65,11 @@ function junitResults(xml: string): Map<string, Result> {
  * `env` gives what they need (a database URL); `setUp` runs first in
  * beforeAll (start a server) and may return more environment.
  */
-export function describePytest(title: string, folder: string, o: { env?: NodeJS.ProcessEnv; setUp?: () => Promise<NodeJS.ProcessEnv>; timeoutMs?: number } = {}): void {
+export function describePytest(
+  title: string,
+  folder: string,
+  o: { env?: NodeJS.ProcessEnv; setUp?: () => Promise<NodeJS.ProcessEnv>; timeoutMs?: number } = {},
+): void {
   const base = { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...o.env };
   // Listed with a stand-in for what setUp gives (the URL is only known then): the listing must not depend on it.
   const { ids, problem } = collect(folder, { ...base, VERDICT_TEST_LISTING: '1' });
@@ -65,7 +81,12 @@ export function describePytest(title: string, folder: string, o: { env?: NodeJS.
       if (problem !== null) return;
       const env = { ...base, ...(o.setUp === undefined ? {} : await o.setUp()) };
       const report = join(dir, 'pytest.xml');
-      const r = spawnSync(PYTHON, ['-m', 'pytest', folder, '-p', 'no:cacheprovider', '-q', `--junitxml=${report}`], { cwd: SDK, encoding: 'utf8', env, timeout: o.timeoutMs ?? 170_000 });
+      const r = spawnSync(PYTHON, ['-m', 'pytest', folder, '-p', 'no:cacheprovider', '-q', `--junitxml=${report}`], {
+        cwd: SDK,
+        encoding: 'utf8',
+        env,
+        timeout: o.timeoutMs ?? 170_000,
+      });
       runOutput = `${(r.stdout ?? '').slice(-3_000)}${(r.stderr ?? '').slice(-1_000)}`;
       try {
         results = junitResults(readFileSync(report, 'utf8'));

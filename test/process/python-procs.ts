@@ -25,6 +25,8 @@ export const stopPythonProcs = (): Promise<void> => stopAll(running);
 
 /** Runs the Python client over `ops` to its end; its results, one per op. */
 export function pythonClient(nodes: string[], ops: unknown[], tls?: string, callTimeoutMs = 60_000): Promise<Event[]> {
-  const p = new PythonProc('client.py', [nodes.join(','), JSON.stringify(ops), ...(tls === undefined ? [] : [tls])], { VERDICT_TEST_CALL_TIMEOUT_MS: String(callTimeoutMs) });
+  const p = new PythonProc('client.py', [nodes.join(','), JSON.stringify(ops), ...(tls === undefined ? [] : [tls])], {
+    VERDICT_TEST_CALL_TIMEOUT_MS: String(callTimeoutMs),
+  });
   return clientLines(p, 'the Python client');
 }

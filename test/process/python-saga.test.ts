@@ -22,25 +22,55 @@ describe('a Python step service', () => {
     const endpoints = cluster.nodes.map((n) => n.address).join(',');
     const [port] = await freePorts(1);
     const data = join(tempDir('verdict-py-saga-'), 'shop');
-    const svc = new PythonProc('step_service.py', ['--id', 'shop', '--cluster-id', cluster.clusterId, '--nodes', endpoints, '--listen', `127.0.0.1:${port}`, '--data', data]);
+    const svc = new PythonProc('step_service.py', [
+      '--id',
+      'shop',
+      '--cluster-id',
+      cluster.clusterId,
+      '--nodes',
+      endpoints,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--data',
+      data,
+    ]);
     await svc.waitLine('the step service registered', (e) => e.event === 'ready');
 
-    const done = await runCli(['saga', 'start', '--step', 'shop:reserve', '--step', 'shop:charge=40', '--json', '--endpoints', endpoints], { timeoutMs: WAIT_MS });
+    const done = await runCli(
+      ['saga', 'start', '--step', 'shop:reserve', '--step', 'shop:charge=40', '--json', '--endpoints', endpoints],
+      { timeoutMs: WAIT_MS },
+    );
     expect(done.code, done.stderr).toBe(0);
     const finished = JSON.parse(done.stdout) as { id: string; state: string; outputs: string[] };
     expect(finished).toMatchObject({ state: 'finished', outputs: ['reserve done', 'charged'] });
 
-    const declined = await runCli(['saga', 'start', '--step', 'shop:reserve', '--step', 'shop:charge=decline', '--json', '--endpoints', endpoints], { timeoutMs: WAIT_MS });
+    const declined = await runCli(
+      ['saga', 'start', '--step', 'shop:reserve', '--step', 'shop:charge=decline', '--json', '--endpoints', endpoints],
+      { timeoutMs: WAIT_MS },
+    );
     expect(declined.code, declined.stderr).toBe(2);
     const compensated = JSON.parse(declined.stdout) as { id: string };
-    const show = await runCli(['saga', 'show', compensated.id, '--json', '--endpoints', endpoints], { timeoutMs: WAIT_MS });
+    const show = await runCli(['saga', 'show', compensated.id, '--json', '--endpoints', endpoints], {
+      timeoutMs: WAIT_MS,
+    });
     expect(JSON.parse(show.stdout)).toMatchObject({ state: 'compensated', steps: ['compensated', 'failed'] });
-    await svc.waitLine('the reservation compensated', (e) => e.event === 'applied' && e.key === `${compensated.id}/0/compensate`);
+    await svc.waitLine(
+      'the reservation compensated',
+      (e) => e.event === 'applied' && e.key === `${compensated.id}/0/compensate`,
+    );
 
     // Each effect once, whatever the orchestrator retried.
     const applied = svc.lines.filter((e) => e.event === 'applied').map((e) => `${e.key} ${e.effect}`);
-    expect(applied.sort()).toEqual([`${compensated.id}/0/action reserve`, `${compensated.id}/0/compensate release`, `${finished.id}/0/action reserve`, `${finished.id}/1/action charge`].sort());
-    // The orchestrator ends both sagas; the service confirms each with the cluster and records the end (its keys are dropped).
+    expect(applied.sort()).toEqual(
+      [
+        `${compensated.id}/0/action reserve`,
+        `${compensated.id}/0/compensate release`,
+        `${finished.id}/0/action reserve`,
+        `${finished.id}/1/action charge`,
+      ].sort(),
+    );
+    // The orchestrator ends both sagas; the service confirms each with the cluster and records the end (its keys are
+    // dropped).
     const ends = async (): Promise<string[]> =>
       readFileSync(join(data, 'inbox.log'), 'utf8')
         .split('\n')

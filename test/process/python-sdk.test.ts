@@ -29,15 +29,32 @@ describe('the Python SDK on a real cluster', () => {
     const dir = tempDir('verdict-python-');
     const hold = join(dir, 'hold');
     const [port] = await freePorts(1);
-    const participantArgs = ['--id', 'py', '--nodes', nodes.join(','), '--data-dir', join(dir, 'py'), '--listen', `127.0.0.1:${port}`, '--hold-file', hold];
+    const participantArgs = [
+      '--id',
+      'py',
+      '--nodes',
+      nodes.join(','),
+      '--data-dir',
+      join(dir, 'py'),
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--hold-file',
+      hold,
+    ];
     let py = new PythonProc('participant.py', participantArgs);
     await py.waitLine('the Python participant registered', (e) => e.event === 'ready');
 
     const ts = new VerdictClient({ endpoints: nodes, insecure: true, callTimeoutMs: 30_000 });
     try {
       // The registry shows what it serves (waited for: a node that answers may not have applied the registration yet).
-      const listed = await waitFor('the registration in the list', WAIT_MS, async () => (await ts.participants()).find((p) => p.participantId === 'py'));
-      expect(listed).toMatchObject({ endpoint: `127.0.0.1:${port}`, resourceKind: 'memory', serves: ['Exchange', 'Status'] });
+      const listed = await waitFor('the registration in the list', WAIT_MS, async () =>
+        (await ts.participants()).find((p) => p.participantId === 'py'),
+      );
+      expect(listed).toMatchObject({
+        endpoint: `127.0.0.1:${port}`,
+        resourceKind: 'memory',
+        serves: ['Exchange', 'Status'],
+      });
 
       // A commit, an abort before commit, a NO vote (a payload the memory resource refuses), and an outcome question.
       const results = await pythonClient(nodes, [
@@ -52,10 +69,16 @@ describe('the Python SDK on a real cluster', () => {
         ['py-n1', 'ABORTED'],
         ['py-c1', 'COMMITTED'],
       ]);
-      await py.waitLine('py-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'py-c1' && e.outcome === 'COMMITTED');
-      // The leader's hot path: PREPARE and DECISION on the Exchange stream the participant serves (its lines waited for: they reach this process asynchronously).
+      await py.waitLine(
+        'py-c1 applied at the participant',
+        (e) => e.event === 'decided' && e.txn_id === 'py-c1' && e.outcome === 'COMMITTED',
+      );
+      // The leader's hot path: PREPARE and DECISION on the Exchange stream the participant serves (its lines waited
+      // for: they reach this process asynchronously).
       await py.waitLine('the Exchange stream opened', (e) => e.event === 'exchange-opened');
-      expect(await py.waitLine('py-n1 voted', (e) => e.event === 'vote' && e.txn_id === 'py-n1')).toMatchObject({ vote: 'NO' });
+      expect(await py.waitLine('py-n1 voted', (e) => e.event === 'vote' && e.txn_id === 'py-n1')).toMatchObject({
+        vote: 'NO',
+      });
 
       // Commits are held at the participant: it votes YES (durably) and then waits inside COMMIT.
       writeFileSync(hold, '');
@@ -68,14 +91,18 @@ describe('the Python SDK on a real cluster', () => {
       rmSync(hold, { force: true });
       expect(existsSync(hold)).toBe(false);
 
-      // Restarted on the same data directory: py-k1 is in doubt from its journal, and is resolved to the cluster's decision.
+      // Restarted on the same data directory: py-k1 is in doubt from its journal, and is resolved to the cluster's
+      // decision.
       py = new PythonProc('participant.py', participantArgs);
       const ready = await py.waitLine('the restarted participant registered', (e) => e.event === 'ready');
       const started = await py.waitLine('started', (e) => e.event === 'started');
       expect(started.in_doubt).toEqual(['py-k1']);
       // The committed value of py-c1 came back from the journal.
       expect(ready.values).toMatchObject({ k1: 'v1' });
-      const decided = await py.waitLine('py-k1 applied after the restart', (e) => e.event === 'decided' && e.txn_id === 'py-k1');
+      const decided = await py.waitLine(
+        'py-k1 applied after the restart',
+        (e) => e.event === 'decided' && e.txn_id === 'py-k1',
+      );
       expect(decided).toMatchObject({ outcome: 'COMMITTED', prepared: true });
       expect((await ts.outcome('py-k1')).outcome).toBe('COMMITTED');
       // Nothing left in doubt on the cluster's side either: the leader's view has no YES waiting for py.
@@ -83,8 +110,11 @@ describe('the Python SDK on a real cluster', () => {
         const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py');
         return p !== undefined && p.inDoubt === 0 ? true : undefined;
       });
-      // Issue 42: SIGTERM closes the participant cleanly; it says so on the leader's Exchange stream, and the leader shows it closed, not disconnected.
-      expect((await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py')?.connection).toBe('connected');
+      // Issue 42: SIGTERM closes the participant cleanly; it says so on the leader's Exchange stream, and the leader
+      // shows it closed, not disconnected.
+      expect((await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py')?.connection).toBe(
+        'connected',
+      );
       expect(await py.kill('SIGTERM')).toBe(0);
       const shown = await waitFor('the leader to show py closed', WAIT_MS, async () => {
         const p = (await ts.participants({ withActivity: true })).find((x) => x.participantId === 'py');
@@ -117,7 +147,18 @@ describe('the Python SDK on a real cluster', () => {
       const [port] = await freePorts(1);
       const pcert = ca.issue('pytls', { ou: clusterId, file: `${clusterId}-pytls` });
       const py = new PythonProc('participant.py', [
-        ...['--id', 'pytls', '--nodes', nodes.join(','), '--data-dir', join(dir, 'pytls'), '--listen', `127.0.0.1:${port}`, '--hold-file', join(dir, 'hold')],
+        ...[
+          '--id',
+          'pytls',
+          '--nodes',
+          nodes.join(','),
+          '--data-dir',
+          join(dir, 'pytls'),
+          '--listen',
+          `127.0.0.1:${port}`,
+          '--hold-file',
+          join(dir, 'hold'),
+        ],
         ...['--tls', [ca.cert, pcert.cert, pcert.key].join(',')],
       ]);
       await py.waitLine('the TLS participant registered', (e) => e.event === 'ready');
@@ -131,8 +172,12 @@ describe('the Python SDK on a real cluster', () => {
         [ca.cert, app.cert, app.key].join(','),
       );
       expect(results.map((r) => r.outcome ?? `${r.error}: ${r.message}`)).toEqual(['COMMITTED', 'COMMITTED']);
-      await py.waitLine('tls-c1 applied at the participant', (e) => e.event === 'decided' && e.txn_id === 'tls-c1' && e.outcome === 'COMMITTED');
-      // A client without a certificate of the cluster's CA gets nothing: plaintext to a TLS node fails, and no transaction was begun.
+      await py.waitLine(
+        'tls-c1 applied at the participant',
+        (e) => e.event === 'decided' && e.txn_id === 'tls-c1' && e.outcome === 'COMMITTED',
+      );
+      // A client without a certificate of the cluster's CA gets nothing: plaintext to a TLS node fails, and no
+      // transaction was begun.
       const plain = await pythonClient(nodes, [{ op: 'outcome', txn: 'tls-c1' }], undefined, 2_000);
       expect(plain[0].error).toBeDefined();
       await py.kill('SIGTERM');
@@ -146,8 +191,8 @@ describe('the Python SDK on a real cluster', () => {
     const real = join(root, 'certs');
     const clusterId = uniqueClusterId();
     const [port] = await freePorts(1);
-    // One CA: the node, the participant, and what may call a participant but is no node of the cluster: a client, an admin,
-    // another participant, and a second node certificate (n2) for a cluster of one node.
+    // One CA: the node, the participant, and what may call a participant but is no node of the cluster: a client, an
+    // admin, another participant, and a second node certificate (n2) for a cluster of one node.
     const made = await runCli([
       'certs',
       '--dir',
@@ -167,7 +212,11 @@ describe('the Python SDK on a real cluster', () => {
     ]);
     expect(made.code, made.stderr).toBe(0);
     const ca = join(real, 'ca.crt');
-    const files = (dir: string, name: string): { ca: string; cert: string; key: string } => ({ ca, cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) });
+    const files = (dir: string, name: string): { ca: string; cert: string; key: string } => ({
+      ca,
+      cert: join(dir, `${name}.crt`),
+      key: join(dir, `${name}.key`),
+    });
 
     const c = await Cluster.start({
       nodes: 1,
@@ -179,15 +228,35 @@ describe('the Python SDK on a real cluster', () => {
     await c.waitForLeader();
     const nodes = c.nodes.map((n) => n.address);
     const py = new PythonProc('participant.py', [
-      ...['--id', 'py', '--cluster-id', clusterId, '--nodes', nodes.join(','), '--data-dir', join(root, 'py'), '--listen', `127.0.0.1:${port}`, '--hold-file', join(root, 'hold')],
+      ...[
+        '--id',
+        'py',
+        '--cluster-id',
+        clusterId,
+        '--nodes',
+        nodes.join(','),
+        '--data-dir',
+        join(root, 'py'),
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--hold-file',
+        join(root, 'hold'),
+      ],
       ...['--tls', Object.values(files(real, 'py')).join(',')],
     ]);
     await py.waitLine('the TLS participant registered', (e) => e.event === 'ready');
     // The node's certificate passes: a transaction through the cluster commits at the participant.
     const ops = files(real, 'ops');
-    const results = await pythonClient(nodes, [{ op: 'commit', txn: 'certs-c1', enlist: { py: { set: { k: 'v' } } } }], [ops.ca, ops.cert, ops.key].join(','));
+    const results = await pythonClient(
+      nodes,
+      [{ op: 'commit', txn: 'certs-c1', enlist: { py: { set: { k: 'v' } } } }],
+      [ops.ca, ops.cert, ops.key].join(','),
+    );
     expect(results.map((r) => r.outcome ?? `${r.error}: ${r.message}`)).toEqual(['COMMITTED']);
-    await py.waitLine('certs-c1 applied', (e) => e.event === 'decided' && e.txn_id === 'certs-c1' && e.outcome === 'COMMITTED');
+    await py.waitLine(
+      'certs-c1 applied',
+      (e) => e.event === 'decided' && e.txn_id === 'certs-c1' && e.outcome === 'COMMITTED',
+    );
 
     const callers: Leader[] = [];
     try {
@@ -196,13 +265,22 @@ describe('the Python SDK on a real cluster', () => {
         callers.push(l);
         return l;
       };
-      // The real node's certificate, called directly: answered (so what refuses the others is the caller check, not TLS).
+      // The real node's certificate, called directly: answered (so what refuses the others is the caller check, not
+      // TLS).
       expect((await as(files(real, 'n1')).status('certs-c1')).code).toBe(grpc.status.OK);
       for (const [who, identity, why] of [
         ['a client certificate', files(real, 'ops'), /not of cluster/],
         ['an admin certificate', files(real, 'root'), /not of cluster/],
-        ["another participant's certificate", files(real, 'shop'), /not a node's: it lacks the node mark O=verdict-node/],
-        ['the node certificate of a node the cluster does not have', files(real, 'n2'), /CN=n2 names no node of cluster .* \(its nodes: n1\)/],
+        [
+          "another participant's certificate",
+          files(real, 'shop'),
+          /not a node's: it lacks the node mark O=verdict-node/,
+        ],
+        [
+          'the node certificate of a node the cluster does not have',
+          files(real, 'n2'),
+          /CN=n2 names no node of cluster .* \(its nodes: n1\)/,
+        ],
       ] as const) {
         const l = as(identity);
         const p = await l.prepare(`certs-x-${callers.length}`, Buffer.from(JSON.stringify({ set: { k: 'stolen' } })));
@@ -210,7 +288,10 @@ describe('the Python SDK on a real cluster', () => {
         expect(p.details).toMatch(why);
         expect(grpc.status[(await l.decide('certs-c1', false)).code]).toBe('PERMISSION_DENIED');
         expect(grpc.status[(await l.status('certs-c1')).code]).toBe('PERMISSION_DENIED');
-        const x = await l.exchange([[{ id: 1, prepare: l.prepareRequest(`certs-y-${callers.length}`, Buffer.from('{}')) }]], 5_000);
+        const x = await l.exchange(
+          [[{ id: 1, prepare: l.prepareRequest(`certs-y-${callers.length}`, Buffer.from('{}')) }]],
+          5_000,
+        );
         expect([x.answers.length, grpc.status[x.code]]).toEqual([0, 'PERMISSION_DENIED']);
       }
       // Nothing the impostors sent was taken: the committed value stands, no vote was cast for them.

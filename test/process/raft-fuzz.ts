@@ -9,7 +9,13 @@ import { encodeDecisionBatch } from '../../src/commit/decision-batch.ts';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import { EntryType, MessageType as MT } from '../../src/raft/types.ts';
-import { raftNodeService, streamMethod, type WireBatch, type WireMessage, type WireStreamAck } from '../../src/transport/proto.ts';
+import {
+  raftNodeService,
+  streamMethod,
+  type WireBatch,
+  type WireMessage,
+  type WireStreamAck,
+} from '../../src/transport/proto.ts';
 
 /** uint64 values the encoder takes as decimal strings: 2^64 - 1 and 2^53. */
 const U64_MAX = '18446744073709551615';
@@ -25,11 +31,19 @@ export interface StreamResult {
  * is, anything else through the real encoder), ends it and resolves with the
  * node's status. Bounded by `callTimeoutMs`.
  */
-export function sendFrames(client: grpc.Client, frames: (WireBatch | Buffer)[], callTimeoutMs = 10_000): Promise<StreamResult> {
+export function sendFrames(
+  client: grpc.Client,
+  frames: (WireBatch | Buffer)[],
+  callTimeoutMs = 10_000,
+): Promise<StreamResult> {
   return new Promise((resolve) => {
     const serialize = (f: WireBatch | Buffer): Buffer => (Buffer.isBuffer(f) ? f : streamMethod.requestSerialize(f));
-    const call = client.makeClientStreamRequest<WireBatch | Buffer, WireStreamAck>(streamMethod.path, serialize, streamMethod.responseDeserialize, { deadline: Date.now() + callTimeoutMs }, (err) =>
-      resolve({ code: err?.code ?? grpc.status.OK, details: err?.details ?? '' }),
+    const call = client.makeClientStreamRequest<WireBatch | Buffer, WireStreamAck>(
+      streamMethod.path,
+      serialize,
+      streamMethod.responseDeserialize,
+      { deadline: Date.now() + callTimeoutMs },
+      (err) => resolve({ code: err?.code ?? grpc.status.OK, details: err?.details ?? '' }),
     );
     call.on('error', () => {});
     for (const f of frames) call.write(f);
@@ -68,7 +82,13 @@ const base = (t: Target, type: MT, fields: Partial<WireMessage> = {}): WireMessa
   ...fields,
 });
 
-export const batchOf = (t: Target, messages: WireMessage[], fields: Partial<WireBatch> = {}): WireBatch => ({ clusterId: t.clusterId, from: t.memberId, to: t.nodeId, messages, ...fields });
+export const batchOf = (t: Target, messages: WireMessage[], fields: Partial<WireBatch> = {}): WireBatch => ({
+  clusterId: t.clusterId,
+  from: t.memberId,
+  to: t.nodeId,
+  messages,
+  ...fields,
+});
 
 /** An append that would land right after the target's log, at its term, and commit what it carries. */
 export function appendAt(t: Target, entries: { type?: number; data: Uint8Array }[]): WireMessage {
@@ -77,7 +97,12 @@ export function appendAt(t: Target, entries: { type?: number; data: Uint8Array }
     index: t.lastIndex,
     logTerm: t.term,
     commit: t.lastIndex + entries.length,
-    entries: entries.map((e, i) => ({ term: t.term, index: t.lastIndex + 1 + i, type: e.type ?? EntryType.Normal, data: e.data })),
+    entries: entries.map((e, i) => ({
+      term: t.term,
+      index: t.lastIndex + 1 + i,
+      type: e.type ?? EntryType.Normal,
+      data: e.data,
+    })),
   });
 }
 
@@ -86,11 +111,21 @@ export function reportedAttacks(t: Target): { name: string; batch: WireBatch }[]
   return [
     {
       name: 'a heartbeat with term 2^53-1 from an id that is not a member',
-      batch: batchOf(t, [base(t, MT.Heartbeat, { from: 'intruder', term: Number.MAX_SAFE_INTEGER, commit: 1 })], { from: 'intruder' }),
+      batch: batchOf(t, [base(t, MT.Heartbeat, { from: 'intruder', term: Number.MAX_SAFE_INTEGER, commit: 1 })], {
+        from: 'intruder',
+      }),
     },
-    { name: 'a heartbeat with term 2^53-1 from a member', batch: batchOf(t, [base(t, MT.Heartbeat, { term: Number.MAX_SAFE_INTEGER })]) },
+    {
+      name: 'a heartbeat with term 2^53-1 from a member',
+      batch: batchOf(t, [base(t, MT.Heartbeat, { term: Number.MAX_SAFE_INTEGER })]),
+    },
     { name: 'MSG_SNAP without a snapshot', batch: batchOf(t, [base(t, MT.Snap, { term: t.term + 1 })]) },
-    { name: 'MSG_APP with an entry whose command tag is 127', batch: batchOf(t, [appendAt({ ...t, memberId: t.leaderId }, [{ data: new Uint8Array([127, 0x7b, 0x7d]) }])], { from: t.leaderId }) },
+    {
+      name: 'MSG_APP with an entry whose command tag is 127',
+      batch: batchOf(t, [appendAt({ ...t, memberId: t.leaderId }, [{ data: new Uint8Array([127, 0x7b, 0x7d]) }])], {
+        from: t.leaderId,
+      }),
+    },
   ];
 }
 
@@ -113,28 +148,72 @@ function forgedMessage(rng: Rng, t: Target): { batch: WireBatch; wrong: string }
     ['commit 2^64-1', () => batchOf(t, [base(t, MT.Heartbeat, { commit: U64_MAX as unknown as number })])],
     ['index 2^64-1', () => batchOf(t, [base(t, MT.AppResp, { index: U64_MAX as unknown as number })])],
     ['unknown type', () => batchOf(t, [base(t, 40 + rng.int(1000))])],
-    ['local type', () => batchOf(t, [base(t, [MT.Hup, MT.Beat, MT.Unreachable, MT.SnapStatus, MT.CheckQuorum, MT.Prop][rng.int(6)])])],
-    ['non-member sender', () => batchOf(t, [base(t, MT.Heartbeat, { from: `n${10 + rng.int(90)}` })], { from: `n${10 + rng.int(90)}` })],
+    [
+      'local type',
+      () =>
+        batchOf(t, [base(t, [MT.Hup, MT.Beat, MT.Unreachable, MT.SnapStatus, MT.CheckQuorum, MT.Prop][rng.int(6)])]),
+    ],
+    [
+      'non-member sender',
+      () => batchOf(t, [base(t, MT.Heartbeat, { from: `n${10 + rng.int(90)}` })], { from: `n${10 + rng.int(90)}` }),
+    ],
     ['sender of 100 kB', () => batchOf(t, [base(t, MT.Heartbeat)], { from: 'x'.repeat(100_000) })],
-    ['message from another member than the batch', () => batchOf(t, [base(t, MT.Heartbeat, { from: t.leaderId === t.memberId ? t.nodeId : t.leaderId })])],
+    [
+      'message from another member than the batch',
+      () => batchOf(t, [base(t, MT.Heartbeat, { from: t.leaderId === t.memberId ? t.nodeId : t.leaderId })]),
+    ],
     ['another cluster', () => batchOf(t, [base(t, MT.Heartbeat)], { clusterId: 'not-this-cluster' })],
     ['another destination', () => batchOf(t, [base(t, MT.Heartbeat, { to: 'n99' })], { to: 'n99' })],
     ['message for another node', () => batchOf(t, [base(t, MT.Heartbeat, { to: 'n99' })])],
-    ['entries out of order', () => batchOf(lead, [{ ...good, entries: good.entries.map((e) => ({ ...e, index: e.index + 1 })) }])],
-    ['entry term beyond the leader', () => batchOf(lead, [{ ...good, entries: good.entries.map((e) => ({ ...e, term: t.term + 1 })) }])],
-    ['unknown entry type', () => batchOf(lead, [{ ...good, entries: good.entries.map((e) => ({ ...e, type: 2 + rng.int(100) })) }])],
+    [
+      'entries out of order',
+      () => batchOf(lead, [{ ...good, entries: good.entries.map((e) => ({ ...e, index: e.index + 1 })) }]),
+    ],
+    [
+      'entry term beyond the leader',
+      () => batchOf(lead, [{ ...good, entries: good.entries.map((e) => ({ ...e, term: t.term + 1 })) }]),
+    ],
+    [
+      'unknown entry type',
+      () => batchOf(lead, [{ ...good, entries: good.entries.map((e) => ({ ...e, type: 2 + rng.int(100) })) }]),
+    ],
     ['random entry payload', () => batchOf(lead, [appendAt(lead, [{ data: bytes(rng, 1 + rng.int(64)) }])])],
-    ['unknown command tag', () => batchOf(lead, [appendAt(lead, [{ data: new Uint8Array([3 + rng.int(250), 1, 2]) }])])],
-    ['command that is not JSON', () => batchOf(lead, [appendAt(lead, [{ data: Buffer.concat([Buffer.from([2]), Buffer.from('{"t":"decide",')]) }])])],
-    ['command of an unknown kind', () => batchOf(lead, [appendAt(lead, [{ data: encodeCommand({ t: 'drop-table' } as never) }])])],
-    ['membership change that does not decode', () => batchOf(lead, [appendAt(lead, [{ type: EntryType.ConfChange, data: bytes(rng, 16) }])])],
+    [
+      'unknown command tag',
+      () => batchOf(lead, [appendAt(lead, [{ data: new Uint8Array([3 + rng.int(250), 1, 2]) }])]),
+    ],
+    [
+      'command that is not JSON',
+      () =>
+        batchOf(lead, [appendAt(lead, [{ data: Buffer.concat([Buffer.from([2]), Buffer.from('{"t":"decide",')]) }])]),
+    ],
+    [
+      'command of an unknown kind',
+      () => batchOf(lead, [appendAt(lead, [{ data: encodeCommand({ t: 'drop-table' } as never) }])]),
+    ],
+    [
+      'membership change that does not decode',
+      () => batchOf(lead, [appendAt(lead, [{ type: EntryType.ConfChange, data: bytes(rng, 16) }])]),
+    ],
     ['entries on a heartbeat', () => batchOf(lead, [base(lead, MT.Heartbeat, { entries: good.entries })])],
-    ['snapshot without metadata', () => batchOf(lead, [base(lead, MT.Snap, { snapshot: { metadata: null, data: new Uint8Array(0) } })])],
+    [
+      'snapshot without metadata',
+      () => batchOf(lead, [base(lead, MT.Snap, { snapshot: { metadata: null, data: new Uint8Array(0) } })]),
+    ],
     [
       'snapshot without voters',
       () =>
         batchOf(lead, [
-          base(lead, MT.Snap, { snapshot: { metadata: { index: t.lastIndex + 100, term: t.term, confState: { voters: [], learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) } }),
+          base(lead, MT.Snap, {
+            snapshot: {
+              metadata: {
+                index: t.lastIndex + 100,
+                term: t.term,
+                confState: { voters: [], learners: [], votersOutgoing: [] },
+              },
+              data: new Uint8Array(0),
+            },
+          }),
         ]),
     ],
     [
@@ -142,7 +221,14 @@ function forgedMessage(rng: Rng, t: Target): { batch: WireBatch; wrong: string }
       () =>
         batchOf(lead, [
           base(lead, MT.Snap, {
-            snapshot: { metadata: { index: t.lastIndex + 100, term: t.term, confState: { voters: [t.nodeId, t.leaderId, t.memberId], learners: [], votersOutgoing: [] } }, data: bytes(rng, 64) },
+            snapshot: {
+              metadata: {
+                index: t.lastIndex + 100,
+                term: t.term,
+                confState: { voters: [t.nodeId, t.leaderId, t.memberId], learners: [], votersOutgoing: [] },
+              },
+              data: bytes(rng, 64),
+            },
           }),
         ]),
     ],
@@ -179,9 +265,19 @@ export function fuzzCases(seed: number, count: number, t: Target): FuzzCase[] {
     } else if (kind === 'truncated') {
       const { batch, wrong } = forgedMessage(rng, t);
       const whole = rng.chance(0.5)
-        ? encodeBatch(batchOf({ ...t, memberId: t.leaderId }, [appendAt({ ...t, memberId: t.leaderId }, [{ data: encodeDecisionBatch([{ t: 'forget', txnIds: ['x'] }]) }])]))
+        ? encodeBatch(
+            batchOf({ ...t, memberId: t.leaderId }, [
+              appendAt({ ...t, memberId: t.leaderId }, [
+                { data: encodeDecisionBatch([{ t: 'forget', txnIds: ['x'] }]) },
+              ]),
+            ]),
+          )
         : encodeBatch(batch);
-      out.push({ kind, what: `truncated (${wrong})`, frame: whole.subarray(0, 1 + rng.int(Math.max(1, whole.byteLength - 1))) });
+      out.push({
+        kind,
+        what: `truncated (${wrong})`,
+        frame: whole.subarray(0, 1 + rng.int(Math.max(1, whole.byteLength - 1))),
+      });
     } else if (kind === 'mistyped') {
       // Other messages of the same package, sent where a Batch is expected: the field numbers mean something else.
       const status = {
@@ -197,7 +293,10 @@ export function fuzzCases(seed: number, count: number, t: Target): FuzzCase[] {
         firstIndex: 1,
         peers: [],
       };
-      const frames = [raftNodeService.Status.responseSerialize(status), raftNodeService.Put.requestSerialize({ key: 'k', value: bytes(rng, 32) })];
+      const frames = [
+        raftNodeService.Status.responseSerialize(status),
+        raftNodeService.Put.requestSerialize({ key: 'k', value: bytes(rng, 32) }),
+      ];
       out.push({ kind, what: 'another message type', frame: frames[rng.int(frames.length)] });
     } else {
       const { batch, wrong } = forgedMessage(rng, t);

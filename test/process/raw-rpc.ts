@@ -12,7 +12,9 @@ export interface RawAnswer {
 
 const identity = (b: Buffer): Buffer => b;
 
-/** A client for raw calls to `address`; close() it when done. Receives up to 64 MiB (the server's own bound decides). */
+/**
+ * A client for raw calls to `address`; close() it when done. Receives up to 64 MiB (the server's own bound decides).
+ */
 export function rawClient(address: string): grpc.Client {
   return new grpc.Client(address, grpc.credentials.createInsecure(), {
     'grpc.max_send_message_length': 64 * 1024 * 1024,
@@ -23,17 +25,32 @@ export function rawClient(address: string): grpc.Client {
 /** One unary call with `body` as the request's bytes; never rejects. */
 export function rawUnary(client: grpc.Client, path: string, body: Buffer, callTimeoutMs: number): Promise<RawAnswer> {
   return new Promise((resolve) => {
-    client.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, body, new grpc.Metadata(), { deadline: Date.now() + callTimeoutMs }, (err, res) => {
-      if (err) resolve({ code: err.code, details: err.details, body: null });
-      else resolve({ code: grpc.status.OK, details: '', body: res ?? null });
-    });
+    client.makeUnaryRequest<Buffer, Buffer>(
+      path,
+      identity,
+      identity,
+      body,
+      new grpc.Metadata(),
+      { deadline: Date.now() + callTimeoutMs },
+      (err, res) => {
+        if (err) resolve({ code: err.code, details: err.details, body: null });
+        else resolve({ code: grpc.status.OK, details: '', body: res ?? null });
+      },
+    );
   });
 }
 
 /** A bidi call that writes `bodies`, half-closes, and collects every answer until the status; never rejects. */
-export function rawBidi(client: grpc.Client, path: string, bodies: Buffer[], callTimeoutMs: number): Promise<RawAnswer & { messages: number }> {
+export function rawBidi(
+  client: grpc.Client,
+  path: string,
+  bodies: Buffer[],
+  callTimeoutMs: number,
+): Promise<RawAnswer & { messages: number }> {
   return new Promise((resolve) => {
-    const call = client.makeBidiStreamRequest<Buffer, Buffer>(path, identity, identity, new grpc.Metadata(), { deadline: Date.now() + callTimeoutMs });
+    const call = client.makeBidiStreamRequest<Buffer, Buffer>(path, identity, identity, new grpc.Metadata(), {
+      deadline: Date.now() + callTimeoutMs,
+    });
     let messages = 0;
     call.on('data', () => messages++);
     call.on('error', () => {});

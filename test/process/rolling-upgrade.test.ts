@@ -62,9 +62,16 @@ function earlierBuild(): string {
   const done = join(dir, '.verdict-test-ready');
   if (existsSync(done)) return dir;
   mkdirSync(dir, { recursive: true });
-  const archive = spawnSync('sh', ['-c', `git archive ${FROM_COMMIT} | tar -x -C "${dir}"`], { cwd: ROOT, encoding: 'utf8' });
+  const archive = spawnSync('sh', ['-c', `git archive ${FROM_COMMIT} | tar -x -C "${dir}"`], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
   if (archive.status !== 0) throw new Error(`git archive ${FROM_COMMIT} failed: ${archive.stderr}`);
-  const ci = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts', '--prefer-offline'], { cwd: dir, encoding: 'utf8', timeout: 300_000 });
+  const ci = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts', '--prefer-offline'], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
   if (ci.status !== 0) throw new Error(`npm ci in the earlier build (${dir}) failed: ${ci.stderr.slice(-2000)}`);
   writeFileSync(done, `${FROM_COMMIT}\n`);
   return dir;
@@ -72,7 +79,9 @@ function earlierBuild(): string {
 
 const history = hasHistory();
 if (!history) {
-  console.warn(`rolling-upgrade.test.ts: commit ${FROM_COMMIT} is not in this checkout (a shallow clone?); the upgrade test cannot build the earlier version and is skipped`);
+  console.warn(
+    `rolling-upgrade.test.ts: commit ${FROM_COMMIT} is not in this checkout (a shallow clone?); the upgrade test cannot build the earlier version and is skipped`,
+  );
 }
 
 describe.skipIf(!history)('rolling upgrade from an earlier build', { timeout: 600_000 }, () => {
@@ -95,7 +104,11 @@ describe.skipIf(!history)('rolling upgrade from an earlier build', { timeout: 60
 
     const parts: Participants = await startParticipants(c, ['shop', 'ledger']);
     stops.push(() => parts.stop());
-    const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+    const client = new VerdictClient({
+      insecure: true,
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 20_000,
+    });
     stops.push(() => client.close());
 
     // The load: one transaction after another until told to stop; every third one aborts (a NO vote).
@@ -112,7 +125,10 @@ describe.skipIf(!history)('rolling upgrade from an earlier build', { timeout: 60
         try {
           const t = await client.begin({ timeoutMs: 30_000 });
           t.enlist('shop', { set: { [key]: String(i) } });
-          t.enlist('ledger', i % 3 === 2 ? { set: { [key]: String(i) }, fail: 'a NO vote on purpose' } : { set: { [key]: String(i) } });
+          t.enlist(
+            'ledger',
+            i % 3 === 2 ? { set: { [key]: String(i) }, fail: 'a NO vote on purpose' } : { set: { [key]: String(i) } },
+          );
           const r = await t.commit();
           told.set(key, { txnId: r.txnId, outcome: r.outcome });
           const now = Date.now();
@@ -131,7 +147,9 @@ describe.skipIf(!history)('rolling upgrade from an earlier build', { timeout: 60
     const committedCount = async (): Promise<number> => told.size;
     const waitForProgress = async (what: string): Promise<void> => {
       const base = await committedCount();
-      await waitFor(`five more transactions ${what}`, 60_000, async () => ((await committedCount()) >= base + 5 ? true : undefined));
+      await waitFor(`five more transactions ${what}`, 60_000, async () =>
+        (await committedCount()) >= base + 5 ? true : undefined,
+      );
     };
     await waitForProgress('on the earlier build');
 
@@ -149,7 +167,9 @@ describe.skipIf(!history)('rolling upgrade from an earlier build', { timeout: 60
         return s.version ? s : undefined;
       });
       const { status: ls } = await c.waitForLeader({ timeoutMs: 60_000 });
-      await waitFor(`${n.id} to catch up with the leader's commit index ${ls.commitIndex}`, 60_000, async () => ((await n.status()).commitIndex >= ls.commitIndex ? true : undefined));
+      await waitFor(`${n.id} to catch up with the leader's commit index ${ls.commitIndex}`, 60_000, async () =>
+        (await n.status()).commitIndex >= ls.commitIndex ? true : undefined,
+      );
       await waitForProgress(`after ${n.id} was upgraded`);
     }
 
@@ -160,7 +180,9 @@ describe.skipIf(!history)('rolling upgrade from an earlier build', { timeout: 60
     console.log(`rolling upgrade: ${told.size} transactions, longest time without a commit ${longestGapMs} ms`);
 
     // Every node now runs this build.
-    const r = await runCli(['status', '--json', '--endpoints', c.nodes.map((n) => n.address).join(',')], { timeoutMs: 30_000 });
+    const r = await runCli(['status', '--json', '--endpoints', c.nodes.map((n) => n.address).join(',')], {
+      timeoutMs: 30_000,
+    });
     expect(r.code, r.stderr).toBe(0);
     const want = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version as string;
     for (const n of c.nodes) expect((await n.status()).version, n.id).toBe(want);

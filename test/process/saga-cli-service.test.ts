@@ -13,7 +13,11 @@ const WAIT_MS = 60_000;
 const services = new Set<ChildProcess>();
 
 afterAll(async () => {
-  await Promise.all([...services].map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r).kill('SIGKILL')))));
+  await Promise.all(
+    [...services].map((c) =>
+      c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r).kill('SIGKILL')),
+    ),
+  );
 });
 
 describe('verdict saga service and verdict saga start, as the README runs them', () => {
@@ -64,7 +68,10 @@ describe('verdict saga service and verdict saga start, as the README runs them',
       WAIT_MS,
       async () => {
         const r = await runCli(['participants', '--json', '--endpoints', endpoints]);
-        const ids = r.code === 0 ? (JSON.parse(r.stdout) as { participantId?: string; id?: string }[]).map((p) => p.participantId ?? p.id) : [];
+        const ids =
+          r.code === 0
+            ? (JSON.parse(r.stdout) as { participantId?: string; id?: string }[]).map((p) => p.participantId ?? p.id)
+            : [];
         return ['flight', 'hotel', 'payment'].every((id) => ids.includes(id)) ? true : undefined;
       },
       () => [...logs].map(([id, log]) => `${id}: ${log.slice(-500)}`).join('\n'),
@@ -73,18 +80,39 @@ describe('verdict saga service and verdict saga start, as the README runs them',
 
   it('runs a saga to FINISHED (exit 0) and one to COMPENSATED (exit 2)', async () => {
     const steps = ['--step', 'flight:reserve', '--step', 'hotel:reserve'];
-    const done = await runCli(['saga', 'start', ...steps, '--step', 'payment:charge', '--pivot', '2', '--endpoints', endpoints], { timeoutMs: WAIT_MS });
+    const done = await runCli(
+      ['saga', 'start', ...steps, '--step', 'payment:charge', '--pivot', '2', '--endpoints', endpoints],
+      { timeoutMs: WAIT_MS },
+    );
     expect(done.stderr).toBe('');
     expect(done.stdout).toMatch(/^FINISHED \S+/);
     expect(done.code).toBe(0);
 
-    const declined = await runCli(['saga', 'start', ...steps, '--step', 'payment:charge=decline', '--pivot', '2', '--json', '--endpoints', endpoints], { timeoutMs: WAIT_MS });
+    const declined = await runCli(
+      [
+        'saga',
+        'start',
+        ...steps,
+        '--step',
+        'payment:charge=decline',
+        '--pivot',
+        '2',
+        '--json',
+        '--endpoints',
+        endpoints,
+      ],
+      { timeoutMs: WAIT_MS },
+    );
     expect(declined.code, declined.stderr).toBe(2);
     const status = JSON.parse(declined.stdout) as { id: string };
     const show = await runCli(['saga', 'show', status.id, '--json', '--endpoints', endpoints], { timeoutMs: WAIT_MS });
     expect(show.code, show.stderr).toBe(0);
     const shown = JSON.parse(show.stdout) as { state: string; steps: string[]; outputs: string[] };
     // The two reservations ran and were compensated in reverse; the declined charge never took effect.
-    expect(shown).toMatchObject({ state: 'compensated', steps: ['compensated', 'compensated', 'failed'], outputs: ['flight.reserve done', 'hotel.reserve done', ''] });
+    expect(shown).toMatchObject({
+      state: 'compensated',
+      steps: ['compensated', 'compensated', 'failed'],
+      outputs: ['flight.reserve done', 'hotel.reserve done', ''],
+    });
   });
 });

@@ -57,12 +57,23 @@ describe("a saga's End", () => {
     const outsider = new grpc.Client(hotel.address, grpc.credentials.createInsecure());
     stops.push(() => outsider.close());
     const end = (sagaId: string): Promise<unknown> =>
-      unaryCall(outsider, sagaStepService.End as grpc.MethodDefinition<{ clusterId: string; sagaId: string }, unknown>, { clusterId: c.clusterId, sagaId }, 10_000);
+      unaryCall(
+        outsider,
+        sagaStepService.End as grpc.MethodDefinition<{ clusterId: string; sagaId: string }, unknown>,
+        { clusterId: c.clusterId, sagaId },
+        10_000,
+      );
 
     const handle = await client.saga({ id: 'trip-1', steps: [{ service: 'hotel', name: 'book' }] });
     await waitFor('the hotel step to be tried', 30_000, async () => (calls > 0 ? true : undefined));
-    await expect(end('trip-1')).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/saga trip-1 is running on the cluster: not ended/) });
-    await expect(end('never-started')).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: expect.stringMatching(/unknown to the cluster/) });
+    await expect(end('trip-1')).rejects.toMatchObject({
+      code: grpc.status.FAILED_PRECONDITION,
+      details: expect.stringMatching(/saga trip-1 is running on the cluster: not ended/),
+    });
+    await expect(end('never-started')).rejects.toMatchObject({
+      code: grpc.status.FAILED_PRECONDITION,
+      details: expect.stringMatching(/unknown to the cluster/),
+    });
     open = true;
     const result = await handle.result();
     expect(result.end).toBe('finished');
@@ -71,6 +82,8 @@ describe("a saga's End", () => {
     await expect(end('trip-1')).resolves.toEqual({});
     await expect(end('trip-1')).resolves.toEqual({});
     // The inbox dropped its keys once the orchestrator's End came.
-    await waitFor('the inbox to drop trip-1', 30_000, async () => (hotel.inbox?.get('trip-1/0/action') === undefined ? true : undefined));
+    await waitFor('the inbox to drop trip-1', 30_000, async () =>
+      hotel.inbox?.get('trip-1/0/action') === undefined ? true : undefined,
+    );
   }, 180_000);
 });

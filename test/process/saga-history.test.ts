@@ -29,7 +29,11 @@ let client: VerdictClient;
 beforeAll(async () => {
   // The node processes inherit them.
   Object.assign(process.env, ENV);
-  c = await Cluster.start({ nodes: 3, metrics: true, configExtra: () => ({ sagaRetryMinMs: 200, sagaRetryMaxMs: 300 }) });
+  c = await Cluster.start({
+    nodes: 3,
+    metrics: true,
+    configExtra: () => ({ sagaRetryMinMs: 200, sagaRetryMaxMs: 300 }),
+  });
   await c.waitForLeader({ timeoutMs: 120_000 });
   client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
 }, 180_000);
@@ -55,7 +59,14 @@ type SagaRec = {
   state: string;
   startedAtMs: number;
   steps: { step: number; service: string; name: string; status: string; output: string }[];
-  calls: { step: number; kind: string; attemptsTotal: number; lastError: string; firstFailureAtMs: number; lastFailureAtMs: number }[];
+  calls: {
+    step: number;
+    kind: string;
+    attemptsTotal: number;
+    lastError: string;
+    firstFailureAtMs: number;
+    lastFailureAtMs: number;
+  }[];
   timeline: { what: string }[];
 };
 
@@ -73,7 +84,10 @@ describe('a saga in the history', () => {
       insecure: true,
       registerRetryMs: 200,
       handlers: {
-        debit: { action: () => ({ status: 'done', output: 'debited 30', effect: 'debit' }), compensate: () => ({ status: 'done', output: '', effect: '' }) },
+        debit: {
+          action: () => ({ status: 'done', output: 'debited 30', effect: 'debit' }),
+          compensate: () => ({ status: 'done', output: '', effect: '' }),
+        },
         ship: {
           action: () => {
             if (++shipTries <= 2) throw new Error(`carrier unreachable (try ${shipTries})`);
@@ -113,12 +127,25 @@ describe('a saga in the history', () => {
       return r.code === 0 ? r : undefined;
     });
     const g = JSON.parse(shown.stdout) as SagaRec & { fromHistory: string };
-    expect(g).toMatchObject({ sagaId: 'refund-7731', type: 'order-refund', labels: { order: 'ORD-7731' }, state: 'finished', fromHistory: follower.id });
+    expect(g).toMatchObject({
+      sagaId: 'refund-7731',
+      type: 'order-refund',
+      labels: { order: 'ORD-7731' },
+      state: 'finished',
+      fromHistory: follower.id,
+    });
     expect(g.steps).toEqual([
       expect.objectContaining({ step: 0, service: 'pay', name: 'debit', status: 'done', output: 'debited 30' }),
       expect.objectContaining({ step: 1, service: 'pay', name: 'ship', status: 'done', output: 'parcel 42' }),
     ]);
-    expect(g.calls).toEqual([expect.objectContaining({ step: 1, kind: 'action', attemptsTotal: 2, lastError: expect.stringMatching(/carrier unreachable \(try 2\)/) })]);
+    expect(g.calls).toEqual([
+      expect.objectContaining({
+        step: 1,
+        kind: 'action',
+        attemptsTotal: 2,
+        lastError: expect.stringMatching(/carrier unreachable \(try 2\)/),
+      }),
+    ]);
     expect(g.calls[0]?.firstFailureAtMs).toBeLessThanOrEqual(g.calls[0]?.lastFailureAtMs ?? 0);
     // Yesterday, as the shifted clock wrote it.
     expect(Math.abs(Date.now() - DAY_MS - g.startedAtMs)).toBeLessThan(30 * 60_000);
@@ -127,13 +154,21 @@ describe('a saga in the history', () => {
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(new RegExp(`saga refund-7731: FINISHED — from node ${follower.id}'s history`));
     expect(text.stdout).toMatch(/^1 +pay +ship +ORD-7731 +done +parcel 42 +2 +.*carrier unreachable \(try 2\)/m);
-    expect(text.stdout).toMatch(/step 1 action: 2 failed attempts, first \S+, last \S+: .*carrier unreachable \(try 2\)/);
+    expect(text.stdout).toMatch(
+      /step 1 action: 2 failed attempts, first \S+, last \S+: .*carrier unreachable \(try 2\)/,
+    );
 
     const one = await consoleGet(follower, '/api/history?saga=refund-7731');
     expect(one.status).toBe(200);
-    expect((one.body.records as { txnId: string; saga: SagaRec }[])[0]).toMatchObject({ txnId: 'saga/refund-7731', saga: { sagaId: 'refund-7731', state: 'finished' } });
+    expect((one.body.records as { txnId: string; saga: SagaRec }[])[0]).toMatchObject({
+      txnId: 'saga/refund-7731',
+      saga: { sagaId: 'refund-7731', state: 'finished' },
+    });
     const search = await consoleGet(leader, '/api/history?kind=saga&since=36h&until=12h');
-    expect((search.body.records as { saga: SagaRec }[]).map((r) => r.saga.sagaId)).toEqual(['refund-7732', 'refund-7731']);
+    expect((search.body.records as { saga: SagaRec }[]).map((r) => r.saga.sagaId)).toEqual([
+      'refund-7732',
+      'refund-7731',
+    ]);
     const txnsOnly = await runCli(['txn', 'list', '--since', '36h', '--json', ...ep(leader)]);
     expect((JSON.parse(txnsOnly.stdout) as { records: unknown[] }).records).toEqual([]);
     // Indexed by the step services they called: txn list --participant and the console's search find them on any node.
@@ -141,14 +176,32 @@ describe('a saga in the history', () => {
     expect(atPay.code).toBe(0);
     expect(atPay.stdout).toMatch(/^saga\/refund-7732 +FINISHED +\S+ +pay:done/m);
     expect(atPay.stdout).toMatch(/^saga\/refund-7731 +FINISHED +\S+ +pay:done,pay:done +- +order-refund/m);
-    const atPayTxns = await runCli(['txn', 'list', '--since', '36h', '--participant', 'pay', '--kind', 'txn', '--json', ...ep(follower)]);
+    const atPayTxns = await runCli([
+      'txn',
+      'list',
+      '--since',
+      '36h',
+      '--participant',
+      'pay',
+      '--kind',
+      'txn',
+      '--json',
+      ...ep(follower),
+    ]);
     expect(atPayTxns.code, atPayTxns.stderr).toBe(0);
     expect((JSON.parse(atPayTxns.stdout) as { records: unknown[] }).records).toEqual([]);
     const bySearch = await consoleGet(follower, '/api/history?participant=pay&since=36h');
-    expect((bySearch.body.records as { txnId: string }[]).map((r) => r.txnId)).toEqual(['saga/refund-7732', 'saga/refund-7731']);
+    expect((bySearch.body.records as { txnId: string }[]).map((r) => r.txnId)).toEqual([
+      'saga/refund-7732',
+      'saga/refund-7731',
+    ]);
     const page = await consoleGet(follower, '/api/sagas/refund-7731');
     expect(page.status).toBe(200);
-    expect(page.body).toMatchObject({ fromHistory: true, saga: { sagaId: 'refund-7731', state: 'finished' }, actions: { retry: { offered: false } } });
+    expect(page.body).toMatchObject({
+      fromHistory: true,
+      saga: { sagaId: 'refund-7731', state: 'finished' },
+      actions: { retry: { offered: false } },
+    });
     const bad = await consoleGet(follower, '/api/history?kind=orders');
     expect([bad.status, bad.body.error]).toEqual([400, expect.stringMatching(/kind "orders" is not txn or saga/)]);
   }, 300_000);

@@ -104,7 +104,10 @@ describe('saga attempts and stuck sagas on real processes', () => {
             throw new Error('refund system unreachable');
           },
         },
-        ship: { action: () => ({ status: 'failed', reason: 'out of stock' }), compensate: () => ({ status: 'done', output: '', effect: '' }) },
+        ship: {
+          action: () => ({ status: 'failed', reason: 'out of stock' }),
+          compensate: () => ({ status: 'done', output: '', effect: '' }),
+        },
       },
     });
     services.push(pay);
@@ -112,9 +115,16 @@ describe('saga attempts and stuck sagas on real processes', () => {
     const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address) });
     try {
       // Bad type and labels are refused, naming what is wrong; nothing starts.
-      await expect(client.saga({ id: 'bad-1', steps: [{ service: 'pay', name: 'debit' }], labels: { 'bad key': 'x' } })).rejects.toThrow(/INVALID_ARGUMENT: saga bad-1: label name "bad key"/);
-      await expect(client.saga({ id: 'bad-2', steps: [{ service: 'pay', name: 'debit' }], type: 'order refund' })).rejects.toThrow(/INVALID_ARGUMENT: saga bad-2: type "order refund" must be/);
-      const badCli = await runCli(['saga', 'start', '--step', 'pay:debit', '--label', 'order', '--endpoints', c.nodes[0].address], CLI_WAIT);
+      await expect(
+        client.saga({ id: 'bad-1', steps: [{ service: 'pay', name: 'debit' }], labels: { 'bad key': 'x' } }),
+      ).rejects.toThrow(/INVALID_ARGUMENT: saga bad-1: label name "bad key"/);
+      await expect(
+        client.saga({ id: 'bad-2', steps: [{ service: 'pay', name: 'debit' }], type: 'order refund' }),
+      ).rejects.toThrow(/INVALID_ARGUMENT: saga bad-2: type "order refund" must be/);
+      const badCli = await runCli(
+        ['saga', 'start', '--step', 'pay:debit', '--label', 'order', '--endpoints', c.nodes[0].address],
+        CLI_WAIT,
+      );
       expect([badCli.code, badCli.stderr.trim()]).toEqual([64, 'verdict: --label "order": write NAME=VALUE']);
 
       // 1. The stuck saga, with a type and labels.
@@ -146,7 +156,8 @@ describe('saga attempts and stuck sagas on real processes', () => {
         /^saga refund-7731 \(order-refund amount=12,400 RUB order=ORD-7731\) is stuck and needs a person: step 0 compensate at pay\/debit failed \d+ times, last error: .*refund system unreachable/,
       );
       // Repeated at a bounded rate: never two lines for the saga closer than the interval (a scan's second of slack).
-      for (let i = 1; i < lines.length; i++) expect(lines[i].time - lines[i - 1].time).toBeGreaterThanOrEqual(LOG_INTERVAL_MS - 1_000);
+      for (let i = 1; i < lines.length; i++)
+        expect(lines[i].time - lines[i - 1].time).toBeGreaterThanOrEqual(LOG_INTERVAL_MS - 1_000);
       expect(lines[1].attempts).toBeGreaterThan(lines[0].attempts);
 
       const metrics = await (await fetch(`http://${first.metricsAddress}/metrics`)).text();
@@ -156,32 +167,54 @@ describe('saga attempts and stuck sagas on real processes', () => {
       const status = await client.sagaStatus('refund-7731');
       expect(status.type).toBe('order-refund');
       expect(status.labels).toEqual({ amount: '12,400 RUB', order: 'ORD-7731' });
-      expect(status.stepDetails[0]).toMatchObject({ service: 'pay', handler: 'debit', input: '{"order":"ORD-7731"}', state: 'compensating', output: 'debited', action: null });
+      expect(status.stepDetails[0]).toMatchObject({
+        service: 'pay',
+        handler: 'debit',
+        input: '{"order":"ORD-7731"}',
+        state: 'compensating',
+        output: 'debited',
+        action: null,
+      });
       expect(status.stepDetails[0].compensation?.attempts).toBeGreaterThanOrEqual(STUCK_AFTER);
       expect(status.stepDetails[0].compensation?.lastError).toMatch(/refund system unreachable/);
       expect(status.stepDetails[1]).toMatchObject({ service: 'pay', handler: 'ship', state: 'failed' });
 
       // 2. The always-failing action: attempts counted, then the leader is killed mid-way.
-      await client.saga({ id: 'charge-1', type: 'order', labels: { order: 'ORD-7732' }, steps: [{ service: 'pay', name: 'charge', input: '{"order":"ORD-7732"}' }] });
+      await client.saga({
+        id: 'charge-1',
+        type: 'order',
+        labels: { order: 'ORD-7732' },
+        steps: [{ service: 'pay', name: 'charge', input: '{"order":"ORD-7732"}' }],
+      });
       await waitFor('two failed attempts of charge-1 in the log', 60_000, async () => {
         const s = await client.sagaStatus('charge-1');
         return (s.stepDetails[0].action?.attempts ?? 0) >= 2 ? true : undefined;
       });
       await first.kill('SIGKILL');
       const charged = await (
-        await client.sagas.start({ id: 'charge-1', type: 'order', labels: { order: 'ORD-7732' }, steps: [{ service: 'pay', name: 'charge', input: '{"order":"ORD-7732"}' }] })
+        await client.sagas.start({
+          id: 'charge-1',
+          type: 'order',
+          labels: { order: 'ORD-7732' },
+          steps: [{ service: 'pay', name: 'charge', input: '{"order":"ORD-7732"}' }],
+        })
       ).result();
       expect(charged.end).toBe('compensated');
       const gaveUp = charged.status.timeline.find((e) => e.what === 'abandoned');
-      expect(gaveUp?.detail).toMatch(new RegExp(`^gave up after ${ATTEMPTS_MAX} attempts over [0-9.]+ s: step service pay: .*card processor down`));
-      // The count went on across the kill: attempt 1 only once, and the calls at most the bound plus the call in flight at the kill.
+      expect(gaveUp?.detail).toMatch(
+        new RegExp(`^gave up after ${ATTEMPTS_MAX} attempts over [0-9.]+ s: step service pay: .*card processor down`),
+      );
+      // The count went on across the kill: attempt 1 only once, and the calls at most the bound plus the call in flight
+      // at the kill.
       expect(chargeAttempts.filter((a) => a === 1)).toEqual([1]);
       expect(Math.max(...chargeAttempts)).toBe(ATTEMPTS_MAX);
       expect(chargeAttempts.length).toBeLessThanOrEqual(ATTEMPTS_MAX + 1);
 
       // 3. The new leader takes over the stuck saga: it logs it, and the manual queue still lists it.
       const { node: second } = await c.waitForLeader({ timeoutMs: 120_000 });
-      await waitFor('the new leader to log the stuck saga', 60_000, async () => (stuckLines(second.logFile, 'refund-7731').length > 0 ? true : undefined));
+      await waitFor('the new leader to log the stuck saga', 60_000, async () =>
+        stuckLines(second.logFile, 'refund-7731').length > 0 ? true : undefined,
+      );
       const eps = ['--endpoints', second.address];
       const listed = await runCli(['saga', 'list', '--stuck', ...eps], CLI_WAIT);
       expect(listed.code, listed.stderr).toBe(0);
@@ -192,14 +225,36 @@ describe('saga attempts and stuck sagas on real processes', () => {
       expect(shown.code, shown.stderr).toBe(0);
       expect(shown.stdout).toMatch(/^type: order-refund$/m);
       expect(shown.stdout).toMatch(/^labels: amount=12,400 RUB order=ORD-7731$/m);
-      expect(shown.stdout).toMatch(/^STEP\s+SERVICE\s+HANDLER\s+INPUT\s+STATE\s+OUTPUT\s+ATTEMPTS\s+COMP ATTEMPTS\s+LAST ERROR$/m);
-      expect(shown.stdout).toMatch(/^0\s+pay\s+debit\s+\{"order":"ORD-7731"\}\s+compensating\s+debited\s+\d+\s+.*refund system unreachable/m);
+      expect(shown.stdout).toMatch(
+        /^STEP\s+SERVICE\s+HANDLER\s+INPUT\s+STATE\s+OUTPUT\s+ATTEMPTS\s+COMP ATTEMPTS\s+LAST ERROR$/m,
+      );
+      expect(shown.stdout).toMatch(
+        /^0\s+pay\s+debit\s+\{"order":"ORD-7731"\}\s+compensating\s+debited\s+\d+\s+.*refund system unreachable/m,
+      );
       // Resolved by hand: who, when and why in the log; the queue is empty.
-      const resolved = await runCli(['saga', 'resolve', 'refund-7731', '--step', '0', '--compensated', '--reason', 'refunded by hand, ticket 42', '--operator', 'bob', ...eps], CLI_WAIT);
+      const resolved = await runCli(
+        [
+          'saga',
+          'resolve',
+          'refund-7731',
+          '--step',
+          '0',
+          '--compensated',
+          '--reason',
+          'refunded by hand, ticket 42',
+          '--operator',
+          'bob',
+          ...eps,
+        ],
+        CLI_WAIT,
+      );
       expect(resolved.code, resolved.stderr).toBe(0);
       const after = await client.sagaStatus('refund-7731');
       expect(after.state).toBe('compensated');
-      expect(after.timeline.find((e) => e.what === 'resolved compensated')).toMatchObject({ operator: 'bob', detail: 'refunded by hand, ticket 42' });
+      expect(after.timeline.find((e) => e.what === 'resolved compensated')).toMatchObject({
+        operator: 'bob',
+        detail: 'refunded by hand, ticket 42',
+      });
       expect(await client.sagas.list(true)).toEqual([]);
     } finally {
       client.close();

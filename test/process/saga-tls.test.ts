@@ -41,7 +41,8 @@ afterAll(async () => {
 
 const creds = (c: CertFiles): grpc.ChannelCredentials => tlsCredentials({ ca: ca.cert, cert: c.cert, key: c.key });
 /** Dialling a step service (not a node): the CA and the host are checked, not the node mark. */
-const serviceCreds = (c: CertFiles): grpc.ChannelCredentials => grpc.credentials.createSsl(readFileSync(ca.cert), readFileSync(c.key), readFileSync(c.cert));
+const serviceCreds = (c: CertFiles): grpc.ChannelCredentials =>
+  grpc.credentials.createSsl(readFileSync(ca.cert), readFileSync(c.key), readFileSync(c.cert));
 
 describe('sagas on a TLS cluster', () => {
   it('step services serve and register over mutual TLS; only the nodes of the cluster may call them', async () => {
@@ -71,12 +72,20 @@ describe('sagas on a TLS cluster', () => {
       registerRetryMs: 200,
     });
 
-    // Without TLS a step service refuses to listen beyond loopback; with it, its certificate must name the address it serves.
-    await expect(startStepService({ ...common('flight', 0), listen: `0.0.0.0:${ports[2]}`, handlers: {} })).rejects.toThrow(StepServiceStartupError);
+    // Without TLS a step service refuses to listen beyond loopback; with it, its certificate must name the address it
+    // serves.
+    await expect(
+      startStepService({ ...common('flight', 0), listen: `0.0.0.0:${ports[2]}`, handlers: {} }),
+    ).rejects.toThrow(StepServiceStartupError);
     const elsewhere = ca.issue('flight', { ou: clusterId, file: 'flight-loopback' });
-    await expect(startStepService({ ...common('flight', ports[2]), listen: `192.0.2.1:${ports[2]}`, tls: { ca: ca.cert, ...elsewhere }, handlers: {} })).rejects.toThrow(
-      /does not name 192\.0\.2\.1 in its subjectAltName/,
-    );
+    await expect(
+      startStepService({
+        ...common('flight', ports[2]),
+        listen: `192.0.2.1:${ports[2]}`,
+        tls: { ca: ca.cert, ...elsewhere },
+        handlers: {},
+      }),
+    ).rejects.toThrow(/does not name 192\.0\.2\.1 in its subjectAltName/);
 
     for (const [i, id] of ['flight', 'hotel'].entries()) {
       const cert = ca.issue(id, { ou: clusterId, file: `${clusterId}-${id}` });
@@ -85,7 +94,10 @@ describe('sagas on a TLS cluster', () => {
         tls: { ca: ca.cert, ...cert },
         handlers: {
           book: {
-            action: (req) => (req.input === 'full' ? { status: 'failed', reason: `${id} is full` } : { status: 'done', output: `${id}-${req.sagaId}`, effect: `book ${req.sagaId}` }),
+            action: (req) =>
+              req.input === 'full'
+                ? { status: 'failed', reason: `${id} is full` }
+                : { status: 'done', output: `${id}-${req.sagaId}`, effect: `book ${req.sagaId}` },
             compensate: (req) => ({ status: 'done', output: '', effect: `cancel ${req.sagaId}` }),
           },
         },
@@ -107,7 +119,9 @@ describe('sagas on a TLS cluster', () => {
       const ok = await (await client.saga({ id: 'tls-ok', steps: trip, pivot: 1 })).result();
       expect(ok.end).toBe('finished');
       expect(ok.status.outputs).toEqual(['flight-tls-ok', 'hotel-tls-ok']);
-      const full = await (await client.saga({ id: 'tls-full', steps: [trip[0], { ...trip[1], input: 'full' }], pivot: 1 })).result();
+      const full = await (
+        await client.saga({ id: 'tls-full', steps: [trip[0], { ...trip[1], input: 'full' }], pivot: 1 })
+      ).result();
       expect(full.end).toBe('compensated');
       expect(Object.fromEntries(applied)).toEqual({
         'flight:action:tls-ok:0': 1,
@@ -120,7 +134,11 @@ describe('sagas on a TLS cluster', () => {
       const historyAs = (who: CertFiles) => new RaftNodeClient(endpoints[0] as string, creds(who));
       const [aliceH, adminH, bobH] = [historyAs(ca.issue('alice')), historyAs(admin), historyAs(ca.issue('bob'))];
       try {
-        const mine = await waitFor('the saga in the history', 30_000, async () => (await aliceH.history({ sagaId: 'tls-ok' })).records[0]?.saga ?? undefined);
+        const mine = await waitFor(
+          'the saga in the history',
+          30_000,
+          async () => (await aliceH.history({ sagaId: 'tls-ok' })).records[0]?.saga ?? undefined,
+        );
         expect(mine).toMatchObject({ sagaId: 'tls-ok', owner: 'CN=alice', state: 'finished' });
         expect((await adminH.history({ sagaId: 'tls-ok' })).records[0]?.saga?.sagaId).toBe('tls-ok');
         await expect(bobH.history({ sagaId: 'tls-ok' })).rejects.toMatchObject({
@@ -128,14 +146,20 @@ describe('sagas on a TLS cluster', () => {
           details: expect.stringMatching(/is for the client that started it \(CN=alice\)/),
         });
         expect((await bobH.history({ kind: 'saga' })).records).toEqual([]);
-        expect((await adminH.history({ kind: 'saga' })).records.map((r) => r.saga?.sagaId).sort()).toEqual(['tls-full', 'tls-ok']);
+        expect((await adminH.history({ kind: 'saga' })).records.map((r) => r.saga?.sagaId).sort()).toEqual([
+          'tls-full',
+          'tls-ok',
+        ]);
       } finally {
         for (const h of [aliceH, adminH, bobH]) h.close();
       }
 
       // The orchestrator's End, confirmed by the step service with the cluster over TLS, drops the sagas' keys.
       await waitFor("the step services to drop the ended sagas' keys", 30_000, async () =>
-        ['tls-ok/0/action', 'tls-full/0/action'].every((k) => services[0].inbox?.get(k) === undefined) && services[1].inbox?.get('tls-ok/1/action') === undefined ? true : undefined,
+        ['tls-ok/0/action', 'tls-full/0/action'].every((k) => services[0].inbox?.get(k) === undefined) &&
+        services[1].inbox?.get('tls-ok/1/action') === undefined
+          ? true
+          : undefined,
       );
 
       // The participants list shows the step services with their kind.
@@ -146,11 +170,25 @@ describe('sagas on a TLS cluster', () => {
       ]);
 
       // Someone with a certificate of the same CA that is not a node of the cluster is refused, and nothing is applied.
-      const call: StepRequest = { clusterId, sagaId: 'forged', step: 0, key: stepKey('forged', 0, 'action'), name: 'book', input: '', outputs: [], attempt: 1 };
-      const mallory = new SagaStepClient(services[0].address, serviceCreds(ca.issue('mallory', { ou: clusterId, file: `${clusterId}-mallory` })));
+      const call: StepRequest = {
+        clusterId,
+        sagaId: 'forged',
+        step: 0,
+        key: stepKey('forged', 0, 'action'),
+        name: 'book',
+        input: '',
+        outputs: [],
+        attempt: 1,
+      };
+      const mallory = new SagaStepClient(
+        services[0].address,
+        serviceCreds(ca.issue('mallory', { ou: clusterId, file: `${clusterId}-mallory` })),
+      );
       await expect(mallory.call('action', call, 10_000)).rejects.toMatchObject({
         code: grpc.status.PERMISSION_DENIED,
-        details: expect.stringMatching(/takes Execute only from a node of its cluster: .* lacks the node mark O=verdict-node/),
+        details: expect.stringMatching(
+          /takes Execute only from a node of its cluster: .* lacks the node mark O=verdict-node/,
+        ),
       });
       mallory.close();
       // A plaintext caller does not get through the handshake.
@@ -159,7 +197,8 @@ describe('sagas on a TLS cluster', () => {
       plain.close();
       expect(applied.has('flight:action:forged:0')).toBe(false);
 
-      // hotel goes away; a server at its address with another step service's certificate (flight's) gets no call at all.
+      // hotel goes away; a server at its address with another step service's certificate (flight's) gets no call at
+      // all.
       const hotelAddress = services[1].address;
       await services[1].stop();
       services.splice(1, 1);
@@ -181,7 +220,11 @@ describe('sagas on a TLS cluster', () => {
       await new Promise<void>((res, rej) =>
         impostor.bindAsync(
           hotelAddress,
-          grpc.ServerCredentials.createSsl(readFileSync(ca.cert), [{ cert_chain: readFileSync(flightCert.cert), private_key: readFileSync(flightCert.key) }], true),
+          grpc.ServerCredentials.createSsl(
+            readFileSync(ca.cert),
+            [{ cert_chain: readFileSync(flightCert.cert), private_key: readFileSync(flightCert.key) }],
+            true,
+          ),
           (e) => (e ? rej(e) : res()),
         ),
       );

@@ -46,7 +46,9 @@ async function startBooking(c: Cluster): Promise<void> {
           action: (req) => {
             // Load sagas' first attempts fail transiently, so that the kill below lands mid-saga.
             if (req.sagaId.startsWith('load-') && req.attempt < 2) throw new Error('not yet');
-            return req.input === 'full' ? { status: 'failed', reason: `${id} is full` } : { status: 'done', output: `${id}-${req.sagaId}`, effect: `book ${req.sagaId}` };
+            return req.input === 'full'
+              ? { status: 'failed', reason: `${id} is full` }
+              : { status: 'done', output: `${id}-${req.sagaId}`, effect: `book ${req.sagaId}` };
           },
           compensate: (req) => ({ status: 'done', output: '', effect: `cancel ${req.sagaId}` }),
         },
@@ -84,7 +86,10 @@ describe('sagas on real processes', () => {
             throw new Error('refund system unreachable');
           },
         },
-        ship: { action: () => ({ status: 'failed', reason: 'out of stock' }), compensate: () => ({ status: 'done', output: '', effect: '' }) },
+        ship: {
+          action: () => ({ status: 'failed', reason: 'out of stock' }),
+          compensate: () => ({ status: 'done', output: '', effect: '' }),
+        },
       },
     });
     services.push(bank);
@@ -99,21 +104,50 @@ describe('sagas on real processes', () => {
           { service: 'bank', name: 'ship' },
         ],
       });
-      const stuck = await waitFor('order-1 to be flagged stuck', 60_000, async () => (await client.sagas.list(true)).find((s) => s.id === 'order-1'));
+      const stuck = await waitFor('order-1 to be flagged stuck', 60_000, async () =>
+        (await client.sagas.list(true)).find((s) => s.id === 'order-1'),
+      );
       expect(stuck.state).toBe('compensating');
       expect(stuck.stuck).toMatchObject({ step: 0, kind: 'compensate', attempts: 3 });
       expect(stuck.stuck?.lastError).toMatch(/refund system unreachable/);
       const listed = await runCli(['saga', 'list', '--stuck', ...eps], CLI_WAIT);
-      expect(listed.stdout).toMatch(/order-1\s+compensating\s+compensating,failed\s+step 0 compensate at bank\/debitNoRefund, 3 attempts: .*refund system unreachable/);
+      expect(listed.stdout).toMatch(
+        /order-1\s+compensating\s+compensating,failed\s+step 0 compensate at bank\/debitNoRefund, 3 attempts: .*refund system unreachable/,
+      );
       // Resolving the wrong step, or the wrong kind, is refused and changes nothing.
-      const wrong = await runCli(['saga', 'resolve', 'order-1', '--step', '0', '--done', '--reason', 'x', ...eps], CLI_WAIT);
+      const wrong = await runCli(
+        ['saga', 'resolve', 'order-1', '--step', '0', '--done', '--reason', 'x', ...eps],
+        CLI_WAIT,
+      );
       expect(wrong.code).toBe(1);
-      expect(wrong.stderr).toMatch(/saga order-1 step 0 is not stuck on its action \(the saga is stuck on step 0 compensate\); nothing was changed/);
+      expect(wrong.stderr).toMatch(
+        /saga order-1 step 0 is not stuck on its action \(the saga is stuck on step 0 compensate\); nothing was changed/,
+      );
       // An operator's retry: recorded, attempts counted afresh, and (the refund still failing) stuck again.
-      const retried = await runCli(['saga', 'retry', 'order-1', '--reason', 'refund system back?', '--operator', 'alice', ...eps], CLI_WAIT);
+      const retried = await runCli(
+        ['saga', 'retry', 'order-1', '--reason', 'refund system back?', '--operator', 'alice', ...eps],
+        CLI_WAIT,
+      );
       expect(retried.code, retried.stderr).toBe(0);
-      await waitFor('order-1 to be stuck again', 60_000, async () => ((await client.sagas.list(true)).some((s) => s.id === 'order-1') ? true : undefined));
-      const resolved = await runCli(['saga', 'resolve', 'order-1', '--step', '0', '--compensated', '--reason', 'refunded by hand, ticket 42', '--operator', 'bob', ...eps], CLI_WAIT);
+      await waitFor('order-1 to be stuck again', 60_000, async () =>
+        (await client.sagas.list(true)).some((s) => s.id === 'order-1') ? true : undefined,
+      );
+      const resolved = await runCli(
+        [
+          'saga',
+          'resolve',
+          'order-1',
+          '--step',
+          '0',
+          '--compensated',
+          '--reason',
+          'refunded by hand, ticket 42',
+          '--operator',
+          'bob',
+          ...eps,
+        ],
+        CLI_WAIT,
+      );
       expect(resolved.code, resolved.stderr).toBe(0);
       const end = await (await client.sagas.status('order-1', 10_000)).state;
       expect(end).toBe('compensated');
@@ -160,13 +194,28 @@ describe('sagas on real processes', () => {
       ).result();
       expect(full.end).toBe('compensated');
       expect(full.status.steps).toEqual(['compensated', 'failed']);
-      expect(full.status.timeline.map((e) => e.what)).toEqual(['started', 'sent', 'done', 'sent', 'failed', 'sent', 'compensated', 'compensated']);
+      expect(full.status.timeline.map((e) => e.what)).toEqual([
+        'started',
+        'sent',
+        'done',
+        'sent',
+        'failed',
+        'sent',
+        'compensated',
+        'compensated',
+      ]);
 
       // 3. Bad input: a clear error naming the saga and the step; nothing started.
-      await expect(client.saga({ id: 'trip-x', steps: [{ service: 'train', name: 'book' }] })).rejects.toThrow(/FAILED_PRECONDITION: saga trip-x step 0: step service train is not registered/);
-      await expect(client.saga({ id: 'trip-y', steps: [] })).rejects.toThrow(/INVALID_ARGUMENT: saga trip-y has no steps/);
+      await expect(client.saga({ id: 'trip-x', steps: [{ service: 'train', name: 'book' }] })).rejects.toThrow(
+        /FAILED_PRECONDITION: saga trip-x step 0: step service train is not registered/,
+      );
+      await expect(client.saga({ id: 'trip-y', steps: [] })).rejects.toThrow(
+        /INVALID_ARGUMENT: saga trip-y has no steps/,
+      );
       await expect(client.sagaStatus('trip-x')).rejects.toBeInstanceOf(VerdictError);
-      await expect(client.sagas.resolve('trip-1', 0, 'done', 'by hand')).rejects.toThrow(/FAILED_PRECONDITION: saga trip-1 step 0 is not stuck on its action/);
+      await expect(client.sagas.resolve('trip-1', 0, 'done', 'by hand')).rejects.toThrow(
+        /FAILED_PRECONDITION: saga trip-1 step 0 is not stuck on its action/,
+      );
 
       // 4. Many sagas while the leader is killed.
       const ids = Array.from({ length: 30 }, (_, i) => `load-${i}`);
@@ -198,7 +247,9 @@ describe('sagas on real processes', () => {
           expect(applied.get(`flight:action:${id}:0`)).toBe(1);
           expect(applied.get(`flight:compensate:${id}:0`)).toBe(1);
           expect(applied.has(`hotel:action:${id}:1`)).toBe(false);
-        } else for (const k of [`flight:action:${id}:0`, `hotel:action:${id}:1`, `flight:action:${id}:2`]) expect(applied.get(k), k).toBe(1);
+        } else
+          for (const k of [`flight:action:${id}:0`, `hotel:action:${id}:1`, `flight:action:${id}:2`])
+            expect(applied.get(k), k).toBe(1);
       }
       // Nothing stuck after healing.
       expect(await client.sagas.list(true)).toEqual([]);
@@ -211,7 +262,10 @@ describe('sagas on real processes', () => {
           .map((n) => n.address)
           .join(','),
       ];
-      const started = await runCli(['saga', 'start', '--id', 'cli-1', '--step', 'flight:book', '--step', 'hotel:book=full', ...eps], { timeoutMs: 60_000 });
+      const started = await runCli(
+        ['saga', 'start', '--id', 'cli-1', '--step', 'flight:book', '--step', 'hotel:book=full', ...eps],
+        { timeoutMs: 60_000 },
+      );
       expect(started.stdout.trim(), started.stderr).toBe('COMPENSATED cli-1');
       expect(started.code).toBe(2);
       const shown = await runCli(['saga', 'show', 'trip-2', ...eps], CLI_WAIT);
@@ -220,7 +274,10 @@ describe('sagas on real processes', () => {
       expect(shown.stdout).toMatch(/failed step 1 action: hotel is full/);
       const stuck = await runCli(['saga', 'list', '--stuck', ...eps], CLI_WAIT);
       expect(stuck.stdout.trim()).toBe('(no saga is stuck)');
-      const refused = await runCli(['saga', 'resolve', 'trip-2', '--step', '0', '--compensated', '--reason', 'by hand', ...eps], CLI_WAIT);
+      const refused = await runCli(
+        ['saga', 'resolve', 'trip-2', '--step', '0', '--compensated', '--reason', 'by hand', ...eps],
+        CLI_WAIT,
+      );
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/saga trip-2 step 0 is not stuck on its compensate .*nothing was changed/);
       // Metrics on the new leader: sagas by state, step attempts and their latency.
@@ -232,7 +289,9 @@ describe('sagas on real processes', () => {
       expect(sample(/^verdict_sagas_stuck\{[^}]*\} (\d+)$/m)).toBe(0);
       expect(text).toMatch(/^verdict_saga_stuck_total\{[^}]*\} 0$/m);
       expect(sample(/^verdict_saga_step_attempts_total\{[^}]*\} (\d+)$/m)).toBeGreaterThan(0);
-      expect(text).toMatch(/^verdict_saga_step_duration_seconds_count\{[^}]*kind="action"[^}]*result="answered"[^}]*\} \d+$/m);
+      expect(text).toMatch(
+        /^verdict_saga_step_duration_seconds_count\{[^}]*kind="action"[^}]*result="answered"[^}]*\} \d+$/m,
+      );
       const typo = await runCli(['saga', 'list', '--stuk', ...eps], CLI_WAIT);
       expect(typo.stderr).toMatch(/unknown flag "--stuk" for verdict saga list \(did you mean --stuck\?\)/);
     } finally {

@@ -23,16 +23,24 @@ const CLI_WAIT_MS = 60_000;
  * address; retries while the cluster moves between the two reads (a
  * heartbeat may not, a commit or an election may), at most a few times.
  */
-async function compareWithGrpcJs(c: Cluster, cliArgs: string[], grpcClient: (addr: string) => RaftNodeClient): Promise<void> {
+async function compareWithGrpcJs(
+  c: Cluster,
+  cliArgs: string[],
+  grpcClient: (addr: string) => RaftNodeClient,
+): Promise<void> {
   let last = '';
   for (let attempt = 0; attempt < 5; attempt++) {
     const before = await Promise.all(c.nodes.map((n) => askGrpcJs(grpcClient(n.address))));
-    const r = await runCli(['status', '--json', '--endpoints', c.nodes[1].address, ...cliArgs], { timeoutMs: CLI_WAIT_MS });
+    const r = await runCli(['status', '--json', '--endpoints', c.nodes[1].address, ...cliArgs], {
+      timeoutMs: CLI_WAIT_MS,
+    });
     expect(r.code, r.stderr).toBe(0);
     const after = await Promise.all(c.nodes.map((n) => askGrpcJs(grpcClient(n.address))));
     last = r.stdout;
     const st = JSON.parse(r.stdout) as ClusterStatus;
-    const expected = before.map((s) => nodeRow(s.address, s)).sort((a, b) => (a.id as string).localeCompare(b.id as string));
+    const expected = before
+      .map((s) => nodeRow(s.address, s))
+      .sort((a, b) => (a.id as string).localeCompare(b.id as string));
     if (JSON.stringify(before) !== JSON.stringify(after)) continue;
     expect(st.nodes).toEqual(expected);
     expect(st.leader).toBe(before.find((s) => s.role === 'leader')?.nodeId ?? null);
@@ -43,7 +51,9 @@ async function compareWithGrpcJs(c: Cluster, cliArgs: string[], grpcClient: (add
   throw new Error(`the cluster kept changing between reads; last CLI answer: ${last}`);
 }
 
-/** One Status call through grpc-js; a connection that failed to establish (a loaded machine) is tried again a few times. */
+/**
+ * One Status call through grpc-js; a connection that failed to establish (a loaded machine) is tried again a few times.
+ */
 async function askGrpcJs(client: RaftNodeClient): Promise<NodeStatus> {
   try {
     for (let attempt = 1; ; attempt++) {
@@ -97,7 +107,11 @@ describe('verdict status over node:http2', { timeout: 240_000 }, () => {
       await c.waitForLeader();
       await c.putOnLeader('k', 'v');
       const aliceCreds = tlsCredentials({ ca: ca.cert, cert: alice.cert, key: alice.key });
-      await compareWithGrpcJs(c, ['--ca', ca.cert, '--cert', alice.cert, '--key', alice.key], (addr) => new RaftNodeClient(addr, aliceCreds));
+      await compareWithGrpcJs(
+        c,
+        ['--ca', ca.cert, '--cert', alice.cert, '--key', alice.key],
+        (addr) => new RaftNodeClient(addr, aliceCreds),
+      );
 
       const one = ['status', '--endpoints', c.nodes[0].address];
       const noCert = await runCli([...one, '--ca', ca.cert], { timeoutMs: CLI_WAIT_MS });
@@ -106,7 +120,9 @@ describe('verdict status over node:http2', { timeout: 240_000 }, () => {
       // The server's certificate is checked against our CA: a client trusting another CA refuses the node.
       const rogue = TestCa.create(certs, 'rogue-ca');
       const rogueAlice = rogue.issue('alice', { file: 'rogue-alice' });
-      const wrongCa = await runCli([...one, '--ca', rogue.cert, '--cert', rogueAlice.cert, '--key', rogueAlice.key], { timeoutMs: CLI_WAIT_MS });
+      const wrongCa = await runCli([...one, '--ca', rogue.cert, '--cert', rogueAlice.cert, '--key', rogueAlice.key], {
+        timeoutMs: CLI_WAIT_MS,
+      });
       expect(wrongCa.code).toBe(1);
       expect(wrongCa.stderr).toMatch(/the server's certificate is not signed by our CA/);
       expect(wrongCa.stdout).toMatch(/^leader: none$/m);

@@ -11,7 +11,17 @@ useProcessCleanup();
 
 interface StatusJson {
   leader: string | null;
-  nodes: { id: string | null; address: string; reachable: boolean; error?: string; role?: string; term?: number; commitIndex?: number; lastIndex?: number; version?: string }[];
+  nodes: {
+    id: string | null;
+    address: string;
+    reachable: boolean;
+    error?: string;
+    role?: string;
+    term?: number;
+    commitIndex?: number;
+    lastIndex?: number;
+    version?: string;
+  }[];
 }
 
 async function statusJson(endpoints: string[]): Promise<StatusJson> {
@@ -92,13 +102,17 @@ describe('verdict status', () => {
       const down = st.nodes.find((n) => n.address === dead.address);
       expect(down, JSON.stringify(st)).toMatchObject({ id: dead.id, reachable: false });
       expect(down?.error).toBeTruthy();
-      expect(st.nodes.filter((n) => n.reachable).map((n) => n.id)).toEqual(c.nodes.filter((n) => n !== dead).map((n) => n.id));
+      expect(st.nodes.filter((n) => n.reachable).map((n) => n.id)).toEqual(
+        c.nodes.filter((n) => n !== dead).map((n) => n.id),
+      );
     }
     const r = await runCli(['status', '--endpoints', leader.address]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(`leader: ${leader.id}`);
     const row = r.stdout.split('\n').find((l) => l.includes(dead.address));
-    expect(row, r.stdout).toMatch(new RegExp(`^${dead.id}\\s+${dead.address.replace(/\./g, '\\.')}\\s+unreachable \\(`));
+    expect(row, r.stdout).toMatch(
+      new RegExp(`^${dead.id}\\s+${dead.address.replace(/\./g, '\\.')}\\s+unreachable \\(`),
+    );
   });
 
   it('with the leader killed too, a majority is gone: exits 1 and says why, in --json too (a health check can use the code)', async () => {

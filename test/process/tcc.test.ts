@@ -59,7 +59,11 @@ const handlers: TccMemoryHandlers<Seats> = {
   decode: (t) => JSON.parse(t) as Seats,
 };
 
-async function participant(c: Cluster, id: string, extra: { tcc?: { memory: TccMemoryHandlers<unknown> }; metricsListen?: string } = {}): Promise<ParticipantRuntime<unknown>> {
+async function participant(
+  c: Cluster,
+  id: string,
+  extra: { tcc?: { memory: TccMemoryHandlers<unknown> }; metricsListen?: string } = {},
+): Promise<ParticipantRuntime<unknown>> {
   const r = await startParticipant({
     clusterId: c.clusterId,
     participantId: id,
@@ -109,8 +113,12 @@ describe('TCC on a real cluster', () => {
   it('a reserve whose TTL runs out while the leader waits for another vote asks the cluster to decide ABORT, and is cancelled on that answer', async () => {
     const c = await Cluster.start({ nodes: 1 });
     const { node } = await c.waitForLeader();
-    const seats = await participant(c, 'seats', { tcc: { memory: handlers as TccMemoryHandlers<unknown> }, metricsListen: '127.0.0.1:0' });
-    // A participant process that registers, then is frozen (SIGSTOP): the leader waits for its vote (up to its RPC deadline, 10 s).
+    const seats = await participant(c, 'seats', {
+      tcc: { memory: handlers as TccMemoryHandlers<unknown> },
+      metricsListen: '127.0.0.1:0',
+    });
+    // A participant process that registers, then is frozen (SIGSTOP): the leader waits for its vote (up to its RPC
+    // deadline, 10 s).
     const frozen = spawn(
       process.execPath,
       [
@@ -136,7 +144,8 @@ describe('TCC on a real cluster', () => {
     );
     children.push(frozen);
     let out = '';
-    for (const stream of [frozen.stdout, frozen.stderr]) stream?.setEncoding('utf8').on('data', (d: string) => (out += d));
+    for (const stream of [frozen.stdout, frozen.stderr])
+      stream?.setEncoding('utf8').on('data', (d: string) => (out += d));
     await waitFor(
       'the frozen participant registered',
       WAIT_MS,
@@ -157,7 +166,9 @@ describe('TCC on a real cluster', () => {
       expect(r.reason).toMatch(/TCC reserve of participant seats expired/);
       // The Cancel handler runs before its journal record is synced, and the count moves after the sync: wait for both.
       const resource = seats.resource as TccResource;
-      await waitFor('the reserve cancelled', WAIT_MS, async () => (seatsOf(seats).cancels === 1 && resource.tccCounts().cancelled === 1 ? true : undefined));
+      await waitFor('the reserve cancelled', WAIT_MS, async () =>
+        seatsOf(seats).cancels === 1 && resource.tccCounts().cancelled === 1 ? true : undefined,
+      );
       expect(seatsOf(seats)).toMatchObject({ free: 10, held: {}, sold: 0 });
       expect(resource.tccCounts()).toMatchObject({ held: 0, cancelled: 1 });
       // The metrics say so too: one reserve expired, none held.

@@ -40,11 +40,20 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(certs, { recursive: true, force: true }));
 
-/** A server at `address` with `cert` that answers every RaftNode and Coordinator call as a node would, recording each. */
-async function impostorNode(address: string, cert: CertFiles, clusterId: string): Promise<{ calls: string[]; stop(): void }> {
+/**
+ * A server at `address` with `cert` that answers every RaftNode and Coordinator call as a node would, recording each.
+ */
+async function impostorNode(
+  address: string,
+  cert: CertFiles,
+  clusterId: string,
+): Promise<{ calls: string[]; stop(): void }> {
   const calls: string[] = [];
   const server = new grpc.Server();
-  const answer = (service: grpc.ServiceDefinition, reply: (method: string) => object): grpc.UntypedServiceImplementation =>
+  const answer = (
+    service: grpc.ServiceDefinition,
+    reply: (method: string) => object,
+  ): grpc.UntypedServiceImplementation =>
     Object.fromEntries(
       Object.keys(service).map((m) => [
         m,
@@ -62,11 +71,20 @@ async function impostorNode(address: string, cert: CertFiles, clusterId: string)
   );
   server.addService(
     coordinatorService as unknown as grpc.ServiceDefinition,
-    answer(coordinatorService as unknown as grpc.ServiceDefinition, () => ({ outcome: 'OUTCOME_COMMITTED', participant: { participantId: 'shop', endpoint: '' } })),
+    answer(coordinatorService as unknown as grpc.ServiceDefinition, () => ({
+      outcome: 'OUTCOME_COMMITTED',
+      participant: { participantId: 'shop', endpoint: '' },
+    })),
   );
   await new Promise<void>((res, rej) =>
-    server.bindAsync(address, grpc.ServerCredentials.createSsl(readFileSync(ca.cert), [{ cert_chain: readFileSync(cert.cert), private_key: readFileSync(cert.key) }], true), (e) =>
-      e ? rej(e) : res(),
+    server.bindAsync(
+      address,
+      grpc.ServerCredentials.createSsl(
+        readFileSync(ca.cert),
+        [{ cert_chain: readFileSync(cert.cert), private_key: readFileSync(cert.key) }],
+        true,
+      ),
+      (e) => (e ? rej(e) : res()),
     ),
   );
   return { calls, stop: () => server.forceShutdown() };
@@ -101,18 +119,41 @@ describe("a participant's certificate at a node's address is no node", () => {
       registerRetryMaxMs: 200,
       tls: { ca: ca.cert, ...shopCert },
     });
-    const direct = new ParticipantClient(shop.address, grpc.credentials.createSsl(readFileSync(ca.cert), readFileSync(evil.key), readFileSync(evil.cert)));
+    const direct = new ParticipantClient(
+      shop.address,
+      grpc.credentials.createSsl(readFileSync(ca.cert), readFileSync(evil.key), readFileSync(evil.cert)),
+    );
     try {
       // shop tries to register at its one endpoint and refuses the server there, saying why.
       await waitFor('shop to refuse the server at its endpoint', WAIT_MS, async () =>
-        lines.some((l) => /registration with the cluster failed/.test(l) && /node at 127\.0\.0\.1 refused: its certificate \(OU=[^,]+, CN=evil\) is not a node's/.test(l)) ? true : undefined,
+        lines.some(
+          (l) =>
+            /registration with the cluster failed/.test(l) &&
+            /node at 127\.0\.0\.1 refused: its certificate \(OU=[^,]+, CN=evil\) is not a node's/.test(l),
+        )
+          ? true
+          : undefined,
       );
       // The impostor's Prepare and Decide, with its own certificate: refused, nothing taken.
-      const forged: PrepareRequest = { clusterId, txnId: 'forged-1', participantId: 'shop', participants: ['shop'], payload: Buffer.from(JSON.stringify({ set: { stolen: '1' } })), timeoutMs: 10_000 };
+      const forged: PrepareRequest = {
+        clusterId,
+        txnId: 'forged-1',
+        participantId: 'shop',
+        participants: ['shop'],
+        payload: Buffer.from(JSON.stringify({ set: { stolen: '1' } })),
+        timeoutMs: 10_000,
+      };
       const prep = await refusal(direct.prepare(forged, 5_000));
       expect(prep.code).toBe(grpc.status.PERMISSION_DENIED);
-      expect(prep.details).toMatch(/^PREPARE is taken only from a node of this participant's cluster: the caller's certificate \(OU=[^,]+, CN=evil\) is not a node's/);
-      const dec = await refusal(direct.decide({ clusterId, txnId: 'forged-1', participantId: 'shop', decision: 'DECISION_COMMIT', reason: '' }, 5_000));
+      expect(prep.details).toMatch(
+        /^PREPARE is taken only from a node of this participant's cluster: the caller's certificate \(OU=[^,]+, CN=evil\) is not a node's/,
+      );
+      const dec = await refusal(
+        direct.decide(
+          { clusterId, txnId: 'forged-1', participantId: 'shop', decision: 'DECISION_COMMIT', reason: '' },
+          5_000,
+        ),
+      );
       expect(dec.code).toBe(grpc.status.PERMISSION_DENIED);
       expect(shop.engine.stateOf('forged-1')).toBeUndefined();
       expect(shop.resource.get('stolen')).toBeUndefined();
@@ -135,19 +176,36 @@ describe("a participant's certificate at a node's address is no node", () => {
     const nodeAddress = `127.0.0.1:${nodePort}`;
     const evil = ca.issue('evil', { ou: clusterId, file: `${clusterId}-evil-2` });
     const impostor = await impostorNode(nodeAddress, evil, clusterId);
-    const client = new VerdictClient({ endpoints: [nodeAddress], callTimeoutMs: 3_000, credentials: tlsCredentials({ ca: ca.cert, ...alice }) });
+    const client = new VerdictClient({
+      endpoints: [nodeAddress],
+      callTimeoutMs: 3_000,
+      credentials: tlsCredentials({ ca: ca.cert, ...alice }),
+    });
     try {
-      const commit = await refusal((async () => (await client.begin({ timeoutMs: 3_000 })).enlist('shop', { set: { card: '4111 1111 1111 1111' } }).commit())());
-      expect(commit.message).toMatch(/node at 127\.0\.0\.1 refused: its certificate \(OU=[^,]+, CN=evil\) is not a node's/);
+      const commit = await refusal(
+        (async () =>
+          (await client.begin({ timeoutMs: 3_000 }))
+            .enlist('shop', { set: { card: '4111 1111 1111 1111' } })
+            .commit())(),
+      );
+      expect(commit.message).toMatch(
+        /node at 127\.0\.0\.1 refused: its certificate \(OU=[^,]+, CN=evil\) is not a node's/,
+      );
       const outcome = await refusal(client.outcome('any-txn'));
       expect(outcome.message).toMatch(/is not a node's/);
 
       const tls = ['--ca', ca.cert, '--cert', alice.cert, '--key', alice.key];
       // verdict status dials over node:http2, the other commands over grpc-js: both check the node mark.
-      const status = await runCli(['status', '--endpoints', nodeAddress, '--timeout-ms', '3000', ...tls], { timeoutMs: 30_000 });
+      const status = await runCli(['status', '--endpoints', nodeAddress, '--timeout-ms', '3000', ...tls], {
+        timeoutMs: 30_000,
+      });
       expect(status.code).toBe(1);
-      expect(status.stdout + status.stderr).toMatch(/node at 127\.0\.0\.1 refused: its certificate \(OU=[^,]+, CN=evil\) is not a node's/);
-      const list = await runCli(['txn', 'list', '--endpoints', nodeAddress, '--timeout-ms', '3000', ...tls], { timeoutMs: 30_000 });
+      expect(status.stdout + status.stderr).toMatch(
+        /node at 127\.0\.0\.1 refused: its certificate \(OU=[^,]+, CN=evil\) is not a node's/,
+      );
+      const list = await runCli(['txn', 'list', '--endpoints', nodeAddress, '--timeout-ms', '3000', ...tls], {
+        timeoutMs: 30_000,
+      });
       expect(list.code).not.toBe(0);
       expect(list.stderr).toMatch(/is not a node's/);
       expect(impostor.calls).toEqual([]);

@@ -46,7 +46,14 @@ describe('the TLS recipe of docs/tls.md', () => {
     );
     expect(made.code, made.stderr).toBe(0);
     const ca = join(certs, 'ca.crt');
-    const tls = (name: string): string[] => ['--ca', ca, '--cert', join(certs, `${name}.crt`), '--key', join(certs, `${name}.key`)];
+    const tls = (name: string): string[] => [
+      '--ca',
+      ca,
+      '--cert',
+      join(certs, `${name}.crt`),
+      '--key',
+      join(certs, `${name}.key`),
+    ];
     const endpoints = [0, 1, 2].map((k) => `127.0.0.1:${base + k}`).join(',');
 
     const l = launch(base, tempDir(), ['--tls', certs]);
@@ -58,12 +65,42 @@ describe('the TLS recipe of docs/tls.md', () => {
       ['ledger', ledgerPort],
     ] as const) {
       participants.push(
-        spawn(process.execPath, [BIN, 'participant', '--id', id, '--listen', `127.0.0.1:${port}`, '--data', join(data, id), '--endpoints', endpoints, ...tls(id)], { cwd: ROOT, stdio: 'ignore' }),
+        spawn(
+          process.execPath,
+          [
+            BIN,
+            'participant',
+            '--id',
+            id,
+            '--listen',
+            `127.0.0.1:${port}`,
+            '--data',
+            join(data, id),
+            '--endpoints',
+            endpoints,
+            ...tls(id),
+          ],
+          { cwd: ROOT, stdio: 'ignore' },
+        ),
       );
     }
 
     // alice's certificate is client-only: as a participant's it is refused before anything starts.
-    const bad = await runCli(['participant', '--id', 'bad', '--listen', `127.0.0.1:${badPort}`, '--data', join(data, 'bad'), '--endpoints', endpoints, ...tls('alice')], { timeoutMs: WAIT_MS });
+    const bad = await runCli(
+      [
+        'participant',
+        '--id',
+        'bad',
+        '--listen',
+        `127.0.0.1:${badPort}`,
+        '--data',
+        join(data, 'bad'),
+        '--endpoints',
+        endpoints,
+        ...tls('alice'),
+      ],
+      { timeoutMs: WAIT_MS },
+    );
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(
       /^verdict: --cert \(.*alice\.crt\) lacks serverAuth in its extendedKeyUsage: .*"unsuitable certificate purpose"\); make one with: npx verdict certs --participant bad=127\.0\.0\.1:\d+/,
@@ -72,10 +109,22 @@ describe('the TLS recipe of docs/tls.md', () => {
     const asAlice = ['--endpoints', endpoints, ...tls('alice')];
     await waitFor('both participants to register over TLS', WAIT_MS, async () => {
       const r = await runCli(['participants', '--json', ...asAlice], { timeoutMs: WAIT_MS });
-      const ids = r.code === 0 ? (JSON.parse(r.stdout) as { participantId: string }[]).map((p) => p.participantId).sort() : [];
+      const ids =
+        r.code === 0 ? (JSON.parse(r.stdout) as { participantId: string }[]).map((p) => p.participantId).sort() : [];
       return ids.join(',') === 'ledger,shop' ? true : undefined;
     });
-    const commit = await runCli(['txn', 'commit', '--participant', 'shop={"set":{"sku-1":"4"}}', '--participant', 'ledger={"set":{"acct-9":"-20"}}', ...asAlice], { timeoutMs: WAIT_MS });
+    const commit = await runCli(
+      [
+        'txn',
+        'commit',
+        '--participant',
+        'shop={"set":{"sku-1":"4"}}',
+        '--participant',
+        'ledger={"set":{"acct-9":"-20"}}',
+        ...asAlice,
+      ],
+      { timeoutMs: WAIT_MS },
+    );
     expect([commit.code, commit.stderr]).toEqual([0, '']);
     expect(commit.stdout).toMatch(/^COMMITTED /);
 
@@ -83,9 +132,13 @@ describe('the TLS recipe of docs/tls.md', () => {
     await sleep(500);
     const denied = await runCli(['participant', 'remove', 'ledger', ...asAlice], { timeoutMs: WAIT_MS });
     expect(denied.code).toBe(1);
-    expect(denied.stderr).toMatch(/PERMISSION_DENIED: participant remove needs an admin certificate: client certificate CN=alice/);
+    expect(denied.stderr).toMatch(
+      /PERMISSION_DENIED: participant remove needs an admin certificate: client certificate CN=alice/,
+    );
     const allowed = await waitFor('ledger to be removable (its ACK delivered)', WAIT_MS, async () => {
-      const r = await runCli(['participant', 'remove', 'ledger', '--endpoints', endpoints, ...tls('ops-admin')], { timeoutMs: WAIT_MS });
+      const r = await runCli(['participant', 'remove', 'ledger', '--endpoints', endpoints, ...tls('ops-admin')], {
+        timeoutMs: WAIT_MS,
+      });
       return r.code === 0 ? r : undefined;
     });
     expect(allowed.stdout).toBe('removed participant ledger\n');

@@ -17,7 +17,17 @@ import { startParticipant, type ParticipantRuntime } from '../../src/participant
 import { RaftNodeClient } from '../../src/transport/admin.ts';
 import { participantService } from '../../src/transport/participant-rpc.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
-import { BIN, Cluster, freePorts, ROOT, runCli, tempDir, uniqueClusterId, useProcessCleanup, waitFor } from './harness.ts';
+import {
+  BIN,
+  Cluster,
+  freePorts,
+  ROOT,
+  runCli,
+  tempDir,
+  uniqueClusterId,
+  useProcessCleanup,
+  waitFor,
+} from './harness.ts';
 
 useProcessCleanup();
 
@@ -49,8 +59,13 @@ afterAll(async () => {
   rmSync(certs, { recursive: true, force: true });
 });
 
-const creds = (c: CertFiles, caFile = ca.cert): grpc.ChannelCredentials => tlsCredentials({ ca: caFile, cert: c.cert, key: c.key });
-const tlsFlags = (c: CertFiles | null, caFile = ca.cert): string[] => ['--ca', caFile, ...(c ? ['--cert', c.cert, '--key', c.key] : [])];
+const creds = (c: CertFiles, caFile = ca.cert): grpc.ChannelCredentials =>
+  tlsCredentials({ ca: caFile, cert: c.cert, key: c.key });
+const tlsFlags = (c: CertFiles | null, caFile = ca.cert): string[] => [
+  '--ca',
+  caFile,
+  ...(c ? ['--cert', c.cert, '--key', c.key] : []),
+];
 
 function nodeTls(clusterId: string, id: string, rogueCert: boolean): Record<string, unknown> {
   const c = rogueCert ? rogue.node(id, clusterId, `rogue-${id}`) : ca.node(id, clusterId, `${clusterId}-${id}`);
@@ -83,11 +98,17 @@ describe('mutual TLS between nodes, clients and participants', () => {
     }
     // Both sides say why in their logs.
     await waitFor(`the leader ${leader.id} to log why it cannot reach n3`, WAIT_MS, async () =>
-      /"peer":"n3".*"details":"the server's certificate is not signed by our CA/.test(readFileSync(leader.logFile, 'utf8')) ? true : undefined,
+      /"peer":"n3".*"details":"the server's certificate is not signed by our CA/.test(
+        readFileSync(leader.logFile, 'utf8'),
+      )
+        ? true
+        : undefined,
     );
     // Depending on timing the client sees the server's alert or only the closed handshake; both name the refusal.
     await waitFor('n3 to log that its peers refuse it', WAIT_MS, async () =>
-      /the server (refused|closed the TLS handshake: it refused) our certificate/.test(readFileSync(n3.logFile, 'utf8')) ? true : undefined,
+      /the server (refused|closed the TLS handshake: it refused) our certificate/.test(readFileSync(n3.logFile, 'utf8'))
+        ? true
+        : undefined,
     );
 
     // 2. n3 with a certificate of the cluster CA joins and catches up.
@@ -113,7 +134,21 @@ describe('mutual TLS between nodes, clients and participants', () => {
       children.push(
         spawn(
           process.execPath,
-          [BIN, 'participant', '--id', 'shop', '--listen', `127.0.0.1:${pPort}`, '--data', join(pdir, 'shop'), '--cluster-id', clusterId, '--endpoints', endpoints.join(','), ...tlsFlags(shopCert)],
+          [
+            BIN,
+            'participant',
+            '--id',
+            'shop',
+            '--listen',
+            `127.0.0.1:${pPort}`,
+            '--data',
+            join(pdir, 'shop'),
+            '--cluster-id',
+            clusterId,
+            '--endpoints',
+            endpoints.join(','),
+            ...tlsFlags(shopCert),
+          ],
           {
             cwd: ROOT,
             stdio: ['ignore', logFd, logFd],
@@ -150,7 +185,9 @@ describe('mutual TLS between nodes, clients and participants', () => {
         expect(r.outcome).toBe('COMMITTED');
       }
       // The DECISION reaches the participant after the client's answer, over TLS too.
-      await waitFor('the ledger to apply the last commit', WAIT_MS, async () => (ledger.resource.get('a4') === '2' ? true : undefined));
+      await waitFor('the ledger to apply the last commit', WAIT_MS, async () =>
+        ledger.resource.get('a4') === '2' ? true : undefined,
+      );
       const no = await (await client.begin({ timeoutMs: 5_000 }))
         .enlist('shop', { set: { b: '1' } })
         .enlist('ledger', { fail: 'no funds' })
@@ -168,9 +205,18 @@ describe('mutual TLS between nodes, clients and participants', () => {
     // A CA that did not sign our own certificate is caught before connecting...
     const mismatch = await runCli(['txn', 'list', ...one, ...tlsFlags(alice, rogue.cert)]);
     expect(mismatch.code).toBe(64);
-    expect(mismatch.stderr).toMatch(/^verdict: --cert \(.*alice\.crt, issued by "CN=cluster-ca"\) is not signed by the CA in --ca \(.*rogue-ca\.crt\)/);
+    expect(mismatch.stderr).toMatch(
+      /^verdict: --cert \(.*alice\.crt, issued by "CN=cluster-ca"\) is not signed by the CA in --ca \(.*rogue-ca\.crt\)/,
+    );
     // ...and one that did not sign the nodes' certificates, at the handshake.
-    const wrongCa = await runCli(['txn', 'list', '--timeout-ms', '3000', ...one, ...tlsFlags(rogue.issue('alice', { file: 'rogue-alice' }), rogue.cert)]);
+    const wrongCa = await runCli([
+      'txn',
+      'list',
+      '--timeout-ms',
+      '3000',
+      ...one,
+      ...tlsFlags(rogue.issue('alice', { file: 'rogue-alice' }), rogue.cert),
+    ]);
     expect(wrongCa.code).not.toBe(0);
     expect(wrongCa.stderr).toMatch(/^verdict: .*the server's certificate is not signed by our CA/);
     expect(wrongCa.stderr.trim().split('\n')).toHaveLength(1);
@@ -185,18 +231,29 @@ describe('mutual TLS between nodes, clients and participants', () => {
     const { node: now } = await c.waitForLeader({ timeoutMs: WAIT_MS });
     const target = c.nodes.find((n) => n !== now)!;
     const all = ['--endpoints', endpoints.join(',')];
-    const denied = await runCli(['leader', 'transfer', '--to', target.id, ...all, ...tlsFlags(alice)], { timeoutMs: 30_000 });
+    const denied = await runCli(['leader', 'transfer', '--to', target.id, ...all, ...tlsFlags(alice)], {
+      timeoutMs: 30_000,
+    });
     expect(denied.code).toBe(1);
-    expect(denied.stderr).toMatch(/PERMISSION_DENIED: leader transfer needs an admin certificate: client certificate CN=alice is not in the node's tls\.adminNames/);
+    expect(denied.stderr).toMatch(
+      /PERMISSION_DENIED: leader transfer needs an admin certificate: client certificate CN=alice is not in the node's tls\.adminNames/,
+    );
     expect((await c.waitForLeader({ timeoutMs: WAIT_MS })).node.id).toBe(now.id);
-    const allowed = await runCli(['leader', 'transfer', '--to', target.id, ...all, ...tlsFlags(admin)], { timeoutMs: 30_000 });
+    const allowed = await runCli(['leader', 'transfer', '--to', target.id, ...all, ...tlsFlags(admin)], {
+      timeoutMs: 30_000,
+    });
     expect(allowed.code, allowed.stderr).toBe(0);
     expect(allowed.stdout).toMatch(new RegExp(`^leader: ${target.id} \\(term \\d+\\)`));
   });
 
   it("a node sends nothing to a server at a participant's address that holds another participant's certificate", async () => {
     const clusterId = uniqueClusterId();
-    const c = await Cluster.start({ nodes: 1, clusterId, configExtra: (id) => nodeTls(clusterId, id, false), clientCredentials: creds(admin) });
+    const c = await Cluster.start({
+      nodes: 1,
+      clusterId,
+      configExtra: (id) => nodeTls(clusterId, id, false),
+      clientCredentials: creds(admin),
+    });
     await c.waitForLeader({ timeoutMs: WAIT_MS });
     const endpoints = c.nodes.map((n) => n.address);
     const [shopPort] = await freePorts(1);
@@ -216,29 +273,42 @@ describe('mutual TLS between nodes, clients and participants', () => {
     });
     await shop.registered;
     await shop.stop();
-    // An impostor at shop's address, with a certificate of the same CA and cluster, but ledger's: it would vote YES to anything.
+    // An impostor at shop's address, with a certificate of the same CA and cluster, but ledger's: it would vote YES to
+    // anything.
     const calls: string[] = [];
     const impostor = new grpc.Server();
     const answerAll = Object.fromEntries(
       Object.keys(participantService).map((m) => [
         m,
-        (call: { request?: { txnId?: string }; on?: (ev: string, fn: () => void) => void }, cb?: (err: null, res: object) => void) => {
+        (
+          call: { request?: { txnId?: string }; on?: (ev: string, fn: () => void) => void },
+          cb?: (err: null, res: object) => void,
+        ) => {
           calls.push(m);
           if (cb) cb(null, { txnId: call.request?.txnId ?? '', participantId: 'shop', vote: 'VOTE_YES', reason: '' });
         },
       ]),
     );
-    impostor.addService(participantService as unknown as grpc.ServiceDefinition, answerAll as unknown as grpc.UntypedServiceImplementation);
+    impostor.addService(
+      participantService as unknown as grpc.ServiceDefinition,
+      answerAll as unknown as grpc.UntypedServiceImplementation,
+    );
     await new Promise<void>((res, rej) =>
       impostor.bindAsync(
         `127.0.0.1:${shopPort}`,
-        grpc.ServerCredentials.createSsl(readFileSync(ca.cert), [{ cert_chain: readFileSync(ledgerCert.cert), private_key: readFileSync(ledgerCert.key) }], true),
+        grpc.ServerCredentials.createSsl(
+          readFileSync(ca.cert),
+          [{ cert_chain: readFileSync(ledgerCert.cert), private_key: readFileSync(ledgerCert.key) }],
+          true,
+        ),
         (e) => (e ? rej(e) : res()),
       ),
     );
     const client = new VerdictClient({ endpoints, callTimeoutMs: 20_000, credentials: creds(alice) });
     try {
-      const r = await (await client.begin({ timeoutMs: 3_000 })).enlist('shop', { set: { card: '4111 1111 1111 1111' } }).commit();
+      const r = await (await client.begin({ timeoutMs: 3_000 }))
+        .enlist('shop', { set: { card: '4111 1111 1111 1111' } })
+        .commit();
       // No vote came from shop: the impostor's YES never counted, and it never saw the payload.
       expect(r.outcome).toBe('ABORTED');
       expect(calls).toEqual([]);

@@ -47,11 +47,15 @@ async function otlpReceiver(): Promise<Receiver> {
         return;
       }
       const payload = JSON.parse(body) as {
-        resourceSpans: { resource: { attributes: Attr[] }; scopeSpans: { spans: (Omit<OtlpSpan, 'service' | 'attributes'> & { attributes?: Attr[] })[] }[] }[];
+        resourceSpans: {
+          resource: { attributes: Attr[] };
+          scopeSpans: { spans: (Omit<OtlpSpan, 'service' | 'attributes'> & { attributes?: Attr[] })[] }[];
+        }[];
       };
       for (const rs of payload.resourceSpans) {
         const service = String(attrs(rs.resource.attributes)['service.name']);
-        for (const ss of rs.scopeSpans) for (const s of ss.spans) spans.push({ ...s, service, attributes: attrs(s.attributes ?? []) });
+        for (const ss of rs.scopeSpans)
+          for (const s of ss.spans) spans.push({ ...s, service, attributes: attrs(s.attributes ?? []) });
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
@@ -76,7 +80,10 @@ afterEach(async () => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
-/** A `verdict participant` process (memory resource) exporting spans to `receiver`; its stderr (JSON log lines) is collected. */
+/**
+ * A `verdict participant` process (memory resource) exporting spans to `receiver`; its stderr (JSON log lines) is
+ * collected.
+ */
 async function startShop(c: Cluster, receiver: Receiver): Promise<{ stderr: string }> {
   const [port] = await freePorts(1);
   const out = { stderr: '' };
@@ -99,7 +106,16 @@ async function startShop(c: Cluster, receiver: Receiver): Promise<{ stderr: stri
       '--log-level',
       'debug',
     ],
-    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VERDICT_LOG_FORMAT: 'json', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '200' } },
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: {
+        ...process.env,
+        VERDICT_LOG_FORMAT: 'json',
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_BSP_SCHEDULE_DELAY: '200',
+      },
+    },
   );
   children.push(child);
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (out.stderr += d));
@@ -114,13 +130,19 @@ describe('tracing across the client, the nodes and a participant', () => {
     const receiver = await otlpReceiver();
     receivers.push(receiver);
     process.env.OTEL_BSP_SCHEDULE_DELAY = '200';
-    const c = await Cluster.create({ nodes: 3, logLevel: 'debug', configExtra: () => ({ otlpEndpoint: receiver.url }) });
+    const c = await Cluster.create({
+      nodes: 3,
+      logLevel: 'debug',
+      configExtra: () => ({ otlpEndpoint: receiver.url }),
+    });
     // n3 starts late, so that n1 and n2 log about a peer they cannot reach: the transport's lines are
     // the ones that carried "node" twice.
     c.node('n1').start();
     c.node('n2').start();
     await waitFor('a transport line about the missing peer', 60_000, async () =>
-      ['n1', 'n2'].some((id) => readFileSync(c.node(id).logFile, 'utf8').includes('stream to peer ended')) ? true : undefined,
+      ['n1', 'n2'].some((id) => readFileSync(c.node(id).logFile, 'utf8').includes('stream to peer ended'))
+        ? true
+        : undefined,
     );
     c.node('n3').start();
     const { node: leader } = await c.waitForLeader();
@@ -128,7 +150,11 @@ describe('tracing across the client, the nodes and a participant', () => {
     const shop = await startShop(c, receiver);
     const participantErr = (): string => shop.stderr;
 
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), insecure: true, otlpEndpoint: receiver.url });
+    const client = new VerdictClient({
+      endpoints: c.nodes.map((n) => n.address),
+      insecure: true,
+      otlpEndpoint: receiver.url,
+    });
     try {
       await waitFor(
         'the participant to register',
@@ -167,7 +193,9 @@ describe('tracing across the client, the nodes and a participant', () => {
       const span = (name: string): OtlpSpan => byName.get(name) as OtlpSpan;
       for (const n of names) expect(span(n).traceId, n).toBe(APP_TRACE_ID);
       // Three kinds of process made them.
-      expect(new Set(names.map((n) => span(n).service))).toEqual(new Set(['verdict-client', 'verdict-node', 'verdict-participant']));
+      expect(new Set(names.map((n) => span(n).service))).toEqual(
+        new Set(['verdict-client', 'verdict-node', 'verdict-participant']),
+      );
       // The parent links: application → client → leader → participant.
       const parentOf = (name: string): string | undefined => span(name).parentSpanId;
       expect(parentOf('verdict.begin')).toBe(APP_SPAN_ID);
@@ -203,7 +231,8 @@ describe('tracing across the client, the nodes and a participant', () => {
         const each = c.nodes.filter((n) => n.id !== leader.id).map((n) => about(readFileSync(n.logFile, 'utf8')));
         return each.every((lines) => lines.some((o) => o.msg === 'decision applied')) ? each.flat() : undefined;
       });
-      for (const o of [...leaderLines, ...participantLines, ...followerLines]) expect(o.traceId, JSON.stringify(o)).toBe(APP_TRACE_ID);
+      for (const o of [...leaderLines, ...participantLines, ...followerLines])
+        expect(o.traceId, JSON.stringify(o)).toBe(APP_TRACE_ID);
     } finally {
       await client.close();
     }
@@ -213,7 +242,11 @@ describe('tracing across the client, the nodes and a participant', () => {
     const receiver = await otlpReceiver();
     receivers.push(receiver);
     process.env.OTEL_BSP_SCHEDULE_DELAY = '200';
-    const c = await Cluster.create({ nodes: 3, logLevel: 'debug', configExtra: () => ({ otlpEndpoint: receiver.url }) });
+    const c = await Cluster.create({
+      nodes: 3,
+      logLevel: 'debug',
+      configExtra: () => ({ otlpEndpoint: receiver.url }),
+    });
     // The leader answers COMMITTED by parallel commit's implied rule and SIGKILLs itself before it
     // proposes the decision: only the STAGING record (with the trace context) is in the log.
     process.env[FAULT_POINT_ENV] = 'crash-before-explicit-commit';
@@ -224,7 +257,11 @@ describe('tracing across the client, the nodes and a participant', () => {
     }
     const { node: leader } = await c.waitForLeader();
     const shop = await startShop(c, receiver);
-    const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), insecure: true, callTimeoutMs: 30_000 });
+    const client = new VerdictClient({
+      endpoints: c.nodes.map((n) => n.address),
+      insecure: true,
+      callTimeoutMs: 30_000,
+    });
     try {
       await waitFor(
         'the participant to register',
@@ -236,7 +273,9 @@ describe('tracing across the client, the nodes and a participant', () => {
       const txn = await client.begin({ timeoutMs: 20_000, parallelCommit: true }, { trace });
       txn.enlist('shop', { set: { k: 'v' } });
       expect((await txn.commit()).outcome).toBe('COMMITTED');
-      await waitFor('the leader to be SIGKILLed by its fault point', 30_000, async () => (leader.lastExit?.signal === 'SIGKILL' ? true : undefined));
+      await waitFor('the leader to be SIGKILLed by its fault point', 30_000, async () =>
+        leader.lastExit?.signal === 'SIGKILL' ? true : undefined,
+      );
       const { node: next } = await c.waitForLeader({ notId: leader.id });
       const [decision, applied] = await waitFor(
         "the new leader's DECISION span and the participant's span under it",
@@ -252,7 +291,9 @@ describe('tracing across the client, the nodes and a participant', () => {
       expect([decision.traceId, applied.traceId]).toEqual([APP_TRACE_ID, APP_TRACE_ID]);
       // Its parent is the old leader's span for the client's Commit, whose context the STAGING record carried.
       expect(decision.parentSpanId).not.toBe(APP_SPAN_ID);
-      const oldCommit = receiver.spans.find((x) => x.name === 'verdict.node.commit' && x.attributes['verdict.txn_id'] === txn.txnId);
+      const oldCommit = receiver.spans.find(
+        (x) => x.name === 'verdict.node.commit' && x.attributes['verdict.txn_id'] === txn.txnId,
+      );
       if (oldCommit !== undefined) expect(decision.parentSpanId).toBe(oldCommit.spanId);
       // The new leader's lines about the transaction carry the trace id too.
       const lines = readFileSync(next.logFile, 'utf8')
@@ -283,13 +324,21 @@ describe('tracing across the client, the nodes and a participant', () => {
       logger: pino({ level: 'silent' }),
       insecure: true,
       registerRetryMs: 200,
-      handlers: { book: { action: (req) => ({ status: 'done', output: `seat-${req.sagaId}`, effect: 'book' }), compensate: () => ({ status: 'done', output: '', effect: 'cancel' }) } },
+      handlers: {
+        book: {
+          action: (req) => ({ status: 'done', output: `seat-${req.sagaId}`, effect: 'book' }),
+          compensate: () => ({ status: 'done', output: '', effect: 'cancel' }),
+        },
+      },
     });
     stepServices.push(flight);
     await flight.registered;
     const client = new VerdictClient({ endpoints: c.nodes.map((n) => n.address), insecure: true });
     try {
-      const handle = await client.saga({ steps: [{ service: 'flight', name: 'book', input: 'x' }], trace: { traceparent: `00-${APP_TRACE_ID}-${APP_SPAN_ID}-01` } });
+      const handle = await client.saga({
+        steps: [{ service: 'flight', name: 'book', input: 'x' }],
+        trace: { traceparent: `00-${APP_TRACE_ID}-${APP_SPAN_ID}-01` },
+      });
       expect((await handle.result()).end).toBe('finished');
       const [start, action] = await waitFor(
         'the saga spans at the receiver',
@@ -305,7 +354,11 @@ describe('tracing across the client, the nodes and a participant', () => {
       expect([start.traceId, action.traceId]).toEqual([APP_TRACE_ID, APP_TRACE_ID]);
       expect(start.parentSpanId).toBe(APP_SPAN_ID);
       expect(action.parentSpanId).toBe(start.spanId);
-      expect(action.attributes).toMatchObject({ 'verdict.step_name': 'book', 'verdict.service': 'flight', 'verdict.step_status': 'STEP_DONE' });
+      expect(action.attributes).toMatchObject({
+        'verdict.step_name': 'book',
+        'verdict.service': 'flight',
+        'verdict.step_status': 'STEP_DONE',
+      });
     } finally {
       await client.close();
     }

@@ -29,25 +29,63 @@ describe('verdict txn resolve', () => {
     expect(noReason.code).toBe(64);
     expect(noReason.stderr).toMatch(/--reason TEXT is required/);
 
-    const abort = await runCli(['txn', 'resolve', 'stuck-1', '--abort', '--reason', 'participant shop lost its disk', '--operator', 'bob@ops', '--json', ...ep]);
+    const abort = await runCli([
+      'txn',
+      'resolve',
+      'stuck-1',
+      '--abort',
+      '--reason',
+      'participant shop lost its disk',
+      '--operator',
+      'bob@ops',
+      '--json',
+      ...ep,
+    ]);
     expect(abort.stderr).toBe('');
     expect(abort.code).toBe(0);
-    expect(JSON.parse(abort.stdout)).toMatchObject({ decided: true, operator: 'bob@ops', outcome: { outcome: 'ABORTED' } });
+    expect(JSON.parse(abort.stdout)).toMatchObject({
+      decided: true,
+      operator: 'bob@ops',
+      outcome: { outcome: 'ABORTED' },
+    });
     expect((await client.outcome('stuck-1')).outcome).toBe('ABORTED');
 
     // Asking again for the same outcome confirms it and is recorded too; the contrary is refused (R1).
-    const confirm = await runCli(['txn', 'resolve', 'stuck-1', '--abort', '--reason', 'double-check', '--operator', 'carol@ops', ...ep]);
-    expect([confirm.code, confirm.stdout]).toEqual([0, expect.stringMatching(/already decided so; carol@ops's request is recorded/)]);
+    const confirm = await runCli([
+      'txn',
+      'resolve',
+      'stuck-1',
+      '--abort',
+      '--reason',
+      'double-check',
+      '--operator',
+      'carol@ops',
+      ...ep,
+    ]);
+    expect([confirm.code, confirm.stdout]).toEqual([
+      0,
+      expect.stringMatching(/already decided so; carol@ops's request is recorded/),
+    ]);
     const reverse = await runCli(['txn', 'resolve', 'stuck-1', '--commit', '--reason', 'oops', ...ep]);
     expect(reverse.code).toBe(1);
-    expect(reverse.stderr).toMatch(/is decided ABORT; COMMIT is refused: the cluster never reverses a decision \(R1\).*verdict participant resolve stuck-1 --commit/);
+    expect(reverse.stderr).toMatch(
+      /is decided ABORT; COMMIT is refused: the cluster never reverses a decision \(R1\).*verdict participant resolve stuck-1 --commit/,
+    );
 
     const shown = await runCli(['txn', 'show', 'stuck-1', '--json', ...ep]);
     expect(shown.code).toBe(0);
-    const s = JSON.parse(shown.stdout) as { outcome: string; resolutions: { operator: string; reason: string; decided: boolean; outcome: string }[] };
+    const s = JSON.parse(shown.stdout) as {
+      outcome: string;
+      resolutions: { operator: string; reason: string; decided: boolean; outcome: string }[];
+    };
     expect(s.outcome).toBe('ABORTED');
     expect(s.resolutions).toEqual([
-      expect.objectContaining({ operator: 'bob@ops', reason: 'participant shop lost its disk', decided: true, outcome: 'ABORTED' }),
+      expect.objectContaining({
+        operator: 'bob@ops',
+        reason: 'participant shop lost its disk',
+        decided: true,
+        outcome: 'ABORTED',
+      }),
       expect.objectContaining({ operator: 'carol@ops', decided: false }),
     ]);
     const listed = await runCli(['txn', 'list', '--heuristic', ...ep]);

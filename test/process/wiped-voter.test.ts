@@ -36,7 +36,9 @@ describe('a voter restarted on an empty data directory does not vote', () => {
     rmSync(n3.dataDir, { recursive: true, force: true });
     mkdirSync(n3.dataDir);
     n3.start();
-    await waitFor('n3 to log that it is rejoining', ELECTION_WAIT_MS, async () => (/rejoining: this data directory holds no Raft state/.test(readFileSync(n3.logFile, 'utf8')) ? true : undefined));
+    await waitFor('n3 to log that it is rejoining', ELECTION_WAIT_MS, async () =>
+      /rejoining: this data directory holds no Raft state/.test(readFileSync(n3.logFile, 'utf8')) ? true : undefined,
+    );
 
     // The bootstrap act refuses while a peer (n2) holds the cluster's state.
     await n3.kill('SIGTERM');
@@ -51,7 +53,8 @@ describe('a voter restarted on an empty data directory does not vote', () => {
     const deadline = Date.now() + NO_LEADER_WINDOW_MS;
     while (Date.now() < deadline) {
       const st = await c.statuses();
-      for (const [n, s] of st) if (!(s instanceof Error)) expect(s.role, `${n.id} must not lead (term ${s.term})`).not.toBe('leader');
+      for (const [n, s] of st)
+        if (!(s instanceof Error)) expect(s.role, `${n.id} must not lead (term ${s.term})`).not.toBe('leader');
       await sleep(250);
     }
     const n1Status = await n1.status();
@@ -61,7 +64,9 @@ describe('a voter restarted on an empty data directory does not vote', () => {
     n2.start();
     const { node: leader } = await c.waitForLeader();
     expect(leader.id).not.toBe('n3');
-    await waitFor('n3 to log that it rejoined', ELECTION_WAIT_MS, async () => (/rejoined: the leader caught this node up/.test(readFileSync(n3.logFile, 'utf8')) ? true : undefined));
+    await waitFor('n3 to log that it rejoined', ELECTION_WAIT_MS, async () =>
+      /rejoined: the leader caught this node up/.test(readFileSync(n3.logFile, 'utf8')) ? true : undefined,
+    );
     for (const key of acked) {
       const r = await leader.api().get({ key, linearizable: true });
       expect(r.found, key).toBe(true);
@@ -93,7 +98,10 @@ describe('a voter restarted on an empty data directory does not vote', () => {
     n3.start();
     await waitFor('n3 to rejoin and be proven whole', ELECTION_WAIT_MS, async () => {
       const log = readFileSync(n3.logFile, 'utf8');
-      return /rejoining: this data directory holds no Raft state/.test(log) && /rejoined: the leader caught this node up/.test(log) ? true : undefined;
+      return /rejoining: this data directory holds no Raft state/.test(log) &&
+        /rejoined: the leader caught this node up/.test(log)
+        ? true
+        : undefined;
     });
     // Whole again, it counts: with another node gone, the leader and n3 commit.
     const { node: leader } = await c.waitForLeader();

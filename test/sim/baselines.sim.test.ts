@@ -16,7 +16,15 @@
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { SystemWorld } from './system-world.ts';
-import { describe as describeFound, REPLAY_ENV, search, SEARCHES, verdictControlArb, type BaselineSearch, type Protocol } from './baselines/search.ts';
+import {
+  describe as describeFound,
+  REPLAY_ENV,
+  search,
+  SEARCHES,
+  verdictControlArb,
+  type BaselineSearch,
+  type Protocol,
+} from './baselines/search.ts';
 import { runBaseline } from './baselines/search.ts';
 import { txnOf } from './baselines/timeline.ts';
 
@@ -37,7 +45,8 @@ function findAndPrint(protocol: Protocol) {
   const out = search(s, REPLAY_PROTOCOL === protocol ? REPLAY?.split(':').slice(1).join(':') : undefined);
   if (out.found) console.log(describeFound(s, out.found).join('\n'));
   else console.log(`baseline ${protocol}: no counterexample in ${out.runs} schedules`);
-  for (const u of out.unexpected) console.error(`baseline ${protocol}: unexpected violation (a bug in the model?): ${u}`);
+  for (const u of out.unexpected)
+    console.error(`baseline ${protocol}: unexpected violation (a bug in the model?): ${u}`);
   expect(out.unexpected, 'violations a correct baseline model cannot show').toEqual([]);
   expect(out.found, `${protocol}: no counterexample within ${s.seedsMax} schedules`).not.toBeNull();
   const f = out.found!;
@@ -106,7 +115,9 @@ test.skipIf(REPLAY !== undefined)(
       }),
       { seed: BASE_SEED + 2, numRuns: CONTROL_SEEDS },
     );
-    console.log(`baseline control: Verdict, ${runs} schedules, leader lost for good in ${lost}, ${committed} transactions committed, violations=${bad.length}`);
+    console.log(
+      `baseline control: Verdict, ${runs} schedules, leader lost for good in ${lost}, ${committed} transactions committed, violations=${bad.length}`,
+    );
     for (const b of bad.slice(0, 3)) console.error(`baseline control: ${b}`);
     expect(out.failed, 'Verdict violated atomic commit under a baseline fault class (see above)').toBe(false);
     // A control in which the leader is never lost tests nothing.

@@ -36,7 +36,10 @@ export class EventQueue {
     while (this.heap.length > 0 && this.heap[0].at <= untilMs) {
       const ev = this.pop();
       this.now = ev.at;
-      if (++this.steps > this.budget) throw new SimBudgetError(`livelock: the run took more than ${this.budget} events (at t=${this.now}ms, ${this.heap.length} pending): a message storm or a loop`);
+      if (++this.steps > this.budget)
+        throw new SimBudgetError(
+          `livelock: the run took more than ${this.budget} events (at t=${this.now}ms, ${this.heap.length} pending): a message storm or a loop`,
+        );
       ev.run();
       if (stop()) return;
     }

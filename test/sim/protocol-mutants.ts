@@ -1,17 +1,27 @@
-// Broken protocols for the whole-system checker's self-test: each one a
-// subclass of the production engine that overrides one rule at the engine's
-// named extension points (countVote, proposeAbort, mayForget,
-// answerUndecided, prepareDurably, and the node core's route), or of the SDK's begin rule (keepsBegin). They live here, in test code, so nothing
-// test-only ships; the simulator builds one in place of the production engine
-// when a scenario names a mutant (test/sim/system-shard2.sim.test.ts shows
-// each one caught).
+// Broken protocols for the whole-system checker's self-test: each one a subclass of the production engine that
+// overrides one rule at the engine's named extension points (countVote, proposeAbort, mayForget, answerUndecided,
+// prepareDurably, and the node core's route), or of the SDK's begin rule (keepsBegin). They live here, in test code, so
+// nothing test-only ships; the simulator builds one in place of the production engine when a scenario names a mutant
+// (test/sim/system-shard2.sim.test.ts shows each one caught).
 import { BeginRule, type AttemptFailure } from '../../src/client/retry-policy.ts';
 import { decodeDecisionBatch, type BatchDecoded } from '../../src/commit/decision-batch.ts';
-import { CoordinatorEngine, type EngineConfig, type EngineIO, type Member, type OutcomeCallback, type Txn } from '../../src/commit/engine.ts';
+import {
+  CoordinatorEngine,
+  type EngineConfig,
+  type EngineIO,
+  type Member,
+  type OutcomeCallback,
+  type Txn,
+} from '../../src/commit/engine.ts';
 import type { ApplyResult, DecisionTable } from '../../src/commit/state.ts';
 import { NodeCore, type NodeCoreOptions } from '../../src/node/core.ts';
 import type { Entry } from '../../src/raft/types.ts';
-import { ParticipantEngine, type EngineOptions, type PrepareCallback, type StatusCallback } from '../../src/participant/engine.ts';
+import {
+  ParticipantEngine,
+  type EngineOptions,
+  type PrepareCallback,
+  type StatusCallback,
+} from '../../src/participant/engine.ts';
 import { ParallelCommit, type ParallelHost, type Recovery } from '../../src/commit/parallel-commit.ts';
 import type { PreparedRecord } from '../../src/participant/types.ts';
 import type { PrepareRequest } from '../../src/transport/participant-rpc.ts';
@@ -31,7 +41,14 @@ import type { PrepareRequest } from '../../src/transport/participant-rpc.ts';
  *                             Status (built before it existed): a new leader's recovery waits for ever
  *                             on one that never prepared (breaks AC4)
  */
-export type EngineMutant = 'presume-abort-unlogged' | 'commit-on-majority' | 'forget-before-acks' | 'abort-unlogged' | 'committed-before-staging' | 'recover-without-refusal' | 'stage-regardless';
+export type EngineMutant =
+  | 'presume-abort-unlogged'
+  | 'commit-on-majority'
+  | 'forget-before-acks'
+  | 'abort-unlogged'
+  | 'committed-before-staging'
+  | 'recover-without-refusal'
+  | 'stage-regardless';
 
 /**
  * Broken participants:
@@ -144,12 +161,14 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
   override begin(txnId: string, timeoutMs: number): { deadlineAtMs: number } {
     // abort-unlogged: a transaction told ABORTED from memory answers a repeated Begin on this leader as the first did.
     const t = this.txns.get(txnId);
-    if (this.mutant === 'abort-unlogged' && t !== undefined && t.outcome !== null && this.isLeader()) return { deadlineAtMs: t.deadlineAtMs };
+    if (this.mutant === 'abort-unlogged' && t !== undefined && t.outcome !== null && this.isLeader())
+      return { deadlineAtMs: t.deadlineAtMs };
     return super.begin(txnId, timeoutMs);
   }
 
   protected override answerUndecided(txnId: string, participantId: string, cb: OutcomeCallback): void {
-    if (this.mutant === 'presume-abort-unlogged' && participantId !== '') return cb(null, { txnId, outcome: 'ABORTED', reason: 'mutant: presumed abort, not logged', decisionIndex: 0 });
+    if (this.mutant === 'presume-abort-unlogged' && participantId !== '')
+      return cb(null, { txnId, outcome: 'ABORTED', reason: 'mutant: presumed abort, not logged', decisionIndex: 0 });
     super.answerUndecided(txnId, participantId, cb);
   }
 
@@ -170,7 +189,13 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
     const a = this.answerFor(t);
     for (const w of t.waiters.splice(0)) w(null, a);
     for (const m of t.members.values())
-      if (m.vote !== 'no') this.io.sendDecision(m.record, { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason: t.reason }, this.cfg.rpcTimeoutMs, () => {});
+      if (m.vote !== 'no')
+        this.io.sendDecision(
+          m.record,
+          { txnId: t.id, participantId: m.record.id, outcome: 'abort', reason: t.reason },
+          this.cfg.rpcTimeoutMs,
+          () => {},
+        );
   }
 
   protected override recoverable(t: Txn): boolean {
@@ -184,8 +209,15 @@ class MutantCoordinatorEngine extends CoordinatorEngine {
 }
 
 /** The production coordinator engine, or the named broken one. */
-export function coordinatorEngine(table: DecisionTable, io: EngineIO, cfg: Partial<EngineConfig>, mutant: EngineMutant | undefined): CoordinatorEngine {
-  return mutant === undefined ? new CoordinatorEngine(table, io, cfg) : new MutantCoordinatorEngine(table, io, { ...cfg, mutant } as Partial<EngineConfig>, mutant);
+export function coordinatorEngine(
+  table: DecisionTable,
+  io: EngineIO,
+  cfg: Partial<EngineConfig>,
+  mutant: EngineMutant | undefined,
+): CoordinatorEngine {
+  return mutant === undefined
+    ? new CoordinatorEngine(table, io, cfg)
+    : new MutantCoordinatorEngine(table, io, { ...cfg, mutant } as Partial<EngineConfig>, mutant);
 }
 
 class VoteBeforeSyncEngine extends ParticipantEngine {
@@ -202,7 +234,10 @@ class VoteBeforeSyncEngine extends ParticipantEngine {
     const preparedAtMs = record.atMs;
     const timeoutMs = this.timeoutsMs.get(record.txnId) ?? 0;
     this.timeoutsMs.delete(record.txnId);
-    this.prepared.set(record.txnId, { preparedAtMs, askAtMs: preparedAtMs + Math.max(this.o.inDoubtAfterMs, timeoutMs) });
+    this.prepared.set(record.txnId, {
+      preparedAtMs,
+      askAtMs: preparedAtMs + Math.max(this.o.inDoubtAfterMs, timeoutMs),
+    });
     vote(true);
     this.o.journal.append(record, () => (this.preparing -= 1));
   }

@@ -27,7 +27,10 @@ export class RaftChecker {
   private readonly leaderLast = new Map<NodeId, { term: number; last: number }>();
   /** Per node, the role its latest persisted Ready was built in (a Ready names the role only when it changed). */
   private readonly roleOf = new Map<NodeId, Role>();
-  /** Per node, its latest durable term and vote, across restarts: a vote, once synced, is never given to another in that term. */
+  /**
+   * Per node, its latest durable term and vote, across restarts: a vote, once synced, is never given to another in that
+   * term.
+   */
   private readonly durableVote = new Map<NodeId, { term: number; vote: NodeId }>();
 
   constructor(private readonly violation: (what: string) => void) {}
@@ -59,23 +62,31 @@ export class RaftChecker {
     if (rd.hardState) this.oneVotePerTerm(id, rd.hardState);
     if (rd.softState?.role === Role.Leader) {
       const prev = this.leaderOfTerm.get(term);
-      if (prev !== undefined && prev !== id) this.violation(`election safety: ${prev} and ${id} both lead term ${term}`);
+      if (prev !== undefined && prev !== id)
+        this.violation(`election safety: ${prev} and ${id} both lead term ${term}`);
       this.leaderOfTerm.set(term, id);
       // Entries of this first Ready may still replace an unsynced follower tail.
-      this.leaderLast.set(id, { term, last: rd.entries.length > 0 ? rd.entries[rd.entries.length - 1].index : raft.log.storage.lastIndex() });
+      this.leaderLast.set(id, {
+        term,
+        last: rd.entries.length > 0 ? rd.entries[rd.entries.length - 1].index : raft.log.storage.lastIndex(),
+      });
       // Leader completeness: every entry applied anywhere is in the new leader's log.
       for (let i = 1; i < this.appliedAt.length; i++) {
         const a = this.appliedAt[i];
         if (!a) continue;
         const t = raft.log.term(i);
         if (t === null && i <= raft.log.firstIndex() - 1) continue;
-        if (t !== a.term) this.violation(`leader completeness: leader ${id} (term ${term}) has term ${t} at ${i}, committed entry has term ${a.term}`);
+        if (t !== a.term)
+          this.violation(
+            `leader completeness: leader ${id} (term ${term}) has term ${t} at ${i}, committed entry has term ${a.term}`,
+          );
       }
     }
     if (rd.entries.length > 0) {
       const ll = this.leaderLast.get(id);
       if (rd.softState?.role !== Role.Leader && role === Role.Leader && ll && ll.term === term) {
-        if (rd.entries[0].index !== ll.last + 1) this.violation(`leader append-only: ${id} rewrote its log at ${rd.entries[0].index} (last ${ll.last})`);
+        if (rd.entries[0].index !== ll.last + 1)
+          this.violation(`leader append-only: ${id} rewrote its log at ${rd.entries[0].index} (last ${ll.last})`);
         ll.last = rd.entries[rd.entries.length - 1].index;
       }
       // The batch is on the simulated disk already: check what is durable.
@@ -86,9 +97,12 @@ export class RaftChecker {
         const seen = this.entryAt.get(key);
         if (!seen) this.entryAt.set(key, { data, prevTerm });
         else {
-          if (seen.data !== data) this.violation(`log matching: two different entries at index ${e.index} term ${e.term}`);
+          if (seen.data !== data)
+            this.violation(`log matching: two different entries at index ${e.index} term ${e.term}`);
           if (seen.prevTerm !== null && prevTerm !== null && seen.prevTerm !== prevTerm)
-            this.violation(`log matching: entry ${key} follows term ${prevTerm} on ${id} but term ${seen.prevTerm} elsewhere`);
+            this.violation(
+              `log matching: entry ${key} follows term ${prevTerm} on ${id} but term ${seen.prevTerm} elsewhere`,
+            );
         }
         prevTerm = e.term;
       }
@@ -102,10 +116,20 @@ export class RaftChecker {
    */
   private oneVotePerTerm(id: NodeId, hs: HardState): void {
     const prev = this.durableVote.get(id);
-    if (prev !== undefined && hs.term < prev.term) this.violation(`vote safety: ${id}'s durable term went back from ${prev.term} to ${hs.term}`);
-    // REJOINING_VOTE is a promise to vote for nobody, not a vote: the leader that proves the node whole becomes its vote.
-    else if (prev !== undefined && hs.term === prev.term && prev.vote !== NONE && prev.vote !== REJOINING_VOTE && hs.vote !== prev.vote)
-      this.violation(`vote safety: ${id} voted for ${prev.vote} and then for ${hs.vote === NONE ? 'nobody' : hs.vote} in term ${hs.term}`);
+    if (prev !== undefined && hs.term < prev.term)
+      this.violation(`vote safety: ${id}'s durable term went back from ${prev.term} to ${hs.term}`);
+    // REJOINING_VOTE is a promise to vote for nobody, not a vote: the leader that proves the node whole becomes its
+    // vote.
+    else if (
+      prev !== undefined &&
+      hs.term === prev.term &&
+      prev.vote !== NONE &&
+      prev.vote !== REJOINING_VOTE &&
+      hs.vote !== prev.vote
+    )
+      this.violation(
+        `vote safety: ${id} voted for ${prev.vote} and then for ${hs.vote === NONE ? 'nobody' : hs.vote} in term ${hs.term}`,
+      );
     this.durableVote.set(id, { term: hs.term, vote: hs.vote });
   }
 
@@ -113,6 +137,9 @@ export class RaftChecker {
   onApplied(id: NodeId, index: number, term: number, data: string): void {
     const prev = this.appliedAt[index];
     if (!prev) this.appliedAt[index] = { term, data };
-    else if (prev.term !== term || prev.data !== data) this.violation(`state machine safety: ${id} applied ${data}@${term} at ${index}, another node applied ${prev.data}@${prev.term}`);
+    else if (prev.term !== term || prev.data !== data)
+      this.violation(
+        `state machine safety: ${id} applied ${data}@${term} at ${index}, another node applied ${prev.data}@${prev.term}`,
+      );
   }
 }

@@ -11,16 +11,33 @@ const node = fc.nat(4);
 
 export const faultArb: fc.Arbitrary<Fault> = fc.oneof(
   fc.record({ kind: fc.constant('crash' as const), at, node, downMs: fc.integer({ min: 10, max: 5_000 }) }),
-  fc.record({ kind: fc.constant('partition' as const), at, side: fc.array(fc.nat(1), { minLength: 5, maxLength: 5 }), durMs: dur }),
+  fc.record({
+    kind: fc.constant('partition' as const),
+    at,
+    side: fc.array(fc.nat(1), { minLength: 5, maxLength: 5 }),
+    durMs: dur,
+  }),
   fc.record({ kind: fc.constant('isolate-leader' as const), at, durMs: dur }),
   fc.record({ kind: fc.constant('one-way' as const), at, from: node, to: node, durMs: dur }),
   fc.record({ kind: fc.constant('loss' as const), at, percent: fc.integer({ min: 5, max: 60 }), durMs: dur }),
   fc.record({ kind: fc.constant('duplicate' as const), at, percent: fc.integer({ min: 5, max: 50 }), durMs: dur }),
   fc.record({ kind: fc.constant('delay' as const), at, extraMs: fc.integer({ min: 10, max: 400 }), durMs: dur }),
-  fc.record({ kind: fc.constant('slow-disk' as const), at, node, extraMs: fc.integer({ min: 20, max: 800 }), durMs: dur }),
+  fc.record({
+    kind: fc.constant('slow-disk' as const),
+    at,
+    node,
+    extraMs: fc.integer({ min: 20, max: 800 }),
+    durMs: dur,
+  }),
   fc.record({ kind: fc.constant('transfer' as const), at, to: node }),
   // Disk faults land on one node per schedule (raft-world.ts).
-  fc.record({ kind: fc.constant('lose-tail' as const), at, node, records: fc.integer({ min: 1, max: 30 }), downMs: fc.integer({ min: 10, max: 3_000 }) }),
+  fc.record({
+    kind: fc.constant('lose-tail' as const),
+    at,
+    node,
+    records: fc.integer({ min: 1, max: 30 }),
+    downMs: fc.integer({ min: 10, max: 3_000 }),
+  }),
   fc.record({ kind: fc.constant('corrupt' as const), at, node, downMs: fc.integer({ min: 10, max: 3_000 }) }),
 );
 

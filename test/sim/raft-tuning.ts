@@ -3,7 +3,10 @@
 // own election timeout and commit-notice setting.
 import type { RaftTuning } from '../../src/raft/raft.ts';
 
-export const SIM_RAFT_TUNING: Pick<RaftTuning, 'heartbeatTicks' | 'inflightMsgsMax' | 'inflightBytesMax' | 'appendBytesMax'> = {
+export const SIM_RAFT_TUNING: Pick<
+  RaftTuning,
+  'heartbeatTicks' | 'inflightMsgsMax' | 'inflightBytesMax' | 'appendBytesMax'
+> = {
   heartbeatTicks: 1,
   inflightMsgsMax: 8,
   inflightBytesMax: 1 << 20,

@@ -41,7 +41,10 @@ export type Fault =
  *   then it is removed and a new node with an empty disk is added.
  * Removals keep at least two voters.
  */
-export type MemberOp = { kind: 'add'; at: number } | { kind: 'remove'; at: number; node: number; leader: boolean } | { kind: 'replace'; at: number; node: number };
+export type MemberOp =
+  | { kind: 'add'; at: number }
+  | { kind: 'remove'; at: number; node: number; leader: boolean }
+  | { kind: 'replace'; at: number; node: number };
 
 export interface Scenario {
   seed: number;
@@ -136,9 +139,19 @@ export class RaftWorld {
     const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
     this.conf = { voters: ids, learners: [], votersOutgoing: [] };
     for (const id of ids) {
-      // The Raft shard keeps the store's other order (markBesideSegment) under its faults; the system shards run the default.
-      const node: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), sc.lyingDisks === true, true), driver: null, sm: new LogMachine(), up: false, joined: false, dead: false };
-      // The bootstrap act of a new cluster (`verdict cluster init`): every first member's store is founded before it starts.
+      // The Raft shard keeps the store's other order (markBesideSegment) under its faults; the system shards run the
+      // default.
+      const node: SimNode = {
+        id,
+        disk: new SimDisk(this.q, new Rng(this.rng.u32()), sc.lyingDisks === true, true),
+        driver: null,
+        sm: new LogMachine(),
+        up: false,
+        joined: false,
+        dead: false,
+      };
+      // The bootstrap act of a new cluster (`verdict cluster init`): every first member's store is founded before it
+      // starts.
       node.disk.found();
       this.nodes.push(node);
       this.start(node);
@@ -154,7 +167,13 @@ export class RaftWorld {
   private start(n: SimNode): void {
     const rawNode = RawNode.restart(
       // As a node runs: a moved commit index rides the next append, or goes on its own after COMMIT_NOTICE_MS.
-      { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: ELECTION_TICKS, ...SIM_RAFT_TUNING, commitNoticeLazy: true },
+      {
+        id: n.id,
+        random: new Rng(this.rng.u32()).asRandom(),
+        electionTicks: ELECTION_TICKS,
+        ...SIM_RAFT_TUNING,
+        commitNoticeLazy: true,
+      },
       n.disk.recover(),
       n.joined ? emptyConfState() : this.conf,
     );
@@ -357,7 +376,9 @@ export class RaftWorld {
       if (err || n.driver !== d) return;
       const seen = n.sm.applied.length > 0 ? n.sm.applied[n.sm.applied.length - 1].index : 0;
       if (d.applied < mustSee)
-        this.violation(`linearizable read: ${n.id} answered a read at applied ${d.applied} (state machine at ${seen}) but write ${mustSee} was acknowledged before the read began`);
+        this.violation(
+          `linearizable read: ${n.id} answered a read at applied ${d.applied} (state machine at ${seen}) but write ${mustSee} was acknowledged before the read began`,
+        );
     });
   }
 
@@ -418,7 +439,15 @@ export class RaftWorld {
 
   private addNode(): SimNode {
     const id = `n${this.nodes.length + 1}`;
-    const n: SimNode = { id, disk: new SimDisk(this.q, new Rng(this.rng.u32()), false), driver: null, sm: new LogMachine(), up: false, joined: true, dead: false };
+    const n: SimNode = {
+      id,
+      disk: new SimDisk(this.q, new Rng(this.rng.u32()), false),
+      driver: null,
+      sm: new LogMachine(),
+      up: false,
+      joined: true,
+      dead: false,
+    };
     this.nodes.push(n);
     this.start(n);
     return n;
@@ -440,7 +469,8 @@ export class RaftWorld {
       const d = l.driver;
       const cs = d.node.confState();
       const isMember = (id: NodeId): boolean => cs.voters.includes(id) || cs.learners.includes(id);
-      const propose = (type: ConfChangeType, nodeId: NodeId): void => d.proposeConfChange({ type, nodeId, context: EMPTY }, () => {});
+      const propose = (type: ConfChangeType, nodeId: NodeId): void =>
+        d.proposeConfChange({ type, nodeId, context: EMPTY }, () => {});
       if (phase === 'remove') {
         if (target === null) {
           if (cs.voters.length <= 2) return done();
@@ -486,7 +516,9 @@ export class RaftWorld {
       const l = this.leader();
       if (!l?.driver) return false;
       const cs = l.driver.node.confState();
-      return [...cs.voters, ...cs.learners].every((id) => this.nodes.find((n) => n.id === id)?.sm.applied.some((a) => a.data === probe) === true);
+      return [...cs.voters, ...cs.learners].every(
+        (id) => this.nodes.find((n) => n.id === id)?.sm.applied.some((a) => a.data === probe) === true,
+      );
     };
     let proposed = false;
     let proposedAt = 0;
@@ -507,8 +539,15 @@ export class RaftWorld {
     let done = false;
     this.q.runUntil(deadline, () => (done = everywhere()));
     if (!done) {
-      const states = this.nodes.map((n) => `${n.id}:${n.driver?.node.raft.role}/t${n.driver?.node.raft.term}/c${n.driver?.node.raft.log.committed}`).join(' ');
-      this.violation(`liveness: ${this.sc.livenessMs}ms after healing, the probe entry is not applied everywhere (${states})`);
+      const states = this.nodes
+        .map(
+          (n) =>
+            `${n.id}:${n.driver?.node.raft.role}/t${n.driver?.node.raft.term}/c${n.driver?.node.raft.log.committed}`,
+        )
+        .join(' ');
+      this.violation(
+        `liveness: ${this.sc.livenessMs}ms after healing, the probe entry is not applied everywhere (${states})`,
+      );
     }
   }
 }

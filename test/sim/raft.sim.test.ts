@@ -49,7 +49,9 @@ test(`raft safety and liveness hold on ${replay ? 'a replayed schedule' : `${see
       `simulation failed; replay with:\n  ${cmd}\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`,
     );
   }
-  expect(out.failed, 'a simulated schedule violated Raft safety or liveness (see the replay command above)').toBe(false);
+  expect(out.failed, 'a simulated schedule violated Raft safety or liveness (see the replay command above)').toBe(
+    false,
+  );
 }, 1_200_000);
 
 // Membership changes (learners added and promoted, voters and leaders
@@ -65,7 +67,12 @@ test(`raft safety and liveness hold with membership changes on ${memberReplay ? 
   let confChanges = 0;
   const started = Date.now();
   const params: fc.Parameters<[import('./raft-world.ts').Scenario]> = memberReplay
-    ? { seed: Number(memberReplay.split(':')[0]), path: memberReplay.split(':').slice(1).join(':'), endOnFailure: true, numRuns: 1 }
+    ? {
+        seed: Number(memberReplay.split(':')[0]),
+        path: memberReplay.split(':').slice(1).join(':'),
+        endOnFailure: true,
+        numRuns: 1,
+      }
     : { seed: baseSeed + 1, numRuns: memberSeeds, endOnFailure: false };
   const out = fc.check(
     fc.property(membershipScenarioArb, (sc) => {
@@ -80,7 +87,9 @@ test(`raft safety and liveness hold with membership changes on ${memberReplay ? 
     params,
   );
   const secs = (Date.now() - started) / 1000;
-  console.log(`sim membership: seeds=${runs} violations=${violations} (membership changes applied on nodes: ${confChanges}, ${secs.toFixed(1)} s)`);
+  console.log(
+    `sim membership: seeds=${runs} violations=${violations} (membership changes applied on nodes: ${confChanges}, ${secs.toFixed(1)} s)`,
+  );
   if (out.failed) {
     const cmd = `VERDICT_SIM_MEMBER_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run test/sim/raft.sim.test.ts -t membership`;
     console.error(
@@ -89,7 +98,10 @@ test(`raft safety and liveness hold with membership changes on ${memberReplay ? 
   }
   // The schedules must really change the membership, or this proves nothing.
   expect(confChanges).toBeGreaterThan(runs);
-  expect(out.failed, 'a simulated schedule with membership changes violated Raft safety or liveness (see the replay command above)').toBe(false);
+  expect(
+    out.failed,
+    'a simulated schedule with membership changes violated Raft safety or liveness (see the replay command above)',
+  ).toBe(false);
 }, 600_000);
 
 // The checker's teeth: with disks that acknowledge a write before it is
@@ -132,6 +144,8 @@ test('the checker catches a disk that acknowledges writes before they are durabl
     }),
     { seed: baseSeed, numRuns: 300, endOnFailure: true },
   );
-  console.log(`sim teeth: lying disk caught after ${tried} schedules (${assertions} stopped earlier by an assertion): ${caught[0] ?? 'not caught'}`);
+  console.log(
+    `sim teeth: lying disk caught after ${tried} schedules (${assertions} stopped earlier by an assertion): ${caught[0] ?? 'not caught'}`,
+  );
   expect(caught.length).toBeGreaterThan(0);
 }, 300_000);

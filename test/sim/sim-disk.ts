@@ -67,7 +67,10 @@ interface SimMark {
   mayHold: number;
 }
 
-/** Whether a store with markBesideSegment writes a batch's LevelDB half beside its entries (src/storage/store.ts, plan()). */
+/**
+ * Whether a store with markBesideSegment writes a batch's LevelDB half beside its entries (src/storage/store.ts,
+ * plan()).
+ */
 function besideable(b: PersistBatch): boolean {
   return b.snapshot === null && b.localSnapshot === null && b.entries.length > 0;
 }
@@ -198,7 +201,11 @@ export class SimDisk implements LogStore {
     if (lost && !(CONFIRM in lost) && this.parallel(lost) && this.rng.int(2) === 0) this.landMarkOnly(lost);
     this.volatile = [];
     this.inFlight = [];
-    this.current = { hardState: { ...this.durable.hardState }, snapshot: this.durable.snapshot, entries: this.durable.entries.slice() };
+    this.current = {
+      hardState: { ...this.durable.hardState },
+      snapshot: this.durable.snapshot,
+      entries: this.durable.entries.slice(),
+    };
     this.epoch++;
     this.lastDoneAt = 0;
   }
@@ -208,7 +215,8 @@ export class SimDisk implements LogStore {
     if (CONFIRM in p) {
       // While recovering (the mark above the log) the debt stays, as in the real store.
       if (this.mark.acked <= lastIndexOf(d)) this.mark = { acked: lastIndexOf(d), mayHold: lastIndexOf(d) };
-      if (p[CONFIRM].commit > d.hardState.commit && p[CONFIRM].commit <= lastIndexOf(d)) d.hardState = { ...d.hardState, commit: p[CONFIRM].commit };
+      if (p[CONFIRM].commit > d.hardState.commit && p[CONFIRM].commit <= lastIndexOf(d))
+        d.hardState = { ...d.hardState, commit: p[CONFIRM].commit };
       return;
     }
     const hs = storedHardState(d, p, this.parallel(p));
@@ -237,7 +245,8 @@ export class SimDisk implements LogStore {
    * (\`verdict cluster init\`) writes the founding hard state to its empty store.
    */
   found(): void {
-    if (this.durable.entries.length > 0 || this.durable.snapshot.metadata.index > 0 || this.durable.hardState.term > 0) throw new Error('sim disk: only an empty store is founded');
+    if (this.durable.entries.length > 0 || this.durable.snapshot.metadata.index > 0 || this.durable.hardState.term > 0)
+      throw new Error('sim disk: only an empty store is founded');
     this.durable.hardState = foundingHardState();
     this.current = { hardState: { ...this.durable.hardState }, snapshot: this.durable.snapshot, entries: [] };
   }

@@ -42,12 +42,17 @@ test.skipIf(REPLAY !== undefined)(
     const out = fc.check(
       fc.property(waiting, (sc) => {
         tried++;
-        caught = new SystemWorld({ ...sc, mutant: 'abort-unlogged' }).run().violations.find((x) => /AC4 termination: .* in doubt on/.test(x)) ?? null;
+        caught =
+          new SystemWorld({ ...sc, mutant: 'abort-unlogged' })
+            .run()
+            .violations.find((x) => /AC4 termination: .* in doubt on/.test(x)) ?? null;
         return caught === null;
       }),
       { seed: BASE_SEED + 301, numRuns: 2_000, endOnFailure: true },
     );
-    console.log(`ac abort delivery teeth: ${out.failed ? `caught after ${tried} schedules` : `NOT caught in ${tried} schedules`}: ${caught ?? ''}`);
+    console.log(
+      `ac abort delivery teeth: ${out.failed ? `caught after ${tried} schedules` : `NOT caught in ${tried} schedules`}: ${caught ?? ''}`,
+    );
     expect(out.failed).toBe(true);
   },
   600_000,

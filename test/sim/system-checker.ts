@@ -56,7 +56,9 @@ export class SystemChecker {
 
   /** An exception out of a run: an invariant assertion of the production code fired, which is a finding too. */
   exception(err: unknown): void {
-    this.violation(`exception: ${err instanceof Error ? (err.stack ?? err.message).split('\n').slice(0, 4).join(' | ') : String(err)}`);
+    this.violation(
+      `exception: ${err instanceof Error ? (err.stack ?? err.message).split('\n').slice(0, 4).join(' | ') : String(err)}`,
+    );
   }
 
   plan(t: PlannedTxn): void {
@@ -88,25 +90,36 @@ export class SystemChecker {
     const prev = this.logDecision.get(d.txnId);
     if (prev) {
       if (prev.index !== d.index || prev.outcome !== d.outcome) {
-        this.violation(`R1: ${node} took Decide(${d.txnId}, ${d.outcome}) at index ${d.index} as the decision, but Decide(${d.txnId}, ${prev.outcome}) at index ${prev.index} was the decision before`);
+        this.violation(
+          `R1: ${node} took Decide(${d.txnId}, ${d.outcome}) at index ${d.index} as the decision, but Decide(${d.txnId}, ${prev.outcome}) at index ${prev.index} was the decision before`,
+        );
       }
       return;
     }
     this.logDecision.set(d.txnId, { outcome: d.outcome, index: d.index });
-    if (d.outcome === 'abort' && this.clientAnswer.get(d.txnId) === 'COMMITTED') this.violation(`client: ${d.txnId} was answered COMMITTED, the log decided ABORT at index ${d.index}`);
+    if (d.outcome === 'abort' && this.clientAnswer.get(d.txnId) === 'COMMITTED')
+      this.violation(`client: ${d.txnId} was answered COMMITTED, the log decided ABORT at index ${d.index}`);
     if (d.outcome !== 'commit') return;
     const plan = this.planned.get(d.txnId);
     if (!plan) return this.violation(`AC2 validity: COMMIT of ${d.txnId}, which no client began`);
     const named = [...d.participants].sort().join(',');
     const enlisted = [...plan.participants].sort().join(',');
-    if (named !== enlisted) this.violation(`AC2 validity: COMMIT of ${d.txnId} at index ${d.index} names participants [${named}], the client enlisted [${enlisted}]`);
+    if (named !== enlisted)
+      this.violation(
+        `AC2 validity: COMMIT of ${d.txnId} at index ${d.index} names participants [${named}], the client enlisted [${enlisted}]`,
+      );
     for (const p of plan.participants) {
       const v = this.votes.get(d.txnId)?.get(p);
-      if (!v?.has('yes')) this.violation(`AC2 validity: ${d.txnId} committed at index ${d.index} but ${p} ${v?.has('no') ? 'voted NO' : 'never voted'}`);
+      if (!v?.has('yes'))
+        this.violation(
+          `AC2 validity: ${d.txnId} committed at index ${d.index} but ${p} ${v?.has('no') ? 'voted NO' : 'never voted'}`,
+        );
       const seen = this.applied.get(d.txnId)?.get(p);
-      if (seen?.includes('ABORTED')) this.violation(`AC1 agreement: ${d.txnId} committed at index ${d.index} after ${p} had aborted it`);
+      if (seen?.includes('ABORTED'))
+        this.violation(`AC1 agreement: ${d.txnId} committed at index ${d.index} after ${p} had aborted it`);
     }
-    if (this.clientAnswer.get(d.txnId) === 'ABORTED') this.violation(`client: ${d.txnId} committed at index ${d.index} after its client was told ABORTED`);
+    if (this.clientAnswer.get(d.txnId) === 'ABORTED')
+      this.violation(`client: ${d.txnId} committed at index ${d.index} after its client was told ABORTED`);
   }
 
   /** A participant applied a decision to its data (a prepared transaction's commit or abort). */
@@ -114,17 +127,24 @@ export class SystemChecker {
     let byP = this.applied.get(txnId);
     if (!byP) this.applied.set(txnId, (byP = new Map()));
     const mine = byP.get(participant) ?? [];
-    if (mine.length > 0 && mine[mine.length - 1] !== outcome) this.violation(`AC1 agreement: ${participant} decided ${txnId} ${mine[mine.length - 1]}, then ${outcome}`);
+    if (mine.length > 0 && mine[mine.length - 1] !== outcome)
+      this.violation(`AC1 agreement: ${participant} decided ${txnId} ${mine[mine.length - 1]}, then ${outcome}`);
     mine.push(outcome);
     byP.set(participant, mine);
     for (const [q, theirs] of byP) {
       if (q !== participant && theirs.length > 0 && theirs[theirs.length - 1] !== outcome)
-        this.violation(`AC1 agreement: ${participant} decided ${txnId} ${outcome}, ${q} decided it ${theirs[theirs.length - 1]}`);
+        this.violation(
+          `AC1 agreement: ${participant} decided ${txnId} ${outcome}, ${q} decided it ${theirs[theirs.length - 1]}`,
+        );
     }
     // R4: a participant learns its decision from the cluster, which answers from the log.
     const log = this.logDecision.get(txnId);
-    if (outcome === 'COMMITTED' && log?.outcome !== 'commit') this.violation(`R4: ${participant} committed ${txnId} but the log ${log ? `decided ABORT at index ${log.index}` : 'has no decision'}`);
-    if (outcome === 'ABORTED' && log?.outcome === 'commit') this.violation(`R4: ${participant} aborted ${txnId} but the log decided COMMIT at index ${log.index}`);
+    if (outcome === 'COMMITTED' && log?.outcome !== 'commit')
+      this.violation(
+        `R4: ${participant} committed ${txnId} but the log ${log ? `decided ABORT at index ${log.index}` : 'has no decision'}`,
+      );
+    if (outcome === 'ABORTED' && log?.outcome === 'commit')
+      this.violation(`R4: ${participant} aborted ${txnId} but the log decided COMMIT at index ${log.index}`);
   }
 
   /** A participant refused a DECISION that contradicts what it knows (the engine's own protocol check). */
@@ -146,27 +166,38 @@ export class SystemChecker {
       // A participant may drop an aborted transaction (EngineOptions.forgetAborts).
       const aborted = this.applied.get(txnId)?.get(participant)?.at(-1) === 'ABORTED';
       if (stateOf(txnId) === undefined && !aborted)
-        this.violation(`R4: ${participant} voted YES on ${txnId} but after a crash its journal knows nothing of it (the prepared state was not durable before the vote)`);
+        this.violation(
+          `R4: ${participant} voted YES on ${txnId} but after a crash its journal knows nothing of it (the prepared state was not durable before the vote)`,
+        );
     }
   }
 
   clientAnswered(txnId: string, outcome: Outcome): void {
     const told = this.clientAnswer.get(txnId);
-    if (told !== undefined && told !== outcome) this.violation(`client: ${txnId} was answered ${told.toUpperCase()}, later ${outcome.toUpperCase()}`);
+    if (told !== undefined && told !== outcome)
+      this.violation(`client: ${txnId} was answered ${told.toUpperCase()}, later ${outcome.toUpperCase()}`);
     if (told === undefined) this.clientAnswer.set(txnId, outcome);
     const log = this.logDecision.get(txnId);
     // Parallel commit answers COMMITTED before the explicit decision is applied: then the log must
     // never decide ABORT (decisionApplied), and must decide COMMIT by the end (final).
     if (outcome === 'COMMITTED' && log === undefined && this.parallelCommit) return;
-    if (outcome === 'COMMITTED' && log?.outcome !== 'commit') this.violation(`client: ${txnId} answered COMMITTED but the log ${log ? `decided ABORT at index ${log.index}` : 'has no decision'}`);
-    if (outcome === 'ABORTED' && log?.outcome === 'commit') this.violation(`client: ${txnId} answered ABORTED but the log decided COMMIT at index ${log.index}`);
+    if (outcome === 'COMMITTED' && log?.outcome !== 'commit')
+      this.violation(
+        `client: ${txnId} answered COMMITTED but the log ${log ? `decided ABORT at index ${log.index}` : 'has no decision'}`,
+      );
+    if (outcome === 'ABORTED' && log?.outcome === 'commit')
+      this.violation(`client: ${txnId} answered ABORTED but the log decided COMMIT at index ${log.index}`);
   }
 
   /** The cluster refused to begin `txnId` again as already decided, naming the outcome it recorded. */
   clientRefusedAsDecided(txnId: string, recorded: Outcome | undefined): void {
     const told = this.clientAnswer.get(txnId);
-    if (recorded === undefined) return this.violation(`client: ${txnId} refused as already decided without the recorded outcome`);
-    if (told !== undefined && told !== recorded) this.violation(`client: ${txnId} was answered ${told.toUpperCase()}, later refused as already decided ${recorded.toUpperCase()}`);
+    if (recorded === undefined)
+      return this.violation(`client: ${txnId} refused as already decided without the recorded outcome`);
+    if (told !== undefined && told !== recorded)
+      this.violation(
+        `client: ${txnId} was answered ${told.toUpperCase()}, later refused as already decided ${recorded.toUpperCase()}`,
+      );
   }
 
   // ---- at the end ---------------------------------------------------------
@@ -184,7 +215,10 @@ export class SystemChecker {
   }): void {
     for (const [txnId, told] of this.clientAnswer) {
       const now = o.outcomeNow?.(txnId);
-      if (now !== undefined && now !== told) this.violation(`client: ${txnId} was answered ${told.toUpperCase()}, the cluster now answers ${now === null ? 'no outcome' : now.toUpperCase()}`);
+      if (now !== undefined && now !== told)
+        this.violation(
+          `client: ${txnId} was answered ${told.toUpperCase()}, the cluster now answers ${now === null ? 'no outcome' : now.toUpperCase()}`,
+        );
     }
     for (const t of this.planned.values()) {
       const log = this.logDecision.get(t.txnId);
@@ -192,17 +226,25 @@ export class SystemChecker {
       for (const p of t.participants) {
         if (p === t.noVoter) continue;
         const v = o.valueAt(p, keyOf(t.txnId));
-        if (committed && v !== valueOf(t.txnId, p)) this.violation(`atomicity: ${t.txnId} committed at index ${log?.index} but ${p} does not hold its write`);
-        if (!committed && v !== undefined) this.violation(`atomicity: ${t.txnId} did not commit but ${p} holds its write`);
+        if (committed && v !== valueOf(t.txnId, p))
+          this.violation(`atomicity: ${t.txnId} committed at index ${log?.index} but ${p} does not hold its write`);
+        if (!committed && v !== undefined)
+          this.violation(`atomicity: ${t.txnId} did not commit but ${p} holds its write`);
       }
       const answer = this.clientAnswer.get(t.txnId);
-      if (!committed && answer === 'COMMITTED') this.violation(`client: ${t.txnId} was answered COMMITTED, the log ${log ? 'decided ABORT' : 'has no decision'}`);
-      if (committed && answer === 'ABORTED') this.violation(`client: ${t.txnId} answered ABORTED, the log decided COMMIT`);
+      if (!committed && answer === 'COMMITTED')
+        this.violation(
+          `client: ${t.txnId} was answered COMMITTED, the log ${log ? 'decided ABORT' : 'has no decision'}`,
+        );
+      if (committed && answer === 'ABORTED')
+        this.violation(`client: ${t.txnId} answered ABORTED, the log decided COMMIT`);
       if (!o.faultFree || !o.began(t.txnId)) continue;
       const votes = this.votes.get(t.txnId);
       const allYes = t.participants.every((p) => votes?.get(p)?.has('yes') === true && !votes.get(p)?.has('no'));
       if (allYes && !committed)
-        this.violation(`AC3 non-triviality: no faults and every participant of ${t.txnId} voted YES, but it ${log ? 'was decided ABORT' : 'has no COMMIT'} (client: ${answer ?? 'no answer'})`);
+        this.violation(
+          `AC3 non-triviality: no faults and every participant of ${t.txnId} voted YES, but it ${log ? 'was decided ABORT' : 'has no COMMIT'} (client: ${answer ?? 'no answer'})`,
+        );
     }
   }
 }

@@ -50,7 +50,10 @@ export interface ClientEnv {
   groupOf?(txnId: string): number;
 }
 
-/** How one SDK call ended: answered, refused or failed for good (the last attempt's error), or out of time (null error, no answer). */
+/**
+ * How one SDK call ended: answered, refused or failed for good (the last attempt's error), or out of time (null error,
+ * no answer).
+ */
 type CallEnd<T> = { answer: T } | { err: RpcError; failure: AttemptFailure } | { exhausted: true };
 
 export class SimClient {
@@ -104,7 +107,11 @@ export class SimClient {
     attempted: (err: RpcError | null, v: T | undefined, result: 'answered' | AttemptFailure, at: string) => void,
     end: (e: CallEnd<T>) => void,
   ): void {
-    const loop = new AttemptLoop(this.finder, { deadlineAtMs: this.env.q.now + Math.max(DEFAULT_CALL_TIMEOUT_MS, attemptTimeoutMs), attemptTimeoutMs, backoff: DEFAULT_BACKOFF });
+    const loop = new AttemptLoop(this.finder, {
+      deadlineAtMs: this.env.q.now + Math.max(DEFAULT_CALL_TIMEOUT_MS, attemptTimeoutMs),
+      attemptTimeoutMs,
+      backoff: DEFAULT_BACKOFF,
+    });
     const random = (): number => this.env.rng.float();
     const act = (a: AttemptAction): void => {
       if (a.t === 'pause') return void this.env.q.after(a.pauseMs, () => act(loop.paused(this.env.q.now, random)));
@@ -123,7 +130,12 @@ export class SimClient {
             attempted(null, v, 'answered', at);
             return end({ answer: v as T });
           }
-          const { failure, next } = loop.failed(at, { ...failedAttempt(err), why: `${err.code} ${err.message}`, hint: err.leader }, this.env.q.now, random);
+          const { failure, next } = loop.failed(
+            at,
+            { ...failedAttempt(err), why: `${err.code} ${err.message}`, hint: err.leader },
+            this.env.q.now,
+            random,
+          );
           attempted(err, undefined, failure, at);
           if (!retryable(failure)) return end({ err, failure });
           act(next);
@@ -179,13 +191,18 @@ export class SimClient {
       },
       (err, a, result, at) => {
         this.rule.attempted(result);
-        // For AC3 (a fault-free run must commit): unless the attempt certainly did nothing, the cluster may have begun it.
+        // For AC3 (a fault-free run must commit): unless the attempt certainly did nothing, the cluster may have begun
+        // it.
         if (begin !== undefined && result !== 'not-acted-on') this.began = true;
-        this.env.log(() => `${this.id} Commit(${this.txnId}) at ${at}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+        this.env.log(
+          () =>
+            `${this.id} Commit(${this.txnId}) at ${at}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`,
+        );
       },
       (e) => {
         if (this.done) return;
-        if ('answer' in e && (e.answer.outcome === 'COMMITTED' || e.answer.outcome === 'ABORTED')) return this.answer(e.answer.outcome);
+        if ('answer' in e && (e.answer.outcome === 'COMMITTED' || e.answer.outcome === 'ABORTED'))
+          return this.answer(e.answer.outcome);
         if ('err' in e) {
           if (e.err.code === 'exists') return this.answer(e.err.recorded);
           // A new leader serves Commit only after applying an entry of its term (Driver
@@ -201,13 +218,20 @@ export class SimClient {
   private enlistment(): { participantId: string; payload: Uint8Array }[] {
     return this.participants.map((pid) => ({
       participantId: pid,
-      payload: pid === this.noVoter ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
+      payload:
+        pid === this.noVoter
+          ? memoryPayload({}, 'told to vote NO')
+          : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
     }));
   }
 
   private answer(outcome: Outcome | undefined): void {
     this.done = true;
-    if (outcome === undefined) return this.env.refused(this.txnId, 'Commit', { code: 'exists', message: 'refused as decided without the recorded outcome' });
+    if (outcome === undefined)
+      return this.env.refused(this.txnId, 'Commit', {
+        code: 'exists',
+        message: 'refused as decided without the recorded outcome',
+      });
     this.env.answered(this.txnId, outcome);
     if (this.resendAfterMs !== null) {
       this.resending = true;
@@ -215,7 +239,10 @@ export class SimClient {
     }
   }
 
-  /** The same id and enlistment as a new transaction (a Commit that begins, as the SDK's first attempt), under its own begin rule. */
+  /**
+   * The same id and enlistment as a new transaction (a Commit that begins, as the SDK's first attempt), under its own
+   * begin rule.
+   */
   private resend(rule: BeginRule): void {
     const enlist = this.enlistment();
     const timeoutMs = this.plan.timeoutMs;
@@ -224,10 +251,19 @@ export class SimClient {
       timeoutMs + COMMIT_GRACE_MS,
       () => {
         const begin = rule.begins;
-        return (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), begin ? { timeoutMs } : undefined);
+        return (c) =>
+          c.engine.commit(
+            this.txnId,
+            enlist,
+            (err, a) => (err || !a ? c.fail(err) : c.ok(a)),
+            begin ? { timeoutMs } : undefined,
+          );
       },
       (err, a, result) => {
-        this.env.log(() => `${this.id} sends ${this.txnId} again: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+        this.env.log(
+          () =>
+            `${this.id} sends ${this.txnId} again: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`,
+        );
         rule.attempted(result);
       },
       (e) => {

@@ -20,8 +20,16 @@ const SEEDS = Number(process.env.VERDICT_DBPREP_SEEDS ?? 5_000);
 const dbArb = systemScenarioArb.map((sc) => ({ ...sc, dbPrepare: true }));
 
 test(`AC1–AC4 and R4 hold on ${REPLAY ? 'a replayed schedule' : `${SEEDS} simulated fault schedules with participants prepared in a database`}`, () => {
-  const { failed } = runShard(0, { arb: dbArb, seeds: SEEDS, baseSeed: BASE_SEED + 2_000, replayFile: 'test/sim/system-dbprep.sim.test.ts', label: 'dbprep' });
-  expect(failed, 'a simulated schedule with database participants broke a rule (see the replay command above)').toBe(false);
+  const { failed } = runShard(0, {
+    arb: dbArb,
+    seeds: SEEDS,
+    baseSeed: BASE_SEED + 2_000,
+    replayFile: 'test/sim/system-dbprep.sim.test.ts',
+    label: 'dbprep',
+  });
+  expect(failed, 'a simulated schedule with database participants broke a rule (see the replay command above)').toBe(
+    false,
+  );
 }, 1_800_000);
 
 /** Participants 0 and 2 keep their prepared state in a database; 1 is a memory participant beside them. */
@@ -41,7 +49,12 @@ test.skipIf(REPLAY !== undefined)(
             seed: rng.u32() & 0x7fffffff,
             nodes: 3,
             participants: 3,
-            txns: [0, 1, 2, 3, 4, 5].map((i) => ({ atMs: i * 250 + rng.int(300), members: [0, 1, 2], no: null, timeoutMs: 2_000 })),
+            txns: [0, 1, 2, 3, 4, 5].map((i) => ({
+              atMs: i * 250 + rng.int(300),
+              members: [0, 1, 2],
+              no: null,
+              timeoutMs: 2_000,
+            })),
             faults: [],
             crashPoints: [{ point, target, downMs: 100 + rng.int(2_500) }],
             healAtMs: HEAL_AT_MS,
@@ -51,11 +64,14 @@ test.skipIf(REPLAY !== undefined)(
           };
           const r = new SystemWorld(sc).run();
           fired += r.crashPointsFired;
-          if (r.violations.length > 0) failures.push(`${point}:${target}:${k} (seed ${sc.seed}): ${r.violations.join('; ')}`);
+          if (r.violations.length > 0)
+            failures.push(`${point}:${target}:${k} (seed ${sc.seed}): ${r.violations.join('; ')}`);
         }
       }
     }
-    console.log(`dbprep crash points: ${CRASH_POINTS.length} points × ${TARGETS.length} targets × ${POINT_SEEDS} seeds, ${fired} crashes fired, violations=${failures.length}`);
+    console.log(
+      `dbprep crash points: ${CRASH_POINTS.length} points × ${TARGETS.length} targets × ${POINT_SEEDS} seeds, ${fired} crashes fired, violations=${failures.length}`,
+    );
     for (const f of failures.slice(0, 5)) console.error(f);
     expect(fired).toBeGreaterThan(CRASH_POINTS.length * TARGETS.length);
     expect(failures).toEqual([]);
@@ -72,7 +88,12 @@ interface Tooth {
 
 const TEETH: Tooth[] = [
   { mutant: 'db-no-adopt', what: "recovery ignores the database's prepared list", expect: /R4: /, seedsMax: 5_000 },
-  { mutant: 'db-hashed-unsynced', what: 'a hashed name voted YES before its prepared record is synced', expect: /R4: /, seedsMax: 10_000 },
+  {
+    mutant: 'db-hashed-unsynced',
+    what: 'a hashed name voted YES before its prepared record is synced',
+    expect: /R4: /,
+    seedsMax: 10_000,
+  },
 ];
 
 for (const [i, tooth] of TEETH.entries()) {

@@ -24,7 +24,14 @@ import type { ParticipantEngine } from '../../src/participant/engine.ts';
 import { MemoryResource } from '../../src/participant/memory.ts';
 import type { ParsedGid } from '../../src/participant/postgres-gid.ts';
 import { isTxnRecord, reconcile, TxnJournalState, type PreparedGid } from '../../src/participant/prepared-recovery.ts';
-import { isDecisionRecord, type Outcome, type Resource, type ResourceVote, type TxnId, type TxnRecord } from '../../src/participant/types.ts';
+import {
+  isDecisionRecord,
+  type Outcome,
+  type Resource,
+  type ResourceVote,
+  type TxnId,
+  type TxnRecord,
+} from '../../src/participant/types.ts';
 import { participantEngine } from './protocol-mutants.ts';
 import { simEngineOptions, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
 import type { Inc } from './system-rpc.ts';
@@ -48,7 +55,10 @@ export class SimDatabase {
   private readonly committed = new Set<TxnId>();
   private readonly aborted = new Set<TxnId>();
 
-  /** T's name in the database; after '#' stands what PostgreSQL's gid holds in its place, T's hash, which only the journal maps back. */
+  /**
+   * T's name in the database; after '#' stands what PostgreSQL's gid holds in its place, T's hash, which only the
+   * journal maps back.
+   */
   gid(txnId: TxnId): string {
     return hashedName(txnId) ? `db:#${txnId}` : `db:${txnId}`;
   }
@@ -66,7 +76,10 @@ export class SimDatabase {
     return this.committed.has(txnId) ? 'COMMITTED' : this.aborted.has(txnId) ? 'ABORTED' : undefined;
   }
 
-  /** The resource of one incarnation, reporting every decision it applies (or finds applied) while that incarnation lives. */
+  /**
+   * The resource of one incarnation, reporting every decision it applies (or finds applied) while that incarnation
+   * lives.
+   */
   resource(inc: Inc, mutant: DbMutant | undefined, onApply: (txnId: TxnId, outcome: Outcome) => void): Resource {
     const db = this;
     const report = (txnId: TxnId, outcome: Outcome): void => {
@@ -75,7 +88,8 @@ export class SimDatabase {
     return {
       prepare(txnId: TxnId, payload: Uint8Array, cb: (err: Error | null, vote: ResourceVote) => void): void {
         // The gid is taken (still prepared, or its marker row is there): PostgreSQL refuses a second PREPARE.
-        if (db.prepared.has(txnId) || db.committed.has(txnId)) return cb(null, { yes: false, reason: `gid ${db.gid(txnId)} is taken` });
+        if (db.prepared.has(txnId) || db.committed.has(txnId))
+          return cb(null, { yes: false, reason: `gid ${db.gid(txnId)} is taken` });
         db.data.prepare(txnId, payload, (err, vote) => {
           if (err === null && vote.yes) db.prepared.add(txnId);
           cb(err, vote);
@@ -122,19 +136,34 @@ export class SimDatabase {
  * records reconciled with the database's prepared list, into the production
  * engine.
  */
-export function startSimDbParticipant(p: SimParticipant, db: SimDatabase, w: ParticipantWiring & { dbMutant?: DbMutant }): void {
+export function startSimDbParticipant(
+  p: SimParticipant,
+  db: SimDatabase,
+  w: ParticipantWiring & { dbMutant?: DbMutant },
+): void {
   const inc: Inc = { alive: true };
   p.inc = inc;
   const state = new TxnJournalState();
   for (const r of p.journal.durable) if (isTxnRecord(r)) state.add(r);
-  const records = w.dbMutant === 'db-no-adopt' ? state.txnRecords() : reconcile(state.txnRecords(), db.listPrepared(), (txnId) => db.gid(txnId)).records;
+  const records =
+    w.dbMutant === 'db-no-adopt'
+      ? state.txnRecords()
+      : reconcile(state.txnRecords(), db.listPrepared(), (txnId) => db.gid(txnId)).records;
   const resource = db.resource(inc, w.dbMutant, (txnId, outcome) => {
     w.applied(txnId, outcome);
     w.checker.participantApplied(p.id, txnId, outcome);
   });
   // As openPreparedParticipant sets FileJournal's deferred: decisions, and prepared records the database holds.
-  const deferred = (r: TxnRecord): boolean => isDecisionRecord(r) || (r.kind === 'prepared' && resource.durableAtPrepare?.(r.txnId) === true);
-  const engine: ParticipantEngine = participantEngine({ ...simEngineOptions(p, w, inc), resource, journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb, deferred(r)) } }, w.mutant);
+  const deferred = (r: TxnRecord): boolean =>
+    isDecisionRecord(r) || (r.kind === 'prepared' && resource.durableAtPrepare?.(r.txnId) === true);
+  const engine: ParticipantEngine = participantEngine(
+    {
+      ...simEngineOptions(p, w, inc),
+      resource,
+      journal: { append: (r, cb) => inc.alive && p.journal.append(r, cb, deferred(r)) },
+    },
+    w.mutant,
+  );
   engine.recover(records);
   engine.start();
   p.engine = engine;

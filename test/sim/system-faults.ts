@@ -77,7 +77,8 @@ export function scheduleFault(w: FaultWorld, f: SysFault, t0: number): void {
         const side = (i: number): number => f.side[i] ?? 0;
         const pairs: [string, string][] = [];
         // Nodes talk to nodes and to participants; participants only to nodes.
-        for (let i = 0; i < nodes.length; i++) for (let j = i + 1; j < everyone.length; j++) if (side(i) !== side(j)) pairs.push([everyone[i], everyone[j]]);
+        for (let i = 0; i < nodes.length; i++)
+          for (let j = i + 1; j < everyone.length; j++) if (side(i) !== side(j)) pairs.push([everyone[i], everyone[j]]);
         cut(pairs, f.durMs);
       });
       return;
@@ -152,7 +153,10 @@ export function scheduleFault(w: FaultWorld, f: SysFault, t0: number): void {
     case 'wipe':
       w.q.at(at, () => {
         // Worlds without a Raft log (the 2PC/3PC baselines) have no such disk.
-        const id = w.diskFault?.(f.node, f.kind === 'lose-tail' ? { kind: 'lose-tail', records: f.records } : { kind: f.kind });
+        const id = w.diskFault?.(
+          f.node,
+          f.kind === 'lose-tail' ? { kind: 'lose-tail', records: f.records } : { kind: f.kind },
+        );
         if (id !== null && id !== undefined) later(f.downMs, () => w.restart(id));
       });
       return;

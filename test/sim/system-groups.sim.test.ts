@@ -42,38 +42,55 @@ for (const groups of GROUPS) {
       replayFile: `test/sim/system-groups.sim.test.ts -t 'G = ${groups}:'`,
       label: `groups G=${groups}`,
     });
-    expect(failed, `a schedule at G = ${groups} violated atomic commit or Raft safety (see the replay command above)`).toBe(false);
+    expect(
+      failed,
+      `a schedule at G = ${groups} violated atomic commit or Raft safety (see the replay command above)`,
+    ).toBe(false);
   }, 1_800_000);
 }
 
-test.skipIf(REPLAY !== undefined)('at G = 1 a scenario that names its one group runs exactly as one that does not (the schedules before groups)', () => {
-  fc.assert(
-    fc.property(systemScenarioArb, (sc) => {
-      const before = new SystemWorld(sc).run();
-      const named = new SystemWorld({ ...sc, groups: 1 }).run();
-      expect(named).toEqual(before);
-    }),
-    { seed: BASE_SEED, numRuns: 25 },
-  );
-});
+test.skipIf(REPLAY !== undefined)(
+  'at G = 1 a scenario that names its one group runs exactly as one that does not (the schedules before groups)',
+  () => {
+    fc.assert(
+      fc.property(systemScenarioArb, (sc) => {
+        const before = new SystemWorld(sc).run();
+        const named = new SystemWorld({ ...sc, groups: 1 }).run();
+        expect(named).toEqual(before);
+      }),
+      { seed: BASE_SEED, numRuns: 25 },
+    );
+  },
+);
 
 /** Schedules per G of the membership check (an operator's remove and re-add under faults). */
 const MEMBER_SEEDS = Number(process.env.VERDICT_MEMBER_SEEDS ?? 200);
 
 for (const groups of GROUPS) {
   test(`G = ${groups}, membership: a node removed and added back under faults, every group follows group 0 (${MEMBER_SEEDS} schedules), with AC1–AC4 and Raft safety per group`, () => {
-    const churn = fc.record({ node: fc.nat(4), removeAtMs: fc.integer({ min: 0, max: 2_000 }), gapMs: fc.integer({ min: 200, max: 2_500 }) });
+    const churn = fc.record({
+      node: fc.nat(4),
+      removeAtMs: fc.integer({ min: 0, max: 2_000 }),
+      gapMs: fc.integer({ min: 200, max: 2_500 }),
+    });
     const { failed } = runShard(0, {
       // No disk faults here: a voter whose disk lost records does not vote until a leader has caught it up, and
       // with one of three voters removed that leaves no quorum to do it (a real hazard: remove a member only
       // while the others are healthy, docs/operations.md). Crashes, partitions, loss and crash points stay.
-      arb: fc.tuple(withGroups(groups), churn).map(([sc, c]) => ({ ...sc, diskFaults: [], memberChurn: { node: c.node, removeAtMs: c.removeAtMs, readdAtMs: c.removeAtMs + c.gapMs } })),
+      arb: fc.tuple(withGroups(groups), churn).map(([sc, c]) => ({
+        ...sc,
+        diskFaults: [],
+        memberChurn: { node: c.node, removeAtMs: c.removeAtMs, readdAtMs: c.removeAtMs + c.gapMs },
+      })),
       seeds: MEMBER_SEEDS,
       baseSeed: BASE_SEED + 500 + groups,
       replayFile: `test/sim/system-groups.sim.test.ts -t 'G = ${groups}, membership'`,
       label: `groups members G=${groups}`,
     });
-    expect(failed, `a member change at G = ${groups} was not followed by every group, or violated atomic commit or Raft safety (see above)`).toBe(false);
+    expect(
+      failed,
+      `a member change at G = ${groups} was not followed by every group, or violated atomic commit or Raft safety (see above)`,
+    ).toBe(false);
   }, 1_800_000);
 }
 
@@ -90,19 +107,28 @@ test.skipIf(REPLAY !== undefined)(
       replayFile: "test/sim/system-groups.sim.test.ts -t 'leaders spread'",
       label: 'groups spread G=4',
     });
-    expect(failed, 'a healed world did not spread its leaders, or violated atomic commit (see the replay command above)').toBe(false);
+    expect(
+      failed,
+      'a healed world did not spread its leaders, or violated atomic commit (see the replay command above)',
+    ).toBe(false);
   },
   1_800_000,
 );
 
-test.skipIf(REPLAY !== undefined)('teeth: clients that send every transaction to group 0 are caught (a decision outside its group, or AC1)', () => {
-  const hunt = huntMutant(withGroups(4), 'misrouted-client', /placement|AC1/, BASE_SEED, 50);
-  console.log(`groups teeth: ${huntLine('misrouted-client', hunt)}`);
-  expect(hunt.caught, huntLine('misrouted-client', hunt)).not.toBeNull();
-});
+test.skipIf(REPLAY !== undefined)(
+  'teeth: clients that send every transaction to group 0 are caught (a decision outside its group, or AC1)',
+  () => {
+    const hunt = huntMutant(withGroups(4), 'misrouted-client', /placement|AC1/, BASE_SEED, 50);
+    console.log(`groups teeth: ${huntLine('misrouted-client', hunt)}`);
+    expect(hunt.caught, huntLine('misrouted-client', hunt)).not.toBeNull();
+  },
+);
 
-test.skipIf(REPLAY !== undefined)("teeth: Raft's safety is checked in every group: disks that lie in group 1 only are caught there", () => {
-  const hunt = huntMutant(withGroups(2), 'group-1-disk-lies', /^t=\d+ms: raft group 1: /, BASE_SEED, 2_000);
-  console.log(`groups teeth: ${huntLine('group-1-disk-lies', hunt)}`);
-  expect(hunt.caught, huntLine('group-1-disk-lies', hunt)).not.toBeNull();
-});
+test.skipIf(REPLAY !== undefined)(
+  "teeth: Raft's safety is checked in every group: disks that lie in group 1 only are caught there",
+  () => {
+    const hunt = huntMutant(withGroups(2), 'group-1-disk-lies', /^t=\d+ms: raft group 1: /, BASE_SEED, 2_000);
+    console.log(`groups teeth: ${huntLine('group-1-disk-lies', hunt)}`);
+    expect(hunt.caught, huntLine('group-1-disk-lies', hunt)).not.toBeNull();
+  },
+);

@@ -17,25 +17,43 @@ import type { SystemScenario } from './system-world.ts';
 /** VERDICT_OLD_PARTICIPANT_SEEDS overrides (a soak: VERDICT_OLD_PARTICIPANT_SEEDS=20000). */
 const SEEDS = Number(process.env.VERDICT_OLD_PARTICIPANT_SEEDS ?? 5_000);
 
-/** Parallel commit on every node, old participants, and a leader that crashes once a participant has prepared, with slow disks. */
+/**
+ * Parallel commit on every node, old participants, and a leader that crashes once a participant has prepared, with slow
+ * disks.
+ */
 const oldBeside: fc.Arbitrary<SystemScenario> = systemScenarioArb.map((sc) => ({
   ...sc,
   participants: Math.max(sc.participants, 2),
   parallelCommit: 'all' as const,
   oldParticipants: true,
   crashPoints: [{ point: 'some-prepared' as const, target: 'leader' as const, downMs: 1_500 }],
-  faults: [...sc.faults, ...[0, 1, 2, 3, 4].map((k) => ({ kind: 'slow-disk' as const, at: 0, target: k, extraMs: 150, durMs: sc.healAtMs }))],
+  faults: [
+    ...sc.faults,
+    ...[0, 1, 2, 3, 4].map((k) => ({ kind: 'slow-disk' as const, at: 0, target: k, extraMs: 150, durMs: sc.healAtMs })),
+  ],
 }));
 
 test(`AC1–AC4 hold with participants that do not serve Status on ${REPLAY ? 'a replayed schedule' : `${SEEDS} simulated fault schedules`}`, () => {
-  const { failed } = runShard(0, { arb: oldBeside, seeds: SEEDS, baseSeed: BASE_SEED + 2_400, replayFile: 'test/sim/system-old-participants.sim.test.ts', label: 'parallel-old' });
+  const { failed } = runShard(0, {
+    arb: oldBeside,
+    seeds: SEEDS,
+    baseSeed: BASE_SEED + 2_400,
+    replayFile: 'test/sim/system-old-participants.sim.test.ts',
+    label: 'parallel-old',
+  });
   expect(failed, 'a simulated schedule with old participants broke a rule (see the replay command above)').toBe(false);
 }, 1_800_000);
 
 test.skipIf(REPLAY !== undefined)(
   'the checker catches a coordinator that stages a transaction with a participant that does not serve Status (AC4)',
   () => {
-    const hunt = huntMutant(oldBeside, 'stage-regardless', /AC4 termination: .*(staged and undecided|in doubt on)/, BASE_SEED + 2_410, 3_000);
+    const hunt = huntMutant(
+      oldBeside,
+      'stage-regardless',
+      /AC4 termination: .*(staged and undecided|in doubt on)/,
+      BASE_SEED + 2_410,
+      3_000,
+    );
     console.log(`parallel-old teeth: ${huntLine('stage-regardless', hunt)}`);
     expect(hunt.out.failed, `mutant stage-regardless went unnoticed for ${hunt.tried} schedules`).toBe(true);
   },

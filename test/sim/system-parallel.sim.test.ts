@@ -16,10 +16,18 @@ import { type Mutant, type SystemScenario } from './system-world.ts';
 
 /** VERDICT_PARALLEL_SEEDS overrides (a soak: VERDICT_PARALLEL_SEEDS=50000). */
 const SEEDS = Number(process.env.VERDICT_PARALLEL_SEEDS ?? 10_000);
-const parallelArb: fc.Arbitrary<SystemScenario> = systemScenarioArb.chain((sc) => fc.constantFrom('all' as const, 'mixed' as const).map((mode) => ({ ...sc, parallelCommit: mode })));
+const parallelArb: fc.Arbitrary<SystemScenario> = systemScenarioArb.chain((sc) =>
+  fc.constantFrom('all' as const, 'mixed' as const).map((mode) => ({ ...sc, parallelCommit: mode })),
+);
 
 test(`AC1–AC4 hold with parallel commit on ${REPLAY ? 'a replayed schedule' : `${SEEDS} simulated fault schedules`}`, () => {
-  const { failed } = runShard(0, { arb: parallelArb, seeds: SEEDS, baseSeed: BASE_SEED + 2_000, replayFile: 'test/sim/system-parallel.sim.test.ts', label: 'parallel' });
+  const { failed } = runShard(0, {
+    arb: parallelArb,
+    seeds: SEEDS,
+    baseSeed: BASE_SEED + 2_000,
+    replayFile: 'test/sim/system-parallel.sim.test.ts',
+    label: 'parallel',
+  });
   expect(failed, 'a simulated schedule with parallel commit broke a rule (see the replay command above)').toBe(false);
 }, 1_800_000);
 
@@ -40,7 +48,16 @@ const leaderCrashAfterYes: fc.Arbitrary<SystemScenario> = parallelArb.chain((sc)
       ...sc,
       parallelCommit: 'all' as const,
       crashPoints: [{ point, target: 'leader' as const, downMs }],
-      faults: [...sc.faults, ...[0, 1, 2, 3, 4].map((k) => ({ kind: 'slow-disk' as const, at: 0, target: k, extraMs: slowMs, durMs: sc.healAtMs }))],
+      faults: [
+        ...sc.faults,
+        ...[0, 1, 2, 3, 4].map((k) => ({
+          kind: 'slow-disk' as const,
+          at: 0,
+          target: k,
+          extraMs: slowMs,
+          durMs: sc.healAtMs,
+        })),
+      ],
     })),
 );
 
@@ -56,7 +73,8 @@ const TEETH: Tooth[] = [
   {
     mutant: 'committed-before-staging',
     what: 'COMMITTED answered before the STAGING record is applied',
-    expect: /client: t\d+ (committed at index \d+ after its client was told ABORTED|was answered COMMITTED|was answered \S+, later)/,
+    expect:
+      /client: t\d+ (committed at index \d+ after its client was told ABORTED|was answered COMMITTED|was answered \S+, later)/,
     arb: leaderCrashAfterYes,
     seedsMax: 5_000,
   },
@@ -67,7 +85,13 @@ const TEETH: Tooth[] = [
     arb: leaderCrashAfterYes,
     seedsMax: 5_000,
   },
-  { mutant: 'forget-yes', what: 'a participant that forgets its YES', expect: /(AC1 agreement|client: t\d+|R4: )/, arb: leaderCrashAfterYes, seedsMax: 5_000 },
+  {
+    mutant: 'forget-yes',
+    what: 'a participant that forgets its YES',
+    expect: /(AC1 agreement|client: t\d+|R4: )/,
+    arb: leaderCrashAfterYes,
+    seedsMax: 5_000,
+  },
 ];
 
 for (const [i, tooth] of TEETH.entries()) {

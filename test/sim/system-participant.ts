@@ -16,7 +16,17 @@ import { participantEngine, type ParticipantMutant } from './protocol-mutants.ts
 import { MemoryResource } from '../../src/participant/memory.ts';
 import { MemoryState } from '../../src/participant/memory-state.ts';
 import type { Rng } from '../../src/raft/rng.ts';
-import type { ClusterOutcome, EngineLog, Journal, Outcome, Resource, ResourceVote, Schedule, TxnId, TxnRecord } from '../../src/participant/types.ts';
+import type {
+  ClusterOutcome,
+  EngineLog,
+  Journal,
+  Outcome,
+  Resource,
+  ResourceVote,
+  Schedule,
+  TxnId,
+  TxnRecord,
+} from '../../src/participant/types.ts';
 import type { EventQueue } from './event-queue.ts';
 import type { SystemChecker } from './system-checker.ts';
 import type { Inc } from './system-rpc.ts';
@@ -40,12 +50,18 @@ export class SimJournal<R = TxnRecord> {
     private readonly rng: Rng,
   ) {}
 
-  /** `deferred`: the record waits for company before its sync (FileJournal's deferred records), so it reaches the disk up to 10 ms later. */
+  /**
+   * `deferred`: the record waits for company before its sync (FileJournal's deferred records), so it reaches the disk
+   * up to 10 ms later.
+   */
   append(record: R, cb: (err: Error | null) => void, deferred = false): void {
     const epoch = this.epoch;
     this.inFlight.push(record);
     // FIFO like a log file: an append never completes before an earlier one.
-    const doneAt = Math.max(this.q.now + 1 + this.rng.int(3) + this.slowMs + (deferred ? this.rng.int(11) : 0), this.lastDoneAt);
+    const doneAt = Math.max(
+      this.q.now + 1 + this.rng.int(3) + this.slowMs + (deferred ? this.rng.int(11) : 0),
+      this.lastDoneAt,
+    );
     this.lastDoneAt = doneAt;
     this.q.at(doneAt, () => {
       if (epoch !== this.epoch) return;
@@ -124,8 +140,15 @@ export interface ParticipantWiring {
   inDoubtAfterMs?: number;
 }
 
-/** What every simulated participant's engine gets from the world, for incarnation `inc`: ids, time, the cluster, the usual timings. */
-export function simEngineOptions(p: SimParticipant, w: ParticipantWiring, inc: Inc): Omit<EngineOptions, 'resource' | 'journal'> {
+/**
+ * What every simulated participant's engine gets from the world, for incarnation `inc`: ids, time, the cluster, the
+ * usual timings.
+ */
+export function simEngineOptions(
+  p: SimParticipant,
+  w: ParticipantWiring,
+  inc: Inc,
+): Omit<EngineOptions, 'resource' | 'journal'> {
   return {
     clusterId: w.clusterId,
     participantId: p.id,
@@ -151,7 +174,11 @@ export function startSimParticipant(p: SimParticipant, w: ParticipantWiring): vo
   for (const r of p.journal.durable) state.add(r);
   const resource = MemoryResource.restore(state.data, state.preparedWrites());
   p.resource = resource;
-  startIncarnation(p, { alive: true }, w, { resource, records: state.txnRecords(), newEngine: (o) => participantEngine(o, w.mutant) });
+  startIncarnation(p, { alive: true }, w, {
+    resource,
+    records: state.txnRecords(),
+    newEngine: (o) => participantEngine(o, w.mutant),
+  });
 }
 
 /**
@@ -164,7 +191,12 @@ export function startIncarnation(
   p: SimParticipant,
   inc: Inc,
   w: ParticipantWiring,
-  o: { resource: Resource; records: readonly TxnRecord[]; newEngine?: ParticipantParts['newEngine']; tcc?: { reserves: TccReserves; askAbort: AskAbort } },
+  o: {
+    resource: Resource;
+    records: readonly TxnRecord[];
+    newEngine?: ParticipantParts['newEngine'];
+    tcc?: { reserves: TccReserves; askAbort: AskAbort };
+  },
 ): ComposedParticipant {
   p.inc = inc;
   const parts = composeParticipant({
@@ -181,12 +213,22 @@ export function startIncarnation(
     schedule: simSchedule(w.q, inc),
     cluster: {
       askOutcome: (txnId, cb) => w.askOutcome(inc, txnId, cb),
-      askAbort: o.tcc?.askAbort ?? ((_txnId, _reason, cb) => cb(new Error('only a TCC participant asks to abort'), 'UNKNOWN')),
+      askAbort:
+        o.tcc?.askAbort ?? ((_txnId, _reason, cb) => cb(new Error('only a TCC participant asks to abort'), 'UNKNOWN')),
     },
     log: w.log?.(inc),
-    engine: { inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000, sweepIntervalMs: 500, askBackoffMinMs: 100, askBackoffMaxMs: 1_000, forgetAborts: w.forgetAborts },
+    engine: {
+      inDoubtAfterMs: w.inDoubtAfterMs ?? 1_000,
+      sweepIntervalMs: 500,
+      askBackoffMinMs: 100,
+      askBackoffMaxMs: 1_000,
+      forgetAborts: w.forgetAborts,
+    },
     newEngine: o.newEngine,
-    tcc: o.tcc === undefined ? undefined : { reserves: o.tcc.reserves, watcher: { sweepIntervalMs: 200, askBackoffMinMs: 100, askBackoffMaxMs: 1_000 } },
+    tcc:
+      o.tcc === undefined
+        ? undefined
+        : { reserves: o.tcc.reserves, watcher: { sweepIntervalMs: 200, askBackoffMinMs: 100, askBackoffMaxMs: 1_000 } },
   });
   parts.start();
   p.engine = parts.engine;

@@ -54,11 +54,14 @@ test('no simulator file builds a saga core or attaches an extension to a node co
   const offenders: string[] = [];
   for (const f of readdirSync(SIM).filter((x) => x.endsWith('.ts'))) {
     const text = readFileSync(join(SIM, f), 'utf8');
-    if (/new SagaCore\(|\.attach\(/.test(text) && !f.endsWith('.test.ts')) offenders.push(`${f}: builds a saga core or attaches to a node core`);
-    if (/attachProducts\(/.test(text) && f !== 'system-world.ts') offenders.push(`${f}: composes products outside the world's one place`);
+    if (/new SagaCore\(|\.attach\(/.test(text) && !f.endsWith('.test.ts'))
+      offenders.push(`${f}: builds a saga core or attaches to a node core`);
+    if (/attachProducts\(/.test(text) && f !== 'system-world.ts')
+      offenders.push(`${f}: composes products outside the world's one place`);
     // The one orchestrator built in test code is the start-unlogged mutant's, through the composition's factory.
     const engines = text.match(/new SagaEngine\(/g)?.length ?? 0;
-    const viaFactory = text.match(/newSagaEngine: mutant === 'saga-start-unlogged' \? \([^)]*\) => new SagaEngine\(/g)?.length ?? 0;
+    const viaFactory =
+      text.match(/newSagaEngine: mutant === 'saga-start-unlogged' \? \([^)]*\) => new SagaEngine\(/g)?.length ?? 0;
     if (engines > viaFactory) offenders.push(`${f}: builds a SagaEngine outside the mutant's factory`);
   }
   expect(offenders).toEqual([]);

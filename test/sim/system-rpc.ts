@@ -41,7 +41,14 @@ export class SimRpc {
    * network (and may be lost, duplicated or delayed); the caller hears the
    * first reply, or a deadline error — once, and only while its incarnation lives.
    */
-  call<T>(from: string, caller: Inc, to: string, timeoutMs: number, serve: (reply: Reply<T>) => void, cb: Reply<T>): void {
+  call<T>(
+    from: string,
+    caller: Inc,
+    to: string,
+    timeoutMs: number,
+    serve: (reply: Reply<T>) => void,
+    cb: Reply<T>,
+  ): void {
     let done = false;
     const finish: Reply<T> = (err, v) => {
       if (done) return;
@@ -62,8 +69,19 @@ export interface CoordinatorCall<T> {
   fail(err: EngineError | null): void;
 }
 
-/** A Coordinator RPC to a node by index, served by the engine of `group` (0 when absent: the one group) if the node is up. */
-export type CallCoordinator = <T>(from: string, caller: Inc, node: number, timeoutMs: number, serve: (c: CoordinatorCall<T>) => void, cb: Reply<T>, group?: number) => void;
+/**
+ * A Coordinator RPC to a node by index, served by the engine of `group` (0 when absent: the one group) if the node is
+ * up.
+ */
+export type CallCoordinator = <T>(
+  from: string,
+  caller: Inc,
+  node: number,
+  timeoutMs: number,
+  serve: (c: CoordinatorCall<T>) => void,
+  cb: Reply<T>,
+  group?: number,
+) => void;
 
 /**
  * A simulated failure as the gRPC Coordinator service answers it
@@ -76,14 +94,24 @@ export function failedAttempt(err: RpcError): FailedAttempt {
   return STATUS_OF[err.code] ?? { code: 'UNKNOWN' };
 }
 
-/** The engine's errors as the gRPC service answers them (one table: engineStatusOf), and the simulated network's own two. */
+/**
+ * The engine's errors as the gRPC service answers them (one table: engineStatusOf), and the simulated network's own
+ * two.
+ */
 const STATUS_OF: Readonly<Record<string, FailedAttempt>> = {
-  ...Object.fromEntries((['not-leader', 'outcome-unknown', 'exists', 'invalid', 'precondition', 'exhausted', 'not-found'] as const).map((c) => [c, engineStatusOf(c)])),
+  ...Object.fromEntries(
+    (['not-leader', 'outcome-unknown', 'exists', 'invalid', 'precondition', 'exhausted', 'not-found'] as const).map(
+      (c) => [c, engineStatusOf(c)],
+    ),
+  ),
   deadline: { code: 'DEADLINE_EXCEEDED' },
   UNAVAILABLE: { code: 'UNAVAILABLE' },
 };
 
-/** Codes the SDK retries (UNAVAILABLE: NOT_LEADER, NO_LEADER; DEADLINE_EXCEEDED: UNKNOWN_OUTCOME), as the engine and this simulator name them. */
+/**
+ * Codes the SDK retries (UNAVAILABLE: NOT_LEADER, NO_LEADER; DEADLINE_EXCEEDED: UNKNOWN_OUTCOME), as the engine and
+ * this simulator name them.
+ */
 export const RETRYABLE: ReadonlySet<string> = new Set(['not-leader', 'outcome-unknown', 'deadline', 'UNAVAILABLE']);
 
 /** Follow a not-leader hint, else try the next node (the SDK's and the ClusterLink's leader discovery). */

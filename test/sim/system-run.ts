@@ -24,7 +24,10 @@ export interface ShardOutcome {
   line: string;
 }
 
-/** Another family of schedules run the same way (the TCC shard, system-tcc.sim.test.ts): its generator, count, first seed and file. */
+/**
+ * Another family of schedules run the same way (the TCC shard, system-tcc.sim.test.ts): its generator, count, first
+ * seed and file.
+ */
 export interface ShardFamily {
   arb: fc.Arbitrary<SystemScenario>;
   seeds: number;
@@ -84,7 +87,10 @@ export function runShard(shard: number, family?: ShardFamily): ShardOutcome {
   return { failed: out.failed, line };
 }
 
-/** What hunting a mutant found: whether the checker failed, after how many schedules, the violation it matched (or any other), and fast-check's result. */
+/**
+ * What hunting a mutant found: whether the checker failed, after how many schedules, the violation it matched (or any
+ * other), and fast-check's result.
+ */
 export interface MutantHunt {
   out: fc.RunDetails<[SystemScenario]>;
   tried: number;
@@ -97,7 +103,13 @@ export interface MutantHunt {
  * a violation matching `expect` (fast-check stops at the first, without
  * shrinking), at most `seedsMax` of them, from `seed`.
  */
-export function huntMutant(arb: fc.Arbitrary<SystemScenario>, mutant: Mutant, expect: RegExp, seed: number, seedsMax: number): MutantHunt {
+export function huntMutant(
+  arb: fc.Arbitrary<SystemScenario>,
+  mutant: Mutant,
+  expect: RegExp,
+  seed: number,
+  seedsMax: number,
+): MutantHunt {
   let tried = 0;
   let caught: string | null = null;
   let other: string | null = null;

@@ -31,23 +31,45 @@ const ATTEMPTS_MAX = 6;
 
 /** Leader faults, several per schedule: crashes, isolations, transfers. */
 const leaderFaultArb: fc.Arbitrary<SysFault> = fc.oneof(
-  fc.record({ kind: fc.constant('crash-leader' as const), at: fc.integer({ min: 0, max: 4_999 }), downMs: fc.integer({ min: 10, max: 2_000 }) }),
-  fc.record({ kind: fc.constant('isolate-leader' as const), at: fc.integer({ min: 0, max: 4_999 }), durMs: fc.integer({ min: 50, max: 2_000 }) }),
+  fc.record({
+    kind: fc.constant('crash-leader' as const),
+    at: fc.integer({ min: 0, max: 4_999 }),
+    downMs: fc.integer({ min: 10, max: 2_000 }),
+  }),
+  fc.record({
+    kind: fc.constant('isolate-leader' as const),
+    at: fc.integer({ min: 0, max: 4_999 }),
+    durMs: fc.integer({ min: 50, max: 2_000 }),
+  }),
   fc.record({ kind: fc.constant('transfer' as const), at: fc.integer({ min: 0, max: 4_999 }), to: fc.nat(4) }),
 );
 
 /** Every saga's step 0 errors on every call; the world's other faults stay, with leader faults added. */
 function failingArb(cfg: SagaScenario['sagaConfig']): fc.Arbitrary<SagaScenario> {
-  return fc.tuple(sagaScenarioArb, fc.array(leaderFaultArb, { minLength: 2, maxLength: 12 })).map(([sc, leaderFaults]) => ({
-    ...sc,
-    faults: [...sc.faults, ...leaderFaults],
-    sagaConfig: cfg,
-    sagas: sc.sagas.map((p) => ({ ...p, atMs: p.atMs % 1_000, steps: p.steps.map((st, k) => (k === 0 ? { ...st, errors: 1_000_000_000, fail: false } : st)) })),
-  }));
+  return fc
+    .tuple(sagaScenarioArb, fc.array(leaderFaultArb, { minLength: 2, maxLength: 12 }))
+    .map(([sc, leaderFaults]) => ({
+      ...sc,
+      faults: [...sc.faults, ...leaderFaults],
+      sagaConfig: cfg,
+      sagas: sc.sagas.map((p) => ({
+        ...p,
+        atMs: p.atMs % 1_000,
+        steps: p.steps.map((st, k) => (k === 0 ? { ...st, errors: 1_000_000_000, fail: false } : st)),
+      })),
+    }));
 }
 
 test(`an always-failing action before the pivot is called at most actionAttemptsMax plus one per later leadership, and its saga ends COMPENSATED (${SEEDS} schedules)`, () => {
-  const t = { runs: 0, sagas: 0, leaderChanges: 0, mostLeaderChanges: 0, mostCalls: 0, boundAtMostCalls: 0, mostOverMax: 0 };
+  const t = {
+    runs: 0,
+    sagas: 0,
+    leaderChanges: 0,
+    mostLeaderChanges: 0,
+    mostCalls: 0,
+    boundAtMostCalls: 0,
+    mostOverMax: 0,
+  };
   const out = fc.check(
     fc.property(failingArb({ actionAttemptsMax: ATTEMPTS_MAX, actionAbandonAfterMs: 0 }), (sc) => {
       const r = runSagaWorld(sc);
@@ -68,8 +90,12 @@ test(`an always-failing action before the pivot is called at most actionAttempts
         const made = ext.callsByKey.get(`${id}/0/action`);
         const calls = made?.calls ?? 0;
         const bound = ATTEMPTS_MAX + Math.max(0, (made?.leaderships.size ?? 1) - 1);
-        if (calls > bound) throw new Error(`${id}: step 0's action was called ${calls} times by ${made?.leaderships.size} leaderships (bound ${bound})`);
-        if (calls > ATTEMPTS_MAX + changes) throw new Error(`${id}: ${calls} calls, past actionAttemptsMax + ${changes} leader changes`);
+        if (calls > bound)
+          throw new Error(
+            `${id}: step 0's action was called ${calls} times by ${made?.leaderships.size} leaderships (bound ${bound})`,
+          );
+        if (calls > ATTEMPTS_MAX + changes)
+          throw new Error(`${id}: ${calls} calls, past actionAttemptsMax + ${changes} leader changes`);
         if (calls > t.mostCalls || (calls === t.mostCalls && bound > t.boundAtMostCalls)) {
           t.mostCalls = calls;
           t.boundAtMostCalls = bound;
@@ -82,7 +108,10 @@ test(`an always-failing action before the pivot is called at most actionAttempts
   console.log(
     `saga attempts: seeds=${t.runs} (base seed ${BASE_SEED}) sagas=${t.sagas} leaderChanges=${t.leaderChanges} (most in one run ${t.mostLeaderChanges}) actionAttemptsMax=${ATTEMPTS_MAX} mostCalls=${t.mostCalls} (its bound ${t.boundAtMostCalls}) mostCallsOverMax=${t.mostOverMax}`,
   );
-  if (out.failed) console.error(`replay: seed ${out.seed} path ${out.counterexamplePath}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`);
+  if (out.failed)
+    console.error(
+      `replay: seed ${out.seed} path ${out.counterexamplePath}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`,
+    );
   expect(out.failed).toBe(false);
   expect(t.sagas).toBeGreaterThan(0);
   expect(t.leaderChanges).toBeGreaterThan(t.runs);
@@ -101,16 +130,25 @@ test(`with actionAbandonAfterMs, an action before the pivot is never abandoned s
         if (s.state !== 'compensated') throw new Error(`${s.id} ended ${s.state}, not compensated`);
         const first = triesOf(s, 0, 'action')?.firstFailureAtMs;
         const gaveUp = s.timeline.find((e) => e.what === 'abandoned' && e.step === 0);
-        if (first === undefined || first === null || !gaveUp) throw new Error(`${s.id}: no failure or no abandonment recorded`);
+        if (first === undefined || first === null || !gaveUp)
+          throw new Error(`${s.id}: no failure or no abandonment recorded`);
         abandoned++;
         shortest = Math.min(shortest, gaveUp.atMs - first);
-        if (gaveUp.atMs - first < ABANDON_AFTER_MS) throw new Error(`${s.id}: abandoned ${gaveUp.atMs - first} ms after its first failure (minimum ${ABANDON_AFTER_MS})`);
+        if (gaveUp.atMs - first < ABANDON_AFTER_MS)
+          throw new Error(
+            `${s.id}: abandoned ${gaveUp.atMs - first} ms after its first failure (minimum ${ABANDON_AFTER_MS})`,
+          );
       }
     }),
     { seed: BASE_SEED + 1, numRuns: Math.ceil(SEEDS / 4), endOnFailure: true },
   );
-  console.log(`saga abandon time: sagas=${abandoned} shortest time from first failure to abandonment ${shortest} ms (minimum ${ABANDON_AFTER_MS} ms)`);
-  if (out.failed) console.error(`replay: seed ${out.seed} path ${out.counterexamplePath}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`);
+  console.log(
+    `saga abandon time: sagas=${abandoned} shortest time from first failure to abandonment ${shortest} ms (minimum ${ABANDON_AFTER_MS} ms)`,
+  );
+  if (out.failed)
+    console.error(
+      `replay: seed ${out.seed} path ${out.counterexamplePath}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`,
+    );
   expect(out.failed).toBe(false);
   expect(abandoned).toBeGreaterThan(0);
 }, 1_800_000);

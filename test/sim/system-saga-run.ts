@@ -14,17 +14,39 @@ export const SAGA_REPLAY = process.env.VERDICT_SAGA_REPLAY;
 const TRACE = process.env.VERDICT_SAGA_TRACE === '1';
 const MUTANT = process.env.VERDICT_SAGA_MUTANT as SagaMutant | undefined;
 
-/** Runs shard `shard` of SAGA_SEEDS schedules (or the replay), prints the `saga:` line and, on failure, how to replay it. */
+/**
+ * Runs shard `shard` of SAGA_SEEDS schedules (or the replay), prints the `saga:` line and, on failure, how to replay
+ * it.
+ */
 export function runSagaShard(shard: number): { failed: boolean; line: string } {
   const n = Math.floor(SAGA_SEEDS / SAGA_SHARDS) + (shard < SAGA_SEEDS % SAGA_SHARDS ? 1 : 0);
-  const t = { runs: 0, violations: 0, crashes: 0, partitions: 0, sagas: 0, finished: 0, compensated: 0, stuck: 0, txns: 0, committed: 0 };
+  const t = {
+    runs: 0,
+    violations: 0,
+    crashes: 0,
+    partitions: 0,
+    sagas: 0,
+    finished: 0,
+    compensated: 0,
+    stuck: 0,
+    txns: 0,
+    committed: 0,
+  };
   const started = process.cpuUsage();
   const params: fc.Parameters<[Parameters<typeof runSagaWorld>[0]]> = SAGA_REPLAY
-    ? { seed: Number(SAGA_REPLAY.split(':')[0]), path: SAGA_REPLAY.split(':').slice(1).join(':'), endOnFailure: true, numRuns: 1 }
+    ? {
+        seed: Number(SAGA_REPLAY.split(':')[0]),
+        path: SAGA_REPLAY.split(':').slice(1).join(':'),
+        endOnFailure: true,
+        numRuns: 1,
+      }
     : { seed: SAGA_BASE_SEED + shard, numRuns: n, endOnFailure: false };
   const out = fc.check(
     fc.property(sagaScenarioArb, (sc) => {
-      const r = runSagaWorld(MUTANT ? { ...sc, sagaMutant: MUTANT } : sc, SAGA_REPLAY && TRACE ? (line) => console.log(line) : undefined);
+      const r = runSagaWorld(
+        MUTANT ? { ...sc, sagaMutant: MUTANT } : sc,
+        SAGA_REPLAY && TRACE ? (line) => console.log(line) : undefined,
+      );
       t.runs++;
       t.crashes += r.crashes;
       t.partitions += r.partitions;

@@ -24,17 +24,27 @@ const erringAfterPivot: fc.Arbitrary<SagaScenario> = sagaScenarioArb.map((sc) =>
   sagas: sc.sagas.map((s) => ({
     ...s,
     pivot: 0,
-    steps: s.steps.length > 1 ? s.steps.map((st, k) => (k > 0 ? { ...st, errors: 5 } : st)) : [...s.steps, { service: 1, fail: false, errors: 5, compErrors: 0 }],
+    steps:
+      s.steps.length > 1
+        ? s.steps.map((st, k) => (k > 0 ? { ...st, errors: 5 } : st))
+        : [...s.steps, { service: 1, fail: false, errors: 5, compErrors: 0 }],
   })),
 }));
 
 /** Pre-pivot actions that error until the orchestrator abandons them: their compensations find no action. */
-const abandoned: fc.Arbitrary<SagaScenario> = sagaScenarioArb.map((sc) => ({ ...sc, sagas: sc.sagas.map((s) => ({ ...s, pivot: null, steps: s.steps.map((st) => ({ ...st, errors: 4 })) })) }));
+const abandoned: fc.Arbitrary<SagaScenario> = sagaScenarioArb.map((sc) => ({
+  ...sc,
+  sagas: sc.sagas.map((s) => ({ ...s, pivot: null, steps: s.steps.map((st) => ({ ...st, errors: 4 })) })),
+}));
 
 /** The same, with duplicated and delayed messages: an old action request can arrive after its compensation. */
 const abandonedDuplicated: fc.Arbitrary<SagaScenario> = abandoned.map((sc) => ({
   ...sc,
-  faults: [...sc.faults, { kind: 'duplicate' as const, at: 0, percent: 50, durMs: sc.healAtMs }, { kind: 'delay' as const, at: 0, extraMs: 400, durMs: sc.healAtMs }],
+  faults: [
+    ...sc.faults,
+    { kind: 'duplicate' as const, at: 0, percent: 50, durMs: sc.healAtMs },
+    { kind: 'delay' as const, at: 0, extraMs: 400, durMs: sc.healAtMs },
+  ],
 }));
 
 interface Tooth {
@@ -46,11 +56,41 @@ interface Tooth {
 }
 
 const TEETH: Tooth[] = [
-  { mutant: 'saga-new-key-on-retry', what: 'a retried call carries a new key', expect: /exactly once: .* ran \d+ times/, arb: sagaScenarioArb, seedsMax: 2_000 },
-  { mutant: 'saga-compensate-after-pivot', what: 'a step after the pivot is compensated', expect: /after the pivot/, arb: erringAfterPivot, seedsMax: 500 },
-  { mutant: 'inbox-no-empty-compensation', what: 'a compensation runs though its action never ran', expect: /compensated though its action never ran/, arb: abandoned, seedsMax: 500 },
-  { mutant: 'inbox-hanging-action', what: 'an action runs after its compensation was recorded', expect: /ran after its compensation was recorded/, arb: abandonedDuplicated, seedsMax: 2_000 },
-  { mutant: 'saga-start-unlogged', what: 'a start answered and step 0 called without its log write', expect: /log has no record/, arb: sagaScenarioArb, seedsMax: 200 },
+  {
+    mutant: 'saga-new-key-on-retry',
+    what: 'a retried call carries a new key',
+    expect: /exactly once: .* ran \d+ times/,
+    arb: sagaScenarioArb,
+    seedsMax: 2_000,
+  },
+  {
+    mutant: 'saga-compensate-after-pivot',
+    what: 'a step after the pivot is compensated',
+    expect: /after the pivot/,
+    arb: erringAfterPivot,
+    seedsMax: 500,
+  },
+  {
+    mutant: 'inbox-no-empty-compensation',
+    what: 'a compensation runs though its action never ran',
+    expect: /compensated though its action never ran/,
+    arb: abandoned,
+    seedsMax: 500,
+  },
+  {
+    mutant: 'inbox-hanging-action',
+    what: 'an action runs after its compensation was recorded',
+    expect: /ran after its compensation was recorded/,
+    arb: abandonedDuplicated,
+    seedsMax: 2_000,
+  },
+  {
+    mutant: 'saga-start-unlogged',
+    what: 'a start answered and step 0 called without its log write',
+    expect: /log has no record/,
+    arb: sagaScenarioArb,
+    seedsMax: 200,
+  },
 ];
 
 for (const tooth of TEETH) {
@@ -66,7 +106,9 @@ for (const tooth of TEETH) {
       );
       expect(out.failed, `${tooth.mutant} survived ${tooth.seedsMax} schedules`).toBe(true);
       const message = out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance);
-      console.log(`saga mutant ${tooth.mutant}: caught after ${out.numRuns} schedules (seed ${out.seed}:${out.counterexamplePath}): ${message.split('\n')[0]}`);
+      console.log(
+        `saga mutant ${tooth.mutant}: caught after ${out.numRuns} schedules (seed ${out.seed}:${out.counterexamplePath}): ${message.split('\n')[0]}`,
+      );
       // The replay: the same seed and path give the same schedule, which fails the same way.
       const again = fc.check(
         fc.property(tooth.arb, (sc) => {

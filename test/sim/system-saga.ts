@@ -25,7 +25,13 @@
 // run after its compensation.
 
 import fc from 'fast-check';
-import { SagaEngine, type SagaEngineConfig, type SagaEngineIO, type StepAnswer, type StepRequest } from '../../src/saga/engine.ts';
+import {
+  SagaEngine,
+  type SagaEngineConfig,
+  type SagaEngineIO,
+  type StepAnswer,
+  type StepRequest,
+} from '../../src/saga/engine.ts';
 import type { SagaCore } from '../../src/saga/saga-core.ts';
 import { SagaInbox, type InboxRecord, type StepHandler } from '../../src/saga/inbox.ts';
 import { isTerminal, SagaTable, type SagaRecord, type SagaState, type SagaStepDef } from '../../src/saga/state.ts';
@@ -37,7 +43,12 @@ import { SimJournal } from './system-participant.ts';
 import { DEAD, redirect, RETRYABLE, type Inc, type RpcError } from './system-rpc.ts';
 import { SystemWorld, type SimProductsWiring, type SystemScenario, type WorldExtension } from './system-world.ts';
 
-export type SagaMutant = 'saga-new-key-on-retry' | 'saga-compensate-after-pivot' | 'saga-start-unlogged' | 'inbox-no-empty-compensation' | 'inbox-hanging-action';
+export type SagaMutant =
+  | 'saga-new-key-on-retry'
+  | 'saga-compensate-after-pivot'
+  | 'saga-start-unlogged'
+  | 'inbox-no-empty-compensation'
+  | 'inbox-hanging-action';
 
 export interface SagaStepPlan {
   /** Step service: a participant index, modulo their number. */
@@ -155,14 +166,25 @@ export class SagaExtension implements WorldExtension {
     // A generator of its own, so that the world's draws stay the world's.
     this.rng = new Rng((sc.seed ^ 0x5a6a) >>> 0);
     for (const id of Array.from({ length: sc.participants }, (_, i) => `p${i + 1}`))
-      this.services.set(id, { id, journal: new SimJournal<Seqd>(w.q, new Rng(this.rng.u32())), inbox: null, inc: DEAD, errorsGiven: new Map() });
+      this.services.set(id, {
+        id,
+        journal: new SimJournal<Seqd>(w.q, new Rng(this.rng.u32())),
+        inbox: null,
+        inc: DEAD,
+        errorsGiven: new Map(),
+      });
   }
 
   // ---- nodes --------------------------------------------------------------
 
-  /** The node's product tables; under the pivot mutant, a saga table that breaks the pivot rule (snapshots restore into it as into the real one). */
+  /**
+   * The node's product tables; under the pivot mutant, a saga table that breaks the pivot rule (snapshots restore into
+   * it as into the real one).
+   */
   products(): NodeProducts {
-    return nodeProducts(this.sc.sagaMutant === 'saga-compensate-after-pivot' ? new CompensateAfterPivotTable() : undefined);
+    return nodeProducts(
+      this.sc.sagaMutant === 'saga-compensate-after-pivot' ? new CompensateAfterPivotTable() : undefined,
+    );
   }
 
   /**
@@ -186,7 +208,8 @@ export class SagaExtension implements WorldExtension {
           made.calls++;
           made.leaderships.add(`${node.id}@${term}`);
           this.callsByKey.set(req.key, made);
-          const sent = mutant === 'saga-new-key-on-retry' && req.attempt > 1 ? { ...req, key: `${req.key}#${req.attempt}` } : req;
+          const sent =
+            mutant === 'saga-new-key-on-retry' && req.attempt > 1 ? { ...req, key: `${req.key}#${req.attempt}` } : req;
           this.w.log(() => `${node.id} calls ${to.id} ${req.key} attempt ${req.attempt}`);
           this.callStep(node.id, inc, to.id, sent, timeoutMs, cb);
         },
@@ -201,7 +224,10 @@ export class SagaExtension implements WorldExtension {
               const s = this.services.get(to.id);
               if (!s?.inbox) return;
               const sInc = s.inc;
-              s.inbox.end(sagaId, (err) => sInc.alive && reply(err ? { code: 'UNAVAILABLE', message: err.message } : null, true));
+              s.inbox.end(
+                sagaId,
+                (err) => sInc.alive && reply(err ? { code: 'UNAVAILABLE', message: err.message } : null, true),
+              );
             },
             (err) => cb(err ? new Error(err.message) : null),
           );
@@ -216,13 +242,22 @@ export class SagaExtension implements WorldExtension {
           },
           stuckFlagged: () => this.stuckFlagged++,
         },
-        newSagaEngine: mutant === 'saga-start-unlogged' ? (table, services, io, cfg) => new SagaEngine(table, services, this.startUnlogged(node.id, inc, io, services), cfg) : undefined,
+        newSagaEngine:
+          mutant === 'saga-start-unlogged'
+            ? (table, services, io, cfg) =>
+                new SagaEngine(table, services, this.startUnlogged(node.id, inc, io, services), cfg)
+            : undefined,
       },
     };
   }
 
   /** The start-unlogged mutant's I/O: a start is answered, and step 0 called, with nothing in the log. */
-  private startUnlogged(nodeId: string, inc: Inc, io: SagaEngineIO, services: ReadonlyMap<string, { id: string }>): SagaEngineIO {
+  private startUnlogged(
+    nodeId: string,
+    inc: Inc,
+    io: SagaEngineIO,
+    services: ReadonlyMap<string, { id: string }>,
+  ): SagaEngineIO {
     return {
       ...io,
       propose: (cmd, cb) => {
@@ -248,16 +283,40 @@ export class SagaExtension implements WorldExtension {
             nodeId,
             inc,
             to.id,
-            { sagaId: cmd.sagaId, step: 0, kind: 'action', key: `${cmd.sagaId}/0/action`, name: cmd.steps[0].name, input: cmd.steps[0].input, outputs: [], attempt: 1 },
+            {
+              sagaId: cmd.sagaId,
+              step: 0,
+              kind: 'action',
+              key: `${cmd.sagaId}/0/action`,
+              name: cmd.steps[0].name,
+              input: cmd.steps[0].input,
+              outputs: [],
+              attempt: 1,
+            },
             1_000,
             () => {},
           );
-        cb(null, { t: 'product', product: 'saga', op: 'saga.start', sagaId: cmd.sagaId, saga: rec, changed: true, problem: null });
+        cb(null, {
+          t: 'product',
+          product: 'saga',
+          op: 'saga.start',
+          sagaId: cmd.sagaId,
+          saga: rec,
+          changed: true,
+          problem: null,
+        });
       },
     };
   }
 
-  private callStep(from: string, inc: Inc, to: string, req: StepRequest, timeoutMs: number, cb: (err: Error | null, a?: StepAnswer) => void): void {
+  private callStep(
+    from: string,
+    inc: Inc,
+    to: string,
+    req: StepRequest,
+    timeoutMs: number,
+    cb: (err: Error | null, a?: StepAnswer) => void,
+  ): void {
     this.w.rpc.call<StepAnswer>(
       from,
       inc,
@@ -313,7 +372,12 @@ export class SagaExtension implements WorldExtension {
       },
     };
     const m = this.sc.sagaMutant;
-    const Inbox = m === 'inbox-no-empty-compensation' ? NoEmptyCompensationInbox : m === 'inbox-hanging-action' ? HangingActionInbox : SagaInbox;
+    const Inbox =
+      m === 'inbox-no-empty-compensation'
+        ? NoEmptyCompensationInbox
+        : m === 'inbox-hanging-action'
+          ? HangingActionInbox
+          : SagaInbox;
     s.inbox = new Inbox(journal).replay(s.journal.durable);
   }
 
@@ -330,9 +394,21 @@ export class SagaExtension implements WorldExtension {
   start(t0: number): void {
     const ids = this.w.participantIds;
     for (const [i, plan] of this.sc.sagas.entries()) {
-      const steps = plan.steps.map((p, k) => ({ service: ids[p.service % ids.length], name: `step${k}`, input: `in${k}` }));
+      const steps = plan.steps.map((p, k) => ({
+        service: ids[p.service % ids.length],
+        name: `step${k}`,
+        input: `in${k}`,
+      }));
       const pivot = plan.pivot === null ? null : plan.pivot % steps.length;
-      const c: SagaClient = { id: `s${i + 1}`, plan, steps, pivot, hint: this.rng.int(this.w.nodes.length), started: false, end: null };
+      const c: SagaClient = {
+        id: `s${i + 1}`,
+        plan,
+        steps,
+        pivot,
+        hint: this.rng.int(this.w.nodes.length),
+        started: false,
+        end: null,
+      };
       this.clients.push(c);
       this.w.q.at(t0 + plan.atMs, () => this.clientStart(c));
     }
@@ -357,14 +433,20 @@ export class SagaExtension implements WorldExtension {
         side.sagas.start(c.id, c.steps, c.pivot, (err) => {
           if (!inc.alive) return;
           if (!err) return reply(null, true);
-          const code = err.code === 'not-leader' ? 'not-leader' : err.code === 'outcome-unknown' ? 'outcome-unknown' : err.code;
-          reply({ code, message: err.message, leader: err.code === 'not-leader' ? this.w.nodes[c.hint].driver?.leader() : undefined });
+          const code =
+            err.code === 'not-leader' ? 'not-leader' : err.code === 'outcome-unknown' ? 'outcome-unknown' : err.code;
+          reply({
+            code,
+            message: err.message,
+            leader: err.code === 'not-leader' ? this.w.nodes[c.hint].driver?.leader() : undefined,
+          });
         });
       },
       (err) => {
         this.w.log(() => `saga client ${c.id} start: ${err ? `${err.code} ${err.message}` : 'started'}`);
         if (err) {
-          if (!RETRYABLE.has(err.code)) return this.w.checker.violation(`saga client: start(${c.id}) refused: ${err.code}: ${err.message}`);
+          if (!RETRYABLE.has(err.code))
+            return this.w.checker.violation(`saga client: start(${c.id}) refused: ${err.code}: ${err.message}`);
           c.hint = redirect(c.hint, err, this.w.nodeIds);
           return this.w.q.after(100, () => this.clientStart(c));
         }
@@ -400,7 +482,9 @@ export class SagaExtension implements WorldExtension {
         if (!err && a?.state === null && a.leader) {
           // Reported once; the client stops waiting so that the run ends with this finding.
           c.end = 'compensated';
-          return this.w.checker.violation(`sagas: ${c.id} was acknowledged as started, but the leader's log has no record of it`);
+          return this.w.checker.violation(
+            `sagas: ${c.id} was acknowledged as started, but the leader's log has no record of it`,
+          );
         }
         // A follower may not have applied the start yet; the leader has.
         if (err || a?.state === null) c.hint = redirect(c.hint, err, this.w.nodeIds);
@@ -418,7 +502,9 @@ export class SagaExtension implements WorldExtension {
     for (const s of this.services.values()) if (!s.inbox) pending.push(`step service ${s.id} down`);
     const l = this.w.leader();
     if (l?.sm) {
-      const open = [...sagasOf(l.sm).sagas.values()].filter((s) => !isTerminal(s.state) || !s.ended).map((s) => `${s.id}:${s.state}${s.ended ? '' : ' (end not acknowledged)'}`);
+      const open = [...sagasOf(l.sm).sagas.values()]
+        .filter((s) => !isTerminal(s.state) || !s.ended)
+        .map((s) => `${s.id}:${s.state}${s.ended ? '' : ' (end not acknowledged)'}`);
       if (open.length > 0) pending.push(`sagas not ended on ${l.id}: ${open.join(' ')}`);
     }
     return pending.length === 0 ? null : pending.join('; ');
@@ -432,11 +518,13 @@ export class SagaExtension implements WorldExtension {
     const records: Seqd[] = [];
     for (const s of this.services.values()) for (const r of s.journal.durable) if (r.t === 'step') records.push(r);
     const planned = new Set(this.clients.map((c) => c.id));
-    for (const r of records) if (!planned.has(r.sagaId)) v(`sagas: ${r.key} ran at a step service but no client started saga ${r.sagaId}`);
+    for (const r of records)
+      if (!planned.has(r.sagaId)) v(`sagas: ${r.key} ran at a step service but no client started saga ${r.sagaId}`);
     for (const c of this.clients) {
       const s = table.sagas.get(c.id);
       if (!s) {
-        if (records.some((r) => r.sagaId === c.id)) v(`sagas: ${c.id} has effects at step services but the log has no record of it`);
+        if (records.some((r) => r.sagaId === c.id))
+          v(`sagas: ${c.id} has effects at step services but the log has no record of it`);
         else if (c.started) v(`sagas: ${c.id} was started for its client but the log has no record of it`);
         continue;
       }
@@ -445,30 +533,41 @@ export class SagaExtension implements WorldExtension {
       if (s.state === 'finished') this.sagasFinished++;
       else if (s.state === 'compensated') this.sagasCompensated++;
       const mine = records.filter((r) => r.sagaId === c.id);
-      const effects = (k: number, kind: 'action' | 'compensate'): Seqd[] => mine.filter((r) => r.step === k && r.kind === kind && r.effect !== '');
+      const effects = (k: number, kind: 'action' | 'compensate'): Seqd[] =>
+        mine.filter((r) => r.step === k && r.kind === kind && r.effect !== '');
       for (let k = 0; k < c.steps.length; k++) {
         const acts = effects(k, 'action');
         const comps = effects(k, 'compensate');
         const compRecords = mine.filter((r) => r.step === k && r.kind === 'compensate');
-        if (acts.length > 1) v(`sagas: exactly once: ${c.id} step ${k}'s action ran ${acts.length} times (keys ${acts.map((r) => r.key).join(', ')})`);
+        if (acts.length > 1)
+          v(
+            `sagas: exactly once: ${c.id} step ${k}'s action ran ${acts.length} times (keys ${acts.map((r) => r.key).join(', ')})`,
+          );
         if (comps.length > 1) v(`sagas: exactly once: ${c.id} step ${k}'s compensation ran ${comps.length} times`);
-        const afterComp = compRecords.length > 0 ? acts.filter((a) => a.seq > Math.min(...compRecords.map((r) => r.seq))) : [];
-        if (afterComp.length > 0) v(`sagas: ${c.id} step ${k}'s action ran after its compensation was recorded (a hanging action)`);
+        const afterComp =
+          compRecords.length > 0 ? acts.filter((a) => a.seq > Math.min(...compRecords.map((r) => r.seq))) : [];
+        if (afterComp.length > 0)
+          v(`sagas: ${c.id} step ${k}'s action ran after its compensation was recorded (a hanging action)`);
         const afterPivot = c.pivot !== null && k > c.pivot;
-        if (afterPivot && compRecords.length > 0) v(`sagas: ${c.id} step ${k} is after the pivot (step ${c.pivot}) but was compensated`);
+        if (afterPivot && compRecords.length > 0)
+          v(`sagas: ${c.id} step ${k} is after the pivot (step ${c.pivot}) but was compensated`);
         if (s.state === 'finished') {
           if (acts.length === 0) v(`sagas: ${c.id} FINISHED but step ${k}'s action never ran`);
           if (compRecords.length > 0) v(`sagas: ${c.id} FINISHED but step ${k} was compensated`);
         }
         if (s.state === 'compensated') {
-          if (acts.length > 0 && comps.length === 0) v(`sagas: ${c.id} COMPENSATED but step ${k}'s action ran and was never compensated`);
-          if (comps.length > 0 && acts.length === 0) v(`sagas: ${c.id} step ${k} compensated though its action never ran (not an empty compensation)`);
+          if (acts.length > 0 && comps.length === 0)
+            v(`sagas: ${c.id} COMPENSATED but step ${k}'s action ran and was never compensated`);
+          if (comps.length > 0 && acts.length === 0)
+            v(`sagas: ${c.id} step ${k} compensated though its action never ran (not an empty compensation)`);
           if (afterPivot && acts.length > 0) v(`sagas: ${c.id} COMPENSATED but step ${k}, after the pivot, ran`);
         }
       }
       // Compensations in reverse order of the steps.
       const order = mine.filter((r) => r.kind === 'compensate' && r.effect !== '').sort((a, b) => a.seq - b.seq);
-      for (let i = 1; i < order.length; i++) if (order[i].step > order[i - 1].step) v(`sagas: ${c.id} compensated step ${order[i - 1].step} before step ${order[i].step} (not in reverse order)`);
+      for (let i = 1; i < order.length; i++)
+        if (order[i].step > order[i - 1].step)
+          v(`sagas: ${c.id} compensated step ${order[i - 1].step} before step ${order[i].step} (not in reverse order)`);
     }
   }
 }
@@ -480,8 +579,14 @@ export const sagaPlanArb: fc.Arbitrary<SagaPlan> = fc.record({
     fc.record({
       service: fc.nat(3),
       fail: fc.oneof({ arbitrary: fc.constant(false), weight: 5 }, { arbitrary: fc.constant(true), weight: 1 }),
-      errors: fc.oneof({ arbitrary: fc.constant(0), weight: 4 }, { arbitrary: fc.integer({ min: 1, max: 6 }), weight: 1 }),
-      compErrors: fc.oneof({ arbitrary: fc.constant(0), weight: 4 }, { arbitrary: fc.integer({ min: 1, max: 6 }), weight: 1 }),
+      errors: fc.oneof(
+        { arbitrary: fc.constant(0), weight: 4 },
+        { arbitrary: fc.integer({ min: 1, max: 6 }), weight: 1 },
+      ),
+      compErrors: fc.oneof(
+        { arbitrary: fc.constant(0), weight: 4 },
+        { arbitrary: fc.integer({ min: 1, max: 6 }), weight: 1 },
+      ),
     }),
     { minLength: 1, maxLength: 4 },
   ),

@@ -6,7 +6,15 @@ import type { BatchMutant, ClientMutant, CoreMutant, EngineMutant, ParticipantMu
 import type { TccMutant } from './system-tcc.ts';
 import type { DbMutant } from './system-dbprep.ts';
 
-export const CRASH_POINTS = ['prepare-send', 'some-prepared', 'commit-proposed', 'commit-applied', 'some-decided', 'before-forget', 'after-forget'] as const;
+export const CRASH_POINTS = [
+  'prepare-send',
+  'some-prepared',
+  'commit-proposed',
+  'commit-applied',
+  'some-decided',
+  'before-forget',
+  'after-forget',
+] as const;
 export type CrashPointName = (typeof CRASH_POINTS)[number];
 
 /**
@@ -67,9 +75,21 @@ export type SysFault =
   | { kind: 'wipe'; at: number; node: number; downMs: number };
 
 /** A deliberately broken protocol, for the checker's own tests; never set in the real simulation. */
-export type Mutant = EngineMutant | ParticipantMutant | TccMutant | BatchMutant | ClientMutant | CoreMutant | DbMutant | DiskMutant | GroupMutant;
+export type Mutant =
+  | EngineMutant
+  | ParticipantMutant
+  | TccMutant
+  | BatchMutant
+  | ClientMutant
+  | CoreMutant
+  | DbMutant
+  | DiskMutant
+  | GroupMutant;
 
-/** 'wiped-refounds': a node whose disk was wiped restarts as if it founded the cluster (what no tooling does), so it votes at once. */
+/**
+ * 'wiped-refounds': a node whose disk was wiped restarts as if it founded the cluster (what no tooling does), so it
+ * votes at once.
+ */
 export type DiskMutant = 'wiped-refounds';
 
 /**
@@ -125,9 +145,15 @@ export interface SystemScenario extends FaultScenario {
    * transactions must commit the classic way. Absent: all serve Status.
    */
   oldParticipants?: boolean;
-  /** Every other participant keeps its prepared state in a database and votes without syncing its journal (test/sim/system-dbprep.ts). */
+  /**
+   * Every other participant keeps its prepared state in a database and votes without syncing its journal
+   * (test/sim/system-dbprep.ts).
+   */
   dbPrepare?: boolean;
-  /** Decision groups (docs/architecture.md): each node hosts this many Raft groups, each transaction is decided in groupOf(id). Absent: 1. */
+  /**
+   * Decision groups (docs/architecture.md): each node hosts this many Raft groups, each transaction is decided in
+   * groupOf(id). Absent: 1.
+   */
   groups?: number;
   /**
    * With groups: once quiet, the run goes on (at most SPREAD_MS_MAX) until

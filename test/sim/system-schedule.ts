@@ -31,14 +31,25 @@ export const sysFaultArb: fc.Arbitrary<SysFault> = fc.oneof(
   fc.record({ kind: fc.constant('crash-node' as const), at, node: fc.nat(4), downMs: down }),
   fc.record({ kind: fc.constant('crash-leader' as const), at, downMs: down }),
   fc.record({ kind: fc.constant('crash-participant' as const), at, participant: fc.nat(3), downMs: down }),
-  fc.record({ kind: fc.constant('partition' as const), at, side: fc.array(fc.nat(1), { minLength: 9, maxLength: 9 }), durMs: dur }),
+  fc.record({
+    kind: fc.constant('partition' as const),
+    at,
+    side: fc.array(fc.nat(1), { minLength: 9, maxLength: 9 }),
+    durMs: dur,
+  }),
   fc.record({ kind: fc.constant('isolate-leader' as const), at, durMs: dur }),
   fc.record({ kind: fc.constant('isolate-participant' as const), at, participant: fc.nat(3), durMs: dur }),
   fc.record({ kind: fc.constant('one-way' as const), at, from: idx, to: idx, durMs: dur }),
   fc.record({ kind: fc.constant('loss' as const), at, percent: fc.integer({ min: 5, max: 60 }), durMs: dur }),
   fc.record({ kind: fc.constant('duplicate' as const), at, percent: fc.integer({ min: 5, max: 50 }), durMs: dur }),
   fc.record({ kind: fc.constant('delay' as const), at, extraMs: fc.integer({ min: 10, max: 400 }), durMs: dur }),
-  fc.record({ kind: fc.constant('slow-disk' as const), at, target: idx, extraMs: fc.integer({ min: 20, max: 800 }), durMs: dur }),
+  fc.record({
+    kind: fc.constant('slow-disk' as const),
+    at,
+    target: idx,
+    extraMs: fc.integer({ min: 20, max: 800 }),
+    durMs: dur,
+  }),
   fc.record({ kind: fc.constant('transfer' as const), at, to: fc.nat(4) }),
 );
 
@@ -48,7 +59,13 @@ export const sysFaultArb: fc.Arbitrary<SysFault> = fc.oneof(
  * it was.
  */
 export const diskFaultArb: fc.Arbitrary<SysFault> = fc.oneof(
-  fc.record({ kind: fc.constant('lose-tail' as const), at, node: fc.nat(4), records: fc.integer({ min: 1, max: 20 }), downMs: down }),
+  fc.record({
+    kind: fc.constant('lose-tail' as const),
+    at,
+    node: fc.nat(4),
+    records: fc.integer({ min: 1, max: 20 }),
+    downMs: down,
+  }),
   fc.record({ kind: fc.constant('corrupt' as const), at, node: fc.nat(4), downMs: down }),
   fc.record({ kind: fc.constant('wipe' as const), at, node: fc.nat(4), downMs: down }),
 );
@@ -65,11 +82,20 @@ export const systemScenarioArb: fc.Arbitrary<SystemScenario> = fc.record({
   nodes: fc.constantFrom(3, 3, 3, 5),
   participants: fc.integer({ min: 2, max: 4 }),
   txns: fc.array(txnArb, { minLength: 1, maxLength: 10 }),
-  faults: fc.oneof({ arbitrary: fc.constant<SysFault[]>([]), weight: 1 }, { arbitrary: fc.array(sysFaultArb, { minLength: 1, maxLength: 10 }), weight: 5 }),
-  crashPoints: fc.oneof({ arbitrary: fc.constant<CrashPoint[]>([]), weight: 3 }, { arbitrary: fc.array(crashPointArb, { minLength: 1, maxLength: 2 }), weight: 1 }),
+  faults: fc.oneof(
+    { arbitrary: fc.constant<SysFault[]>([]), weight: 1 },
+    { arbitrary: fc.array(sysFaultArb, { minLength: 1, maxLength: 10 }), weight: 5 },
+  ),
+  crashPoints: fc.oneof(
+    { arbitrary: fc.constant<CrashPoint[]>([]), weight: 3 },
+    { arbitrary: fc.array(crashPointArb, { minLength: 1, maxLength: 2 }), weight: 1 },
+  ),
   healAtMs: fc.constant(HEAL_AT_MS),
   livenessMs: fc.constant(LIVENESS_MS),
   snapshotEntries: fc.constantFrom(10, 1_000_000),
   commitNoticeMs: fc.constantFrom(0, COMMIT_NOTICE_MS_DEFAULT),
-  diskFaults: fc.oneof({ arbitrary: fc.constant<SysFault[]>([]), weight: 2 }, { arbitrary: fc.array(diskFaultArb, { minLength: 1, maxLength: 3 }), weight: 1 }),
+  diskFaults: fc.oneof(
+    { arbitrary: fc.constant<SysFault[]>([]), weight: 2 },
+    { arbitrary: fc.array(diskFaultArb, { minLength: 1, maxLength: 3 }), weight: 1 },
+  ),
 });

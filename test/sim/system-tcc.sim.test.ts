@@ -17,7 +17,13 @@ const SEEDS = Number(process.env.VERDICT_TCC_SEEDS ?? 20_000);
 const tccArb = systemScenarioArb.map((sc) => ({ ...sc, tcc: true }));
 
 test(`AC1–AC4 and the TCC barrier and TTL hold on ${REPLAY ? 'a replayed schedule' : `${SEEDS} simulated fault schedules with TCC participants`}`, () => {
-  const { failed } = runShard(0, { arb: tccArb, seeds: SEEDS, baseSeed: BASE_SEED + 1_000, replayFile: 'test/sim/system-tcc.sim.test.ts', label: 'tcc' });
+  const { failed } = runShard(0, {
+    arb: tccArb,
+    seeds: SEEDS,
+    baseSeed: BASE_SEED + 1_000,
+    replayFile: 'test/sim/system-tcc.sim.test.ts',
+    label: 'tcc',
+  });
   expect(failed, 'a simulated schedule with TCC participants broke a rule (see the replay command above)').toBe(false);
 }, 1_800_000);
 
@@ -29,19 +35,42 @@ interface Tooth {
 }
 
 const TEETH: Tooth[] = [
-  { mutant: 'tcc-no-barrier', what: 'no barrier: a Confirm or Cancel redelivered after a crash runs again', expect: /TCC barrier: .*applied twice/, seedsMax: 3_000 },
+  {
+    mutant: 'tcc-no-barrier',
+    what: 'no barrier: a Confirm or Cancel redelivered after a crash runs again',
+    expect: /TCC barrier: .*applied twice/,
+    seedsMax: 3_000,
+  },
   // The ABORT must overtake its own Try: since decisions go to the log through the batcher (one more
   // instant before the ABORT entry), this seed's first such schedule is the 6,105th (it was the 972nd).
-  { mutant: 'tcc-no-barrier', what: 'no barrier: a Try that arrives after its Cancel reserves (hanging Try)', expect: /TCC hanging Try/, seedsMax: 10_000 },
-  { mutant: 'tcc-cancel-on-timer', what: 'an expired reserve cancelled on a bare timer, without asking the cluster', expect: /(AC1 agreement|R4: \S+ aborted)/, seedsMax: 3_000 },
+  {
+    mutant: 'tcc-no-barrier',
+    what: 'no barrier: a Try that arrives after its Cancel reserves (hanging Try)',
+    expect: /TCC hanging Try/,
+    seedsMax: 10_000,
+  },
+  {
+    mutant: 'tcc-cancel-on-timer',
+    what: 'an expired reserve cancelled on a bare timer, without asking the cluster',
+    expect: /(AC1 agreement|R4: \S+ aborted)/,
+    seedsMax: 3_000,
+  },
 ];
 
 for (const [i, tooth] of TEETH.entries()) {
   test.skipIf(REPLAY !== undefined)(
     `the checker catches TCC mutant: ${tooth.what}; the failing seed replays`,
     () => {
-      const { out, tried, caught, other } = huntMutant(tccArb, tooth.mutant, tooth.expect, BASE_SEED + 1_100 + i, tooth.seedsMax);
-      console.log(`tcc teeth: ${tooth.mutant} ${out.failed ? `caught after ${tried} schedules` : `NOT caught in ${tried} schedules`}: ${caught ?? other ?? 'no violation at all'}`);
+      const { out, tried, caught, other } = huntMutant(
+        tccArb,
+        tooth.mutant,
+        tooth.expect,
+        BASE_SEED + 1_100 + i,
+        tooth.seedsMax,
+      );
+      console.log(
+        `tcc teeth: ${tooth.mutant} ${out.failed ? `caught after ${tried} schedules` : `NOT caught in ${tried} schedules`}: ${caught ?? other ?? 'no violation at all'}`,
+      );
       expect(out.failed, `mutant ${tooth.mutant} went unnoticed for ${tooth.seedsMax} schedules`).toBe(true);
       // The counterexample replays: the same scenario gives the same violation again.
       const sc = out.counterexample?.[0];

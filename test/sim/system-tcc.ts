@@ -17,9 +17,21 @@
 // barrier rule that always runs the handler, and a watcher whose question
 // answers ABORT without asking the cluster (a bare timer).
 import { parsePayload } from '../../src/participant/memory.ts';
-import { barrierStep, TccRefusal, type BarrierOp, type BarrierVerdict, type BranchState, type TccBranch } from '../../src/participant/tcc/barrier.ts';
+import {
+  barrierStep,
+  TccRefusal,
+  type BarrierOp,
+  type BarrierVerdict,
+  type BranchState,
+  type TccBranch,
+} from '../../src/participant/tcc/barrier.ts';
 import type { AskAbort } from '../../src/participant/tcc/expiry.ts';
-import { MemoryTccResource, replayTcc, type TccMemoryHandlers, type TccRecord } from '../../src/participant/tcc/memory.ts';
+import {
+  MemoryTccResource,
+  replayTcc,
+  type TccMemoryHandlers,
+  type TccRecord,
+} from '../../src/participant/tcc/memory.ts';
 import type { ClusterOutcome, TxnId } from '../../src/participant/types.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { EventQueue } from './event-queue.ts';
@@ -95,7 +107,10 @@ export function newSimTcc(q: EventQueue, rng: Rng): SimTcc {
   return { journal: new SimJournal<TccRecord>(q, new Rng(rng.u32())), ttlMs: 500 + rng.int(2_500), resource: null };
 }
 
-/** startSimParticipant for a TCC participant: the TCC resource rebuilt from its journal, composed with the engine and the watcher. */
+/**
+ * startSimParticipant for a TCC participant: the TCC resource rebuilt from its journal, composed with the engine and
+ * the watcher.
+ */
 export function startSimTccParticipant(p: SimParticipant, tcc: SimTcc, w: TccWiring): void {
   const handlers = simTccHandlers(tcc.ttlMs);
   const barrier = w.tccMutant === 'tcc-no-barrier' ? noBarrier : barrierStep;
@@ -108,7 +123,10 @@ export function startSimTccParticipant(p: SimParticipant, tcc: SimTcc, w: TccWir
     clock: { nowMs: () => w.q.now },
     barrier,
   });
-  const askAbort: AskAbort = w.tccMutant === 'tcc-cancel-on-timer' ? (_txnId, _reason, cb) => cb(null, 'ABORTED') : (txnId, reason, cb) => w.askAbort(inc, txnId, reason, cb);
+  const askAbort: AskAbort =
+    w.tccMutant === 'tcc-cancel-on-timer'
+      ? (_txnId, _reason, cb) => cb(null, 'ABORTED')
+      : (txnId, reason, cb) => w.askAbort(inc, txnId, reason, cb);
   startIncarnation(p, inc, w, { resource, records: p.journal.durable, tcc: { reserves: resource, askAbort } });
   tcc.resource = resource;
 }
@@ -122,19 +140,34 @@ export function crashSimTcc(tcc: SimTcc): void {
 export function checkTcc(checker: SystemChecker, parts: { id: string; tcc: SimTcc }[], healAtMs: number): void {
   for (const { id, tcc } of parts) {
     const held = tcc.resource?.heldReserves() ?? [];
-    if (held.length > 0) checker.violation(`TCC: ${id} still holds reserves once the world is quiet: ${held.map((h) => h.txnId).join(' ')}`);
+    if (held.length > 0)
+      checker.violation(
+        `TCC: ${id} still holds reserves once the world is quiet: ${held.map((h) => h.txnId).join(' ')}`,
+      );
     const seen = new Map<TxnId, { states: BranchState[]; triedAtMs: number }>();
     for (const r of tcc.journal.durable) {
       if (r.kind !== 'tcc') continue;
       const e = seen.get(r.txnId) ?? { states: [], triedAtMs: r.atMs };
       seen.set(r.txnId, e);
       if (r.state === 'tried' && e.states.some((s) => s === 'cancelled' || s === 'empty-cancelled'))
-        checker.violation(`TCC hanging Try: ${id} reserved for ${r.txnId} at t=${r.atMs}ms after its Cancel (${e.states.join(', ')})`);
+        checker.violation(
+          `TCC hanging Try: ${id} reserved for ${r.txnId} at t=${r.atMs}ms after its Cancel (${e.states.join(', ')})`,
+        );
       if (r.state === 'tried' && e.states.length === 0) e.triedAtMs = r.atMs;
-      if ((r.state === 'confirmed' || r.state === 'cancelled') && e.states.some((s) => s === 'confirmed' || s === 'cancelled'))
-        checker.violation(`TCC barrier: ${id} applied ${r.state} to ${r.txnId} at t=${r.atMs}ms after ${e.states.join(', ')} (an effect applied twice)`);
-      if ((r.state === 'confirmed' || r.state === 'cancelled') && r.atMs > Math.max(e.triedAtMs, healAtMs) + tcc.ttlMs + SLACK_MS)
-        checker.violation(`TCC TTL: ${id} held the reserve of ${r.txnId} (tried at t=${e.triedAtMs}ms, TTL ${tcc.ttlMs} ms) until t=${r.atMs}ms, past healing + TTL + ${SLACK_MS} ms`);
+      if (
+        (r.state === 'confirmed' || r.state === 'cancelled') &&
+        e.states.some((s) => s === 'confirmed' || s === 'cancelled')
+      )
+        checker.violation(
+          `TCC barrier: ${id} applied ${r.state} to ${r.txnId} at t=${r.atMs}ms after ${e.states.join(', ')} (an effect applied twice)`,
+        );
+      if (
+        (r.state === 'confirmed' || r.state === 'cancelled') &&
+        r.atMs > Math.max(e.triedAtMs, healAtMs) + tcc.ttlMs + SLACK_MS
+      )
+        checker.violation(
+          `TCC TTL: ${id} held the reserve of ${r.txnId} (tried at t=${e.triedAtMs}ms, TTL ${tcc.ttlMs} ms) until t=${r.atMs}ms, past healing + TTL + ${SLACK_MS} ms`,
+        );
       e.states.push(r.state);
     }
   }

@@ -18,7 +18,12 @@ function wipedVoterSchedule(seed: number): SystemScenario {
     nodes: 3,
     participants: 2,
     // Everything begins while n1 is away: n2 and n3 alone decide it.
-    txns: Array.from({ length: 12 }, (_, i) => ({ atMs: 100 + i * 200, members: [0, 1], no: i % 5 === 4 ? 1 : null, timeoutMs: 2_000 })),
+    txns: Array.from({ length: 12 }, (_, i) => ({
+      atMs: 100 + i * 200,
+      members: [0, 1],
+      no: i % 5 === 4 ? 1 : null,
+      timeoutMs: 2_000,
+    })),
     faults: [
       // n1 cut off from everyone (nodes and participants) until 6 s.
       { kind: 'partition', at: 0, side: [1, 0, 0, 0, 0, 0, 0, 0, 0], durMs: 6_000 },
@@ -53,6 +58,10 @@ test('a wiped voter grants no vote: n1 and the emptied n3 elect nobody, and no a
 
 test('control: the emptied n3 restarted as a founder votes for n1, and the checkers see decisions lost', () => {
   const lost = /raft leader completeness|raft election safety|client:|AC1/;
-  const caught = SEEDS.filter((seed) => new SystemWorld({ ...wipedVoterSchedule(seed), mutant: 'wiped-refounds' }).run().violations.some((v) => lost.test(v)));
+  const caught = SEEDS.filter((seed) =>
+    new SystemWorld({ ...wipedVoterSchedule(seed), mutant: 'wiped-refounds' })
+      .run()
+      .violations.some((v) => lost.test(v)),
+  );
   expect(caught.length, 'seeds on which the control broke a safety property').toBeGreaterThan(0);
 });

@@ -61,13 +61,27 @@ import { SimDisk } from './sim-disk.ts';
 import { SimNetwork } from './sim-network.ts';
 import { SystemChecker } from './system-checker.ts';
 import { scheduleFault, type DiskFault, type FaultWorld } from './system-faults.ts';
-import { crashSimParticipant, SimJournal, startSimParticipant, type ParticipantWiring, type SimParticipant } from './system-participant.ts';
+import {
+  crashSimParticipant,
+  SimJournal,
+  startSimParticipant,
+  type ParticipantWiring,
+  type SimParticipant,
+} from './system-participant.ts';
 import { SimClient, type ClientEnv } from './system-client.ts';
 import { DB_MUTANTS, SimDatabase, startSimDbParticipant, type DbMutant } from './system-dbprep.ts';
 import { checkTcc, crashSimTcc, newSimTcc, startSimTccParticipant, type SimTcc, type TccMutant } from './system-tcc.ts';
 import { SIM_RAFT_TUNING } from './raft-tuning.ts';
 import { DEAD, redirect, SimRpc, type CallCoordinator, type Inc, type Reply, type RpcError } from './system-rpc.ts';
-import { CRASH_POINTS, type CrashPoint, type CrashPointName, type Mutant, type SystemResult, type SystemScenario, type TxnPlan } from './system-scenario.ts';
+import {
+  CRASH_POINTS,
+  type CrashPoint,
+  type CrashPointName,
+  type Mutant,
+  type SystemResult,
+  type SystemScenario,
+  type TxnPlan,
+} from './system-scenario.ts';
 
 export { CRASH_POINTS };
 export type { CrashPoint, CrashPointName, Mutant, SystemResult, SystemScenario, TxnPlan };
@@ -75,9 +89,15 @@ export type { SysFault } from './system-scenario.ts';
 
 export const TICK_MS = 100;
 const ELECTION_TICKS = 10;
-/** How long a healed, quiet world may take to spread its groups' leaders (a hold-off of 3 s per transfer, and a few elections). */
+/**
+ * How long a healed, quiet world may take to spread its groups' leaders (a hold-off of 3 s per transfer, and a few
+ * elections).
+ */
 const SPREAD_MS_MAX = 30_000;
-/** How long a healed, quiet world may take for every group to follow group 0's membership (one change per group every few ticks). */
+/**
+ * How long a healed, quiet world may take for every group to follow group 0's membership (one change per group every
+ * few ticks).
+ */
 const MEMBERS_MS_MAX = 30_000;
 const CLUSTER = 'sim';
 /** Registration must finish within this, with no faults, before load starts. */
@@ -96,7 +116,9 @@ const ENGINE_CONFIG: Partial<EngineConfig> = {
   forgetDelayMs: 200,
 };
 
-/** The node state machine, with the decision table's tombstone bound set by the scenario and the node's product tables. */
+/**
+ * The node state machine, with the decision table's tombstone bound set by the scenario and the node's product tables.
+ */
 class SimMachine extends NodeStateMachine {
   override readonly table: DecisionTable;
   constructor(tombstonesMax: number | undefined, mutant: Mutant | undefined, products: NodeProducts) {
@@ -242,16 +264,35 @@ export class SystemWorld implements FaultWorld {
     this.checker.parallelCommit = sc.parallelCommit !== undefined;
     this.ext = extend?.(this) ?? null;
     this.groups = sc.groups ?? 1;
-    if (this.groups > 1 && this.ext !== null) throw new Error('sim: sagas and other extensions run with one decision group only, for now');
-    this.rafts = Array.from({ length: this.groups }, (_, g) => new RaftChecker((what) => this.checker.violation(g === 0 ? `raft ${what}` : `raft group ${g}: ${what}`)));
+    if (this.groups > 1 && this.ext !== null)
+      throw new Error('sim: sagas and other extensions run with one decision group only, for now');
+    this.rafts = Array.from(
+      { length: this.groups },
+      (_, g) =>
+        new RaftChecker((what) => this.checker.violation(g === 0 ? `raft ${what}` : `raft group ${g}: ${what}`)),
+    );
     this.armed = sc.crashPoints.map((c) => ({ ...c, fired: false }));
     const ids = Array.from({ length: sc.nodes }, (_, i) => `n${i + 1}`);
     this.conf = { voters: ids, learners: [], votersOutgoing: [] };
     this.seedPeers = new Map(ids.map((id) => [id, id]));
     for (const id of ids) {
       const disk = new SimDisk(this.q, new Rng(this.rng.u32()));
-      const n: SysNode = { id, disk, disks: [disk], up: false, inc: DEAD, core: null, driver: null, sm: null, engine: null, sagas: null, host: null, groups: [] };
-      for (let g = 1; g < this.groups; g++) n.disks.push(new SimDisk(this.q, new Rng(this.rng.u32()), sc.mutant === 'group-1-disk-lies' && g === 1));
+      const n: SysNode = {
+        id,
+        disk,
+        disks: [disk],
+        up: false,
+        inc: DEAD,
+        core: null,
+        driver: null,
+        sm: null,
+        engine: null,
+        sagas: null,
+        host: null,
+        groups: [],
+      };
+      for (let g = 1; g < this.groups; g++)
+        n.disks.push(new SimDisk(this.q, new Rng(this.rng.u32()), sc.mutant === 'group-1-disk-lies' && g === 1));
       // The bootstrap act of a new cluster (`verdict cluster init`): every member's store is founded before it starts.
       for (const d of n.disks) d.found();
       this.nodes.push(n);
@@ -318,11 +359,20 @@ export class SystemWorld implements FaultWorld {
     this.q.after(this.rng.int(TICK_MS), tick);
   }
 
-  /** Group g's replica on node n: the production node core on group g's disk, sending through the host's transport for g. */
+  /**
+   * Group g's replica on node n: the production node core on group g's disk, sending through the host's transport for
+   * g.
+   */
   private startReplica(n: SysNode, inc: Inc, g: number, transport: Transport): SysGroup {
     const disk = n.disks[g];
     const rawNode = RawNode.restart(
-      { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: ELECTION_TICKS, ...SIM_RAFT_TUNING, commitNoticeLazy: this.commitNoticeMs() > 0 },
+      {
+        id: n.id,
+        random: new Rng(this.rng.u32()).asRandom(),
+        electionTicks: ELECTION_TICKS,
+        ...SIM_RAFT_TUNING,
+        commitNoticeLazy: this.commitNoticeMs() > 0,
+      },
       disk.recover(),
       this.conf,
     );
@@ -354,7 +404,11 @@ export class SystemWorld implements FaultWorld {
         selfAddress: n.id,
         driver: { snapshotEntries: this.sc.snapshotEntries, snapshotKeepEntries: 5, waitersMax: 1000 },
         commitNoticeMs: this.commitNoticeMs(),
-        engine: { ...ENGINE_CONFIG, parallelCommit: this.sc.parallelCommit === 'all' || (this.sc.parallelCommit === 'mixed' && this.nodes.indexOf(n) % 2 === 0) },
+        engine: {
+          ...ENGINE_CONFIG,
+          parallelCommit:
+            this.sc.parallelCommit === 'all' || (this.sc.parallelCommit === 'mixed' && this.nodes.indexOf(n) % 2 === 0),
+        },
         proposeTimeoutMs: PROPOSE_TIMEOUT_MS,
         newEngine: (table, io, cfg) => coordinatorEngine(table, io, cfg, engineMutant(this.sc.mutant)),
         observe: this.observer(n, inc, rawNode, () => core, g),
@@ -368,7 +422,10 @@ export class SystemWorld implements FaultWorld {
 
   /** Attaches the products' engines to a node's core with the production composition, wired to this world. */
   private attachProducts(n: SysNode, inc: Inc, core: NodeCore, products: NodeProducts, coreRandom: Rng): SagaCore {
-    const wiring: SimProductsWiring = this.ext?.nodeProducts({ id: n.id, index: this.nodes.indexOf(n) }, inc) ?? { random: () => coreRandom.float(), steps: NO_STEP_SERVICES };
+    const wiring: SimProductsWiring = this.ext?.nodeProducts({ id: n.id, index: this.nodes.indexOf(n) }, inc) ?? {
+      random: () => coreRandom.float(),
+      steps: NO_STEP_SERVICES,
+    };
     const io = {
       nowMs: () => this.q.now,
       random: wiring.random,
@@ -382,7 +439,9 @@ export class SystemWorld implements FaultWorld {
     return attachProducts(core, products, io, wiring.options).sagas;
   }
 
-  /** What the simulator watches in a node's core: Raft safety, decisions applied, the crash points of the commit path. */
+  /**
+   * What the simulator watches in a node's core: Raft safety, decisions applied, the crash points of the commit path.
+   */
   private observer(n: SysNode, inc: Inc, rawNode: RawNode, core: () => NodeCore, g: number): NodeCoreObserver {
     const raft = this.rafts[g];
     const disk = n.disks[g];
@@ -398,13 +457,17 @@ export class SystemWorld implements FaultWorld {
         if (result.t !== 'decide') return;
         // A decision lives in exactly one group: the one its id is placed in.
         if (this.groups > 1 && groupOf(result.decision.txnId, this.groups) !== g) {
-          this.checker.violation(`placement: ${result.decision.txnId} decided in group ${g}, placed in group ${groupOf(result.decision.txnId, this.groups)}`);
+          this.checker.violation(
+            `placement: ${result.decision.txnId} decided in group ${g}, placed in group ${groupOf(result.decision.txnId, this.groups)}`,
+          );
         }
         this.checker.decisionApplied(n.id, result.decision, result.first);
-        if (result.first && result.decision.outcome === 'commit' && core().engine.isLeader()) this.point('commit-applied', result.decision.txnId, { node: n });
+        if (result.first && result.decision.outcome === 'commit' && core().engine.isLeader())
+          this.point('commit-applied', result.decision.txnId, { node: n });
       },
       onRouted: (_e, result) => {
-        if (result.t === 'forget' && core().engine.isLeader()) for (const id of result.txnIds) if (inc.alive) this.point('after-forget', id, { node: n });
+        if (result.t === 'forget' && core().engine.isLeader())
+          for (const id of result.txnIds) if (inc.alive) this.point('after-forget', id, { node: n });
       },
       onProposing: (cmd) => {
         this.log(() => `${n.id} proposes ${JSON.stringify(cmd)}`);
@@ -419,12 +482,16 @@ export class SystemWorld implements FaultWorld {
       },
       onProposalFailed: (cmd, err) =>
         this.log(
-          () => `${n.id} proposal ${cmd.t} ${cmd.t === 'forget' ? cmd.txnIds.join(',') : 'txnId' in cmd ? cmd.txnId : 'sagaId' in cmd ? cmd.sagaId : 'id' in cmd ? cmd.id : ''} failed: ${err.message}`,
+          () =>
+            `${n.id} proposal ${cmd.t} ${cmd.t === 'forget' ? cmd.txnIds.join(',') : 'txnId' in cmd ? cmd.txnId : 'sagaId' in cmd ? cmd.sagaId : 'id' in cmd ? cmd.id : ''} failed: ${err.message}`,
         ),
     };
   }
 
-  /** PREPARE, DECISION and the status question from node n to participants over the simulated network, with the crash points of the commit path. */
+  /**
+   * PREPARE, DECISION and the status question from node n to participants over the simulated network, with the crash
+   * points of the commit path.
+   */
   private links(n: SysNode, inc: Inc): ParticipantLinks {
     return {
       sendPrepare: (to, req, timeoutMs, cb) => {
@@ -436,7 +503,10 @@ export class SystemWorld implements FaultWorld {
           // A process that is down refuses the connection at once (gRPC: UNAVAILABLE, no connection
           // established): the PREPARE provably never reached it, and the engine owes it no ABORT (R3).
           this.log(() => `${n.id} cannot reach ${p.id} (down) with PREPARE for ${req.txnId}`);
-          this.q.after(1, () => inc.alive && cb(new NotDeliveredError(p.id, `PREPARE never reached participant ${p.id}: it is down`)));
+          this.q.after(
+            1,
+            () => inc.alive && cb(new NotDeliveredError(p.id, `PREPARE never reached participant ${p.id}: it is down`)),
+          );
           return;
         }
         this.log(() => `${n.id} sends PREPARE for ${req.txnId} to ${p.id}`);
@@ -447,17 +517,27 @@ export class SystemWorld implements FaultWorld {
           timeoutMs,
           (reply) =>
             this.atParticipant(p, reply, (pp, eng, r) =>
-              eng.prepare({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, participants: req.participants, payload: req.payload, timeoutMs: req.timeoutMs }, (err, vote) => {
-                if (err || !vote) return r(participantError(err));
-                // Votes are recorded as they are sent (AC2).
-                this.checker.voteSent(pp.id, req.txnId, vote.vote);
-                this.log(() => `${pp.id} votes ${vote.vote.toUpperCase()} on ${req.txnId}`);
-                if (vote.vote === 'yes') {
-                  this.noteYes(pp, n, inc, req.txnId);
-                  this.point('some-prepared', req.txnId, { participant: pp.id });
-                }
-                r(null, vote);
-              }),
+              eng.prepare(
+                {
+                  clusterId: CLUSTER,
+                  txnId: req.txnId,
+                  participantId: req.participantId,
+                  participants: req.participants,
+                  payload: req.payload,
+                  timeoutMs: req.timeoutMs,
+                },
+                (err, vote) => {
+                  if (err || !vote) return r(participantError(err));
+                  // Votes are recorded as they are sent (AC2).
+                  this.checker.voteSent(pp.id, req.txnId, vote.vote);
+                  this.log(() => `${pp.id} votes ${vote.vote.toUpperCase()} on ${req.txnId}`);
+                  if (vote.vote === 'yes') {
+                    this.noteYes(pp, n, inc, req.txnId);
+                    this.point('some-prepared', req.txnId, { participant: pp.id });
+                  }
+                  r(null, vote);
+                },
+              ),
             ),
           (err, vote) => {
             if (err || !vote) return cb(new Error(err?.message ?? 'no vote'));
@@ -507,11 +587,20 @@ export class SystemWorld implements FaultWorld {
           (reply) =>
             this.atParticipant(p, reply, (pp, eng, r) => {
               pp.votedYes?.get(n.id)?.delete(req.txnId);
-              eng.decide({ clusterId: CLUSTER, txnId: req.txnId, participantId: req.participantId, outcome: req.outcome, reason: req.reason }, (err, ack) => {
-                if (err || !ack) return r(participantError(err));
-                if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
-                r(null, ack);
-              });
+              eng.decide(
+                {
+                  clusterId: CLUSTER,
+                  txnId: req.txnId,
+                  participantId: req.participantId,
+                  outcome: req.outcome,
+                  reason: req.reason,
+                },
+                (err, ack) => {
+                  if (err || !ack) return r(participantError(err));
+                  if (commit) this.point('some-decided', req.txnId, { participant: pp.id });
+                  r(null, ack);
+                },
+              );
             }),
           (err) => {
             if (err) return cb(new Error(err.message));
@@ -606,14 +695,18 @@ export class SystemWorld implements FaultWorld {
     if (!n.up) return null;
     this.crashNode(n);
     this.diskFaults++;
-    this.log(() => `${n.id}'s disk ${fault.kind === 'lose-tail' ? `loses its last ${fault.records} synced entries` : fault.kind === 'wipe' ? 'is replaced by an empty one' : 'corrupts a record'}`);
+    this.log(
+      () =>
+        `${n.id}'s disk ${fault.kind === 'lose-tail' ? `loses its last ${fault.records} synced entries` : fault.kind === 'wipe' ? 'is replaced by an empty one' : 'corrupts a record'}`,
+    );
     // One disk under every group's log (the shared writer): the fault hits each group's records.
     for (const [g, disk] of n.disks.entries()) {
       if (fault.kind === 'lose-tail') disk.loseSyncedTail(fault.records);
       else if (fault.kind === 'corrupt') disk.corrupt();
       else {
         disk.wipe();
-        // Its synced votes are gone with the disk: the checker's memory of them goes too (election safety is still checked).
+        // Its synced votes are gone with the disk: the checker's memory of them goes too (election safety is still
+        // checked).
         this.rafts[g].wiped(n.id);
         if (this.sc.mutant === 'wiped-refounds') disk.found();
       }
@@ -646,7 +739,10 @@ export class SystemWorld implements FaultWorld {
     return this.groups === 1 ? 0 : groupOf(txnId, this.groups);
   }
 
-  /** Every group's Raft messages cross one simulated network, each delivered to its group's replica at the receiving process. */
+  /**
+   * Every group's Raft messages cross one simulated network, each delivered to its group's replica at the receiving
+   * process.
+   */
   private sendRaft(from: NodeId, gms: GroupMessage[]): void {
     for (const gm of gms) {
       const to = this.nodes.find((x) => x.id === gm.message.to);
@@ -699,7 +795,8 @@ export class SystemWorld implements FaultWorld {
     }
     startSimTccParticipant(p, p.tcc, {
       ...wiring,
-      // The first TCC participant forgets aborts too, so that late Trys meet the barrier rather than the engine's memory.
+      // The first TCC participant forgets aborts too, so that late Trys meet the barrier rather than the engine's
+      // memory.
       forgetAborts: this.sc.participantsWait !== true && this.parts.indexOf(p) % 4 === 0,
       askAbort: (inc, txnId, reason, cb) => this.askAbort(p, inc, txnId, reason, cb),
       tccMutant: tccMutant(this.sc.mutant),
@@ -724,7 +821,12 @@ export class SystemWorld implements FaultWorld {
   }
 
   /** GetOutcome with the participant id, to the node it believes leads; redirects followed like the ClusterLink. */
-  private askOutcome(p: SysParticipant, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
+  private askOutcome(
+    p: SysParticipant,
+    inc: Inc,
+    txnId: string,
+    cb: (err: Error | null, o: ClusterOutcome) => void,
+  ): void {
     const g = this.groupOf(txnId);
     const hint = this.hintOf(p, g);
     const at = this.nodes[hint].id;
@@ -740,7 +842,10 @@ export class SystemWorld implements FaultWorld {
         c.engine.outcome(txnId, p.id, (err, a) => (err || !a ? c.fail(err) : c.ok(a)));
       },
       (err, a) => {
-        this.log(() => `${p.id} asks ${at} about ${txnId}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+        this.log(
+          () =>
+            `${p.id} asks ${at} about ${txnId}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`,
+        );
         if (err || !a) {
           this.setHint(p, g, redirect(this.hintOf(p, g), err, this.nodeIds));
           return cb(new Error(err?.message ?? 'no answer'), 'UNKNOWN');
@@ -751,7 +856,9 @@ export class SystemWorld implements FaultWorld {
     );
   }
 
-  /** Where participant p believes group g's leader is: p.hint for group 0, and for every other group until a redirect. */
+  /**
+   * Where participant p believes group g's leader is: p.hint for group 0, and for every other group until a redirect.
+   */
   private hintOf(p: SysParticipant, g: number): number {
     return g === 0 ? p.hint : (p.hints?.[g] ?? p.hint);
   }
@@ -761,8 +868,17 @@ export class SystemWorld implements FaultWorld {
     else (p.hints ??= [])[g] = to;
   }
 
-  /** Coordinator.Abort, as an expired TCC reserve asks it (src/participant/tcc/expiry.ts); redirects followed like askOutcome. */
-  private askAbort(p: SysParticipant, inc: Inc, txnId: string, reason: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
+  /**
+   * Coordinator.Abort, as an expired TCC reserve asks it (src/participant/tcc/expiry.ts); redirects followed like
+   * askOutcome.
+   */
+  private askAbort(
+    p: SysParticipant,
+    inc: Inc,
+    txnId: string,
+    reason: string,
+    cb: (err: Error | null, o: ClusterOutcome) => void,
+  ): void {
     const g = this.groupOf(txnId);
     const hint = this.hintOf(p, g);
     const at = this.nodes[hint].id;
@@ -773,7 +889,10 @@ export class SystemWorld implements FaultWorld {
       ASK_DEADLINE_MS,
       (c) => c.engine.abort(txnId, reason, (err, a) => (err || !a ? c.fail(err) : c.ok(a))),
       (err, a) => {
-        this.log(() => `${p.id} asks ${at} to abort ${txnId} (reserve expired): ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`);
+        this.log(
+          () =>
+            `${p.id} asks ${at} to abort ${txnId} (reserve expired): ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`,
+        );
         if (err || !a) {
           this.setHint(p, g, redirect(this.hintOf(p, g), err, this.nodeIds));
           return cb(new Error(err?.message ?? 'no answer'), 'UNKNOWN');
@@ -784,7 +903,10 @@ export class SystemWorld implements FaultWorld {
     );
   }
 
-  /** Registers p in group g; with groups, p is registered once every group has applied its registration (the registry is replicated to every group). */
+  /**
+   * Registers p in group g; with groups, p is registered once every group has applied its registration (the registry is
+   * replicated to every group).
+   */
   private register(p: SysParticipant, g = 0): void {
     if (p.registered || p.registeredIn?.has(g)) return;
     const endpoint = `${p.id}:1`;
@@ -799,7 +921,12 @@ export class SystemWorld implements FaultWorld {
       (c) => {
         // Re-registration at the same endpoint is answered without a log write, as the service does.
         const known = c.table.participants.get(p.id);
-        if (known?.endpoint === endpoint && known.resourceKind === 'memory' && known.serves.join(',') === serves.join(',')) return c.ok(true);
+        if (
+          known?.endpoint === endpoint &&
+          known.resourceKind === 'memory' &&
+          known.serves.join(',') === serves.join(',')
+        )
+          return c.ok(true);
         c.engine.registerParticipant(p.id, endpoint, 'memory', serves, (err) => (err ? c.fail(err) : c.ok(true)));
       },
       (err) => {
@@ -839,7 +966,16 @@ export class SystemWorld implements FaultWorld {
           ok: (v) => inc.alive && reply(null, v),
           fail: (err) =>
             inc.alive &&
-            reply(err ? { code: err.code, message: err.message, leader: err.code === 'not-leader' ? leader : undefined, recorded: err.recorded } : { code: 'outcome-unknown', message: 'no answer' }),
+            reply(
+              err
+                ? {
+                    code: err.code,
+                    message: err.message,
+                    leader: err.code === 'not-leader' ? leader : undefined,
+                    recorded: err.recorded,
+                  }
+                : { code: 'outcome-unknown', message: 'no answer' },
+            ),
         });
       },
       cb,
@@ -854,7 +990,8 @@ export class SystemWorld implements FaultWorld {
       call: this.callCoordinator,
       answered: (txnId, outcome) => this.checker.clientAnswered(txnId, outcome),
       refusedAsDecided: (txnId, recorded) => this.checker.clientRefusedAsDecided(txnId, recorded),
-      refused: (txnId, call, err) => this.checker.violation(`client: ${call}(${txnId}) refused: ${err.code}: ${err.message}`),
+      refused: (txnId, call, err) =>
+        this.checker.violation(`client: ${call}(${txnId}) refused: ${err.code}: ${err.message}`),
       log: (line) => this.log(line),
       beginRule: beginRule(this.sc.mutant === 'begin-on-retry' ? this.sc.mutant : undefined),
       groupOf: (txnId) => (this.sc.mutant === 'misrouted-client' ? 0 : this.groupOf(txnId)),
@@ -867,7 +1004,11 @@ export class SystemWorld implements FaultWorld {
 
   // ---- RPCs over the simulated network -------------------------------------
 
-  private atParticipant<T>(p: SysParticipant, reply: Reply<T>, handle: (p: SysParticipant, eng: ParticipantEngine, r: Reply<T>) => void): void {
+  private atParticipant<T>(
+    p: SysParticipant,
+    reply: Reply<T>,
+    handle: (p: SysParticipant, eng: ParticipantEngine, r: Reply<T>) => void,
+  ): void {
     if (!p.up || !p.engine) return;
     const inc = p.inc;
     handle(p, p.engine, (err, v) => inc.alive && reply(err, v));
@@ -992,23 +1133,38 @@ export class SystemWorld implements FaultWorld {
   private runPhases(): void {
     // Setup, without faults: a leader, and every participant registered through the log.
     // With groups, each participant registers in every group (the registry is replicated to all of them).
-    for (const p of this.parts) this.q.after(this.rng.int(200), () => Array.from({ length: this.groups }, (_, g) => this.register(p, g)));
+    for (const p of this.parts)
+      this.q.after(this.rng.int(200), () => Array.from({ length: this.groups }, (_, g) => this.register(p, g)));
     this.q.runUntil(SETUP_MS_MAX, () => this.registered === this.parts.length);
     if (this.registered < this.parts.length) {
-      this.checker.violation(`setup: only ${this.registered} of ${this.parts.length} participants registered within ${SETUP_MS_MAX} ms without faults`);
+      this.checker.violation(
+        `setup: only ${this.registered} of ${this.parts.length} participants registered within ${SETUP_MS_MAX} ms without faults`,
+      );
       return;
     }
     const t0 = this.q.now;
-    for (const f of [...this.sc.faults, ...(this.sc.diskFaults ?? [])]) if (f.at < this.sc.healAtMs) scheduleFault(this, f, t0);
+    for (const f of [...this.sc.faults, ...(this.sc.diskFaults ?? [])])
+      if (f.at < this.sc.healAtMs) scheduleFault(this, f, t0);
     const env = this.clientEnv();
-    // Which clients send their id again, from a generator of its own so that the schedules of earlier seeds stay as they were.
-    // Only while every decision is remembered (unbounded tombstones): the sim's ids are untimed.
+    // Which clients send their id again, from a generator of its own so that the schedules of earlier seeds stay as
+    // they were. Only while every decision is remembered (unbounded tombstones): the sim's ids are untimed.
     const resends = new Rng((this.sc.seed ^ 0x2e5e2d) >>> 0);
     for (const [i, plan] of this.sc.txns.entries()) {
       const members = [...new Set(plan.members.map((m) => m % this.parts.length))].map((m) => this.parts[m].id);
-      // Every other client begins with its Commit (CommitRequest.begin, the SDK's transaction()) instead of calling Begin.
-      const resendAfterMs = this.sc.tombstonesMax === undefined && resends.int(3) === 0 ? 200 + resends.int(4_000) : null;
-      const c = new SimClient(env, `c${i + 1}`, `t${i + 1}`, plan, members, plan.no === null ? null : members[plan.no % members.length], i % 2 === 1, resendAfterMs);
+      // Every other client begins with its Commit (CommitRequest.begin, the SDK's transaction()) instead of calling
+      // Begin.
+      const resendAfterMs =
+        this.sc.tombstonesMax === undefined && resends.int(3) === 0 ? 200 + resends.int(4_000) : null;
+      const c = new SimClient(
+        env,
+        `c${i + 1}`,
+        `t${i + 1}`,
+        plan,
+        members,
+        plan.no === null ? null : members[plan.no % members.length],
+        i % 2 === 1,
+        resendAfterMs,
+      );
       this.clients.push(c);
       this.clientByTxn.set(c.txnId, c);
       this.checker.plan({ txnId: c.txnId, participants: c.participants, noVoter: c.noVoter });
@@ -1023,9 +1179,9 @@ export class SystemWorld implements FaultWorld {
       const readd = (): void => this.operatorMember('add', id, t0, () => {});
       const followed = (): void => {
         if (this.q.now > t0 + this.sc.healAtMs + this.sc.livenessMs / 2) return;
-        const behind = Array.from({ length: this.groups }, (_, g) => this.groupLeader(g)?.rep.core.driver.node.raft.confState()).some(
-          (cs) => cs === undefined || cs.voters.includes(id) || cs.learners.includes(id),
-        );
+        const behind = Array.from({ length: this.groups }, (_, g) =>
+          this.groupLeader(g)?.rep.core.driver.node.raft.confState(),
+        ).some((cs) => cs === undefined || cs.voters.includes(id) || cs.learners.includes(id));
         if (behind) return void this.q.after(200, followed);
         this.q.at(Math.max(this.q.now, t0 + churn.readdAtMs), readd);
       };
@@ -1035,18 +1191,25 @@ export class SystemWorld implements FaultWorld {
     this.heal();
     // AC4: once healed, the world must become quiet within livenessMs.
     if (!this.q.runUntilQuiet(this.sc.livenessMs, QUIET_POLL_MS, () => this.quiet() === null)) {
-      this.checker.violation(`AC4 termination: ${this.sc.livenessMs} ms after healing the world is not quiet: ${this.quiet()}`);
+      this.checker.violation(
+        `AC4 termination: ${this.sc.livenessMs} ms after healing the world is not quiet: ${this.quiet()}`,
+      );
       return;
     }
     this.ext?.final();
     this.checker.final({
-      faultFree: this.sc.faults.length === 0 && (this.sc.diskFaults ?? []).length === 0 && this.sc.crashPoints.length === 0 && this.sc.mutant === undefined,
+      faultFree:
+        this.sc.faults.length === 0 &&
+        (this.sc.diskFaults ?? []).length === 0 &&
+        this.sc.crashPoints.length === 0 &&
+        this.sc.mutant === undefined,
       valueAt: (pid, key) => {
         const p = this.participant(pid);
         return p.tcc !== undefined ? p.tcc.resource?.state.data.get(key) : p.resource?.get(key);
       },
       began: (txnId) => this.clientByTxn.get(txnId)?.began === true,
-      // With a bounded tombstone list a forgotten decision may be gone for good (the horizon of timed ids is a unit test's).
+      // With a bounded tombstone list a forgotten decision may be gone for good (the horizon of timed ids is a unit
+      // test's).
       outcomeNow: (txnId) => {
         const d = this.groupLeader(this.groupOf(txnId))?.rep.sm.table.lookup(txnId);
         return d ? outcomeOfDecision(d.outcome) : this.sc.tombstonesMax === undefined ? null : undefined;
@@ -1078,36 +1241,49 @@ export class SystemWorld implements FaultWorld {
         const after = new Set(members);
         if (type === ConfChangeType.Remove) after.delete(id);
         else after.add(id);
-        d.proposeConfChange({ type, nodeId: id, context: encodeMemberContext(new Map([...after].map((m) => [m, m]))) }, () => {});
+        d.proposeConfChange(
+          { type, nodeId: id, context: encodeMemberContext(new Map([...after].map((m) => [m, m]))) },
+          () => {},
+        );
       };
       if (kind === 'remove') {
         if (!members.has(id)) return done();
         propose(ConfChangeType.Remove);
       } else if (cs.voters.includes(id)) return done();
       else if (!cs.learners.includes(id)) propose(ConfChangeType.AddLearner);
-      else if ((d.node.raft.progress.get(id)?.match ?? 0) >= d.node.raft.log.committed) propose(ConfChangeType.AddVoter);
+      else if ((d.node.raft.progress.get(id)?.match ?? 0) >= d.node.raft.log.committed)
+        propose(ConfChangeType.AddVoter);
       this.q.after(200, attempt);
     };
     attempt();
   }
 
-  /** Membership across groups: once quiet, every group's configuration comes to equal group 0's, the churned node a voter again. */
+  /**
+   * Membership across groups: once quiet, every group's configuration comes to equal group 0's, the churned node a
+   * voter again.
+   */
   private checkMembersFollow(): void {
     const churned = this.nodes[(this.sc.memberChurn?.node ?? 0) % this.nodes.length].id;
     const configOf = (g: number): string | null => {
       const cs = this.groupLeader(g)?.rep.core.driver.node.raft.confState();
-      return cs === undefined ? null : `voters ${[...cs.voters].sort().join(',')} learners ${[...cs.learners].sort().join(',') || '-'}`;
+      return cs === undefined
+        ? null
+        : `voters ${[...cs.voters].sort().join(',')} learners ${[...cs.learners].sort().join(',') || '-'}`;
     };
     const differ = (): string[] => {
       const zero = configOf(0);
       const out: string[] = [];
-      if (zero === null || !this.groupLeader(0)?.rep.core.driver.node.raft.confState().voters.includes(churned)) out.push(`group 0 (${zero ?? 'no leader'}) does not have ${churned} back as a voter`);
-      for (let g = 1; g < this.groups; g++) if (configOf(g) !== zero) out.push(`group ${g} has ${configOf(g) ?? 'no leader'}, group 0 ${zero ?? 'no leader'}`);
+      if (zero === null || !this.groupLeader(0)?.rep.core.driver.node.raft.confState().voters.includes(churned))
+        out.push(`group 0 (${zero ?? 'no leader'}) does not have ${churned} back as a voter`);
+      for (let g = 1; g < this.groups; g++)
+        if (configOf(g) !== zero)
+          out.push(`group ${g} has ${configOf(g) ?? 'no leader'}, group 0 ${zero ?? 'no leader'}`);
       return out;
     };
     this.q.runUntil(this.q.now + MEMBERS_MS_MAX, () => differ().length === 0);
     const left = differ();
-    if (left.length > 0) this.checker.violation(`membership: ${MEMBERS_MS_MAX} ms after the world became quiet, ${left.join('; ')}`);
+    if (left.length > 0)
+      this.checker.violation(`membership: ${MEMBERS_MS_MAX} ms after the world became quiet, ${left.join('; ')}`);
   }
 
   /** Leaders spread: after the heal every group's leader ends on its preferred node (the hosts transfer it there). */
@@ -1123,10 +1299,14 @@ export class SystemWorld implements FaultWorld {
     };
     this.q.runUntil(this.q.now + SPREAD_MS_MAX, () => misplaced().length === 0);
     const left = misplaced();
-    if (left.length > 0) this.checker.violation(`leaders spread: ${SPREAD_MS_MAX} ms after the world became quiet, ${left.join('; ')}`);
+    if (left.length > 0)
+      this.checker.violation(`leaders spread: ${SPREAD_MS_MAX} ms after the world became quiet, ${left.join('; ')}`);
   }
 
-  /** null when nothing is in doubt, every decision is acknowledged and forgotten and every client answered; else what is pending. */
+  /**
+   * null when nothing is in doubt, every decision is acknowledged and forgotten and every client answered; else what is
+   * pending.
+   */
   private quiet(): string | null {
     const pending: string[] = [];
     const unanswered = this.clients.filter((c) => !c.done || c.resending).map((c) => c.txnId);
@@ -1145,7 +1325,8 @@ export class SystemWorld implements FaultWorld {
       if (!l) pending.push(`no leader${ofGroup}`);
       else {
         const open = [...l.rep.sm.table.decisions.values()].map((d) => `${d.txnId}:${d.outcome}`);
-        if (open.length > 0) pending.push(`decisions not acknowledged and forgotten on leader ${l.n.id}${ofGroup}: ${open.join(' ')}`);
+        if (open.length > 0)
+          pending.push(`decisions not acknowledged and forgotten on leader ${l.n.id}${ofGroup}: ${open.join(' ')}`);
         // Parallel commit: a STAGING record with no decision is a transaction still undecided.
         const staged = [...l.rep.sm.table.staged.keys()];
         if (staged.length > 0) pending.push(`staged and undecided on leader ${l.n.id}${ofGroup}: ${staged.join(' ')}`);

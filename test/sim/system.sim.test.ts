@@ -55,13 +55,18 @@ test.skipIf(REPLAY !== undefined)(
           const r = w.run();
           runs++;
           firedHere += r.crashPointsFired;
-          if (r.violations.length > 0) failures.push(`${id}: ${r.violations.join('\n    ')}\n  replay: VERDICT_AC_POINT='${id}' npx vitest run test/sim/system.sim.test.ts -t 'crash points'`);
+          if (r.violations.length > 0)
+            failures.push(
+              `${id}: ${r.violations.join('\n    ')}\n  replay: VERDICT_AC_POINT='${id}' npx vitest run test/sim/system.sim.test.ts -t 'crash points'`,
+            );
         }
         fired += firedHere;
         if (firedHere === 0 && !ONE_POINT) missed.push(`${point}:${target}`);
       }
     }
-    console.log(`ac crash points: ${CRASH_POINTS.length} points × ${TARGETS.length} targets × ${POINT_SEEDS} seeds = ${runs} runs, ${fired} crashes fired, violations=${failures.length}`);
+    console.log(
+      `ac crash points: ${CRASH_POINTS.length} points × ${TARGETS.length} targets × ${POINT_SEEDS} seeds = ${runs} runs, ${fired} crashes fired, violations=${failures.length}`,
+    );
     for (const f of failures.slice(0, 5)) console.error(f);
     // A crash point that never fires tests nothing.
     expect(missed, 'crash points that never fired').toEqual([]);
@@ -74,29 +79,33 @@ test.skipIf(REPLAY !== undefined)(
 // (or under back-pressure), and the engine left a transaction whose COMMIT was
 // dropped in 'deciding' for as long as the same node kept leading — its
 // participants in doubt forever (AC4). The engine now proposes it again.
-test.skipIf(REPLAY !== undefined)('AC4: a COMMIT that Raft drops during a leadership transfer is proposed again, not left in doubt', () => {
-  const sc: SystemScenario = {
-    seed: 38,
-    nodes: 3,
-    participants: 2,
-    txns: [{ atMs: 2479, members: [1, 1, 3], no: null, timeoutMs: 3000 }],
-    faults: [
-      { kind: 'transfer', at: 4246, to: 2 },
-      { kind: 'loss', at: 2483, percent: 36, durMs: 2154 },
-      { kind: 'transfer', at: 4325, to: 0 },
-      { kind: 'crash-participant', at: 370, participant: 1, downMs: 1760 },
-      { kind: 'transfer', at: 256, to: 0 },
-    ],
-    crashPoints: [],
-    healAtMs: HEAL_AT_MS,
-    livenessMs: LIVENESS_MS,
-    snapshotEntries: 1_000_000,
-  };
-  const w = new SystemWorld(sc);
-  const dropped: string[] = [];
-  w.trace = (line) => /proposal decide t1 failed: proposal dropped: leadership is moving/.test(line) && dropped.push(line);
-  const r = w.run();
-  expect(dropped.length, 'the schedule no longer makes Raft drop the COMMIT; find a new one').toBeGreaterThan(0);
-  expect(r.violations).toEqual([]);
-  expect(r.committed).toBe(1);
-});
+test.skipIf(REPLAY !== undefined)(
+  'AC4: a COMMIT that Raft drops during a leadership transfer is proposed again, not left in doubt',
+  () => {
+    const sc: SystemScenario = {
+      seed: 38,
+      nodes: 3,
+      participants: 2,
+      txns: [{ atMs: 2479, members: [1, 1, 3], no: null, timeoutMs: 3000 }],
+      faults: [
+        { kind: 'transfer', at: 4246, to: 2 },
+        { kind: 'loss', at: 2483, percent: 36, durMs: 2154 },
+        { kind: 'transfer', at: 4325, to: 0 },
+        { kind: 'crash-participant', at: 370, participant: 1, downMs: 1760 },
+        { kind: 'transfer', at: 256, to: 0 },
+      ],
+      crashPoints: [],
+      healAtMs: HEAL_AT_MS,
+      livenessMs: LIVENESS_MS,
+      snapshotEntries: 1_000_000,
+    };
+    const w = new SystemWorld(sc);
+    const dropped: string[] = [];
+    w.trace = (line) =>
+      /proposal decide t1 failed: proposal dropped: leadership is moving/.test(line) && dropped.push(line);
+    const r = w.run();
+    expect(dropped.length, 'the schedule no longer makes Raft drop the COMMIT; find a new one').toBeGreaterThan(0);
+    expect(r.violations).toEqual([]);
+    expect(r.committed).toBe(1);
+  },
+);

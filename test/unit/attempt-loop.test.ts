@@ -11,13 +11,22 @@ const A = 'a:1';
 const B = 'b:2';
 const C = 'c:3';
 const half = (): number => 0.5;
-const notLeader = (hint?: string): AttemptFailedWith => ({ code: 'UNAVAILABLE', reason: 'NOT_LEADER', why: 'UNAVAILABLE NOT_LEADER', hint });
+const notLeader = (hint?: string): AttemptFailedWith => ({
+  code: 'UNAVAILABLE',
+  reason: 'NOT_LEADER',
+  why: 'UNAVAILABLE NOT_LEADER',
+  hint,
+});
 const down: AttemptFailedWith = { code: 'UNAVAILABLE', neverConnected: true, why: 'UNAVAILABLE (connection refused)' };
 const silent: AttemptFailedWith = { code: 'DEADLINE_EXCEEDED', why: 'DEADLINE_EXCEEDED' };
 
 function loop(o: { deadlineAtMs?: number; attemptTimeoutMs?: number; finder?: LeaderFinder } = {}): AttemptLoop {
   const finder = o.finder ?? new LeaderFinder([A, B, C], { redirectsMax: 3 });
-  return new AttemptLoop(finder, { deadlineAtMs: o.deadlineAtMs ?? 10_000, attemptTimeoutMs: o.attemptTimeoutMs ?? 1_000, backoff: DEFAULT_BACKOFF });
+  return new AttemptLoop(finder, {
+    deadlineAtMs: o.deadlineAtMs ?? 10_000,
+    attemptTimeoutMs: o.attemptTimeoutMs ?? 1_000,
+    backoff: DEFAULT_BACKOFF,
+  });
 }
 
 function at(a: AttemptAction): string {
@@ -83,7 +92,12 @@ describe('the attempt loop', () => {
     const next = l.failed(A, down, 1_000, half).next;
     expect(next).toEqual({ t: 'attempt', address: B, timeoutMs: 500, clipped: true });
     // A clipped attempt's own deadline says nothing about B: the earlier failure stays the one reported.
-    expect(l.failed(B, silent, 1_500, half).next).toEqual({ t: 'give-up', failure: 'exhausted', code: 'UNAVAILABLE', last: `${A}: ${down.why}` });
+    expect(l.failed(B, silent, 1_500, half).next).toEqual({
+      t: 'give-up',
+      failure: 'exhausted',
+      code: 'UNAVAILABLE',
+      last: `${A}: ${down.why}`,
+    });
   });
 
   it('the pause never runs past the deadline, and a call whose time is up after a pause gives up', () => {

@@ -13,7 +13,11 @@ describe('bench command line', () => {
   });
 
   it('a tool name runs that tool with the arguments after it', () => {
-    expect(parseCommand(['failover', '--runs', '2', '--quick'])).toEqual({ run: 'tool', tool: TOOLS.failover, args: ['--runs', '2', '--quick'] });
+    expect(parseCommand(['failover', '--runs', '2', '--quick'])).toEqual({
+      run: 'tool',
+      tool: TOOLS.failover,
+      args: ['--runs', '2', '--quick'],
+    });
   });
 
   it('refuses an unknown option or tool instead of running the whole bench', () => {
@@ -36,6 +40,9 @@ describe('bench results keys', () => {
 
   it('names the paths only one side has; values do not count', () => {
     expect(compareKeys({ a: 1, r: { x: 1 } }, { a: 2, r: { x: 3 } })).toEqual({ onlyBefore: [], onlyAfter: [] });
-    expect(compareKeys({ a: 1, r: { x: 1 } }, { a: 1, r: { y: 1 } })).toEqual({ onlyBefore: ['r.x'], onlyAfter: ['r.y'] });
+    expect(compareKeys({ a: 1, r: { x: 1 } }, { a: 1, r: { y: 1 } })).toEqual({
+      onlyBefore: ['r.x'],
+      onlyAfter: ['r.y'],
+    });
   });
 });

@@ -10,7 +10,15 @@ import { commitId, cpuBounds, mysqlCommitId, pgCommitId, rawId, type Results } f
 import { benchScenario, lat } from './bench-fixture.ts';
 
 function cpu(msPerTxn: number, byKind: CpuFigures['by_kind'] = {}): CpuFigures {
-  return { ms_per_txn: msPerTxn, sys_ms_per_txn: 0, by_kind: byKind, by_process: [], cores: 2, ceiling_tps: Math.round(2_000 / msPerTxn), busy: 0.9 };
+  return {
+    ms_per_txn: msPerTxn,
+    sys_ms_per_txn: 0,
+    by_kind: byKind,
+    by_process: [],
+    cores: 2,
+    ceiling_tps: Math.round(2_000 / msPerTxn),
+    busy: 0.9,
+  };
 }
 
 const scenario = benchScenario;
@@ -21,7 +29,14 @@ const floors = {
   grpc_unary_rtt: lat(200),
   grpc_bidi_rtt: lat(50),
   grpc_client_streams_rtt: lat(60),
-  flush_pattern: { classic1: lat(1_000), classic3: lat(1_300), parallel3: lat(900), parallel3_one_sync: lat(550), participants1: lat(300), participants16: lat(4_500) },
+  flush_pattern: {
+    classic1: lat(1_000),
+    classic3: lat(1_300),
+    parallel3: lat(900),
+    parallel3_one_sync: lat(550),
+    participants1: lat(300),
+    participants16: lat(4_500),
+  },
   fanout: {
     participants1: lat(1_000),
     participantsN: lat(5_000),
@@ -91,8 +106,20 @@ describe('cpuBounds', () => {
     scenario(commitId(3, 2, 1, true), { p50: 4_000, cpu: cpu(4.5) }),
     scenario(commitId(3, 1, 1), { participants: 1, p50: 4_000, cpu: cpu(3) }),
     scenario(commitId(3, 16, 1), { participants: 16, p50: 20_000, cpu: cpu(24, { participant: 16 }) }),
-    scenario(pgCommitId(3, 16), { resource: 'postgres', clients: 16, tps: 400, cpu: cpu(4, { database: 1.5 }), p50: 30_000 }),
-    scenario(mysqlCommitId(3, 16), { resource: 'postgres+mysql', clients: 16, tps: 300, cpu: cpu(5, { database: 2 }), p50: 40_000 }),
+    scenario(pgCommitId(3, 16), {
+      resource: 'postgres',
+      clients: 16,
+      tps: 400,
+      cpu: cpu(4, { database: 1.5 }),
+      p50: 30_000,
+    }),
+    scenario(mysqlCommitId(3, 16), {
+      resource: 'postgres+mysql',
+      clients: 16,
+      tps: 300,
+      cpu: cpu(5, { database: 2 }),
+      p50: 40_000,
+    }),
     scenario(rawId(3, 1), { p50: 3_000, participants: 0, resource: 'raw-log', cpu: cpu(1.1) }),
   ];
   const b = cpuBounds(
@@ -100,12 +127,66 @@ describe('cpuBounds', () => {
     {
       ...floors,
       pg_direct_1: null,
-      pg_direct_16: { ...lat(10_000), connections: 16, tps: 1_000, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
-      pg_direct_16_marked: { ...lat(11_000), connections: 16, tps: 920, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
-      pg_minimal_16: { ...lat(20_000), connections: 16, tps: 500, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
-      pg_direct_16_after: { ...lat(12_000), connections: 16, tps: 800, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
-      mysql_direct_16: { ...lat(12_000), connections: 16, tps: 800, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
-      mysql_minimal_16: { ...lat(25_000), connections: 16, tps: 480, ok: 1, errors: {}, measure_ms: 1, leftover_prepared: 0, histogram: '' },
+      pg_direct_16: {
+        ...lat(10_000),
+        connections: 16,
+        tps: 1_000,
+        ok: 1,
+        errors: {},
+        measure_ms: 1,
+        leftover_prepared: 0,
+        histogram: '',
+      },
+      pg_direct_16_marked: {
+        ...lat(11_000),
+        connections: 16,
+        tps: 920,
+        ok: 1,
+        errors: {},
+        measure_ms: 1,
+        leftover_prepared: 0,
+        histogram: '',
+      },
+      pg_minimal_16: {
+        ...lat(20_000),
+        connections: 16,
+        tps: 500,
+        ok: 1,
+        errors: {},
+        measure_ms: 1,
+        leftover_prepared: 0,
+        histogram: '',
+      },
+      pg_direct_16_after: {
+        ...lat(12_000),
+        connections: 16,
+        tps: 800,
+        ok: 1,
+        errors: {},
+        measure_ms: 1,
+        leftover_prepared: 0,
+        histogram: '',
+      },
+      mysql_direct_16: {
+        ...lat(12_000),
+        connections: 16,
+        tps: 800,
+        ok: 1,
+        errors: {},
+        measure_ms: 1,
+        leftover_prepared: 0,
+        histogram: '',
+      },
+      mysql_minimal_16: {
+        ...lat(25_000),
+        connections: 16,
+        tps: 480,
+        ok: 1,
+        errors: {},
+        measure_ms: 1,
+        leftover_prepared: 0,
+        histogram: '',
+      },
     },
     2_500,
   );
@@ -152,15 +233,32 @@ describe('cpuBounds', () => {
   it.each([
     [
       "sixteen participant processes' prepare phase for one's: (4000 − 1000 + 5000) / 4000",
-      { latency_p50_16p_over_1p_fanout_floor: 2, fanout_participants16_us: 5_000, fanout_participant_cpu_us_per_txn: 500 },
+      {
+        latency_p50_16p_over_1p_fanout_floor: 2,
+        fanout_participants16_us: 5_000,
+        fanout_participant_cpu_us_per_txn: 500,
+      },
     ],
-    ['the 3-node classic pattern for the 1-node one: (3000 − 2000 + 2600) / 3000', { latency_p50_3_over_1_fanout_floor: 1.2, fanout_classic3_us: 2_600 }],
-    ['the 3-node parallel pattern for the 1-node classic one: (3000 − 2000 + 2100) / 3000', { latency_p50_3_parallel_over_1_fanout_floor: 1.03, fanout_parallel3_us: 2_100 }],
+    [
+      'the 3-node classic pattern for the 1-node one: (3000 − 2000 + 2600) / 3000',
+      { latency_p50_3_over_1_fanout_floor: 1.2, fanout_classic3_us: 2_600 },
+    ],
+    [
+      'the 3-node parallel pattern for the 1-node classic one: (3000 − 2000 + 2100) / 3000',
+      { latency_p50_3_parallel_over_1_fanout_floor: 1.03, fanout_parallel3_us: 2_100 },
+    ],
     [
       "a raw log write plus a client round trip, over etcd's p50: (2200 + 50) / 2500, and with one sync per node (1700 + 50) / 2500",
-      { raft_seq_over_etcd_fanout_floor: 0.9, raft_seq_over_etcd_fanout_floor_one_sync: 0.7, fanout_raft3_one_sync_us: 1_700 },
+      {
+        raft_seq_over_etcd_fanout_floor: 0.9,
+        raft_seq_over_etcd_fanout_floor_one_sync: 0.7,
+        fanout_raft3_one_sync_us: 1_700,
+      },
     ],
-    ["the same write with the client in a process of its own, timed there, over etcd's p50: 2600 / 2500", { raft_seq_over_etcd_fanout_floor_client: 1.04, fanout_raft3_client_us: 2_600 }],
+    [
+      "the same write with the client in a process of its own, timed there, over etcd's p50: 2600 / 2500",
+      { raft_seq_over_etcd_fanout_floor_client: 1.04, fanout_raft3_client_us: 2_600 },
+    ],
   ])('machine floor from minimal processes: %s', (_what, want) => {
     expect(b).toMatchObject(want);
   });
@@ -198,25 +296,42 @@ describe('cpuBounds', () => {
   it('puts every target beside its bound in the report', () => {
     const r = {
       machine: { cores: 2 },
-      ratios: { latency_p50_3_over_1: 1.67, raft_seq_p50_over_etcd: 1.2, latency_p50_3_parallel_over_1: 0.95, mysql_through_verdict_over_direct: 0.38 },
+      ratios: {
+        latency_p50_3_over_1: 1.67,
+        raft_seq_p50_over_etcd: 1.2,
+        latency_p50_3_parallel_over_1: 0.95,
+        mysql_through_verdict_over_direct: 0.38,
+      },
       peak_tps: { nodes3_memory2: 2_000 },
       failover: { in_doubt_p99_ms: 800, decided_rolled_back: 0, election_ms_per_run: [300, 400] },
       bounds: b,
       anchors: { etcd: { skipped: null, seq_cpu_ms_per_put: 0.7, inflight64_cpu_ms_per_put: 0.2 } },
     } as unknown as Results;
     const text = boundsSection(r).join('\n');
-    expect(text).toContain('| `ratios.latency_p50_3_over_1` | 1.67× | ≤ 1.15 | no | CPU floor 0.67×: at 1 client a 3-node transaction costs 4 ms of CPU');
+    expect(text).toContain(
+      '| `ratios.latency_p50_3_over_1` | 1.67× | ≤ 1.15 | no | CPU floor 0.67×: at 1 client a 3-node transaction costs 4 ms of CPU',
+    );
     expect(text).toContain('would allow 1.09×');
     expect(text).toContain('CPU ceiling 4000 tx/s: no concurrency cost less than 0.5 ms');
     expect(text).toContain('| `failover.in_doubt_p99_ms` | 800 ms | ≤ 1,000, 0 rolled back | yes |');
     expect(text).toContain('| `ratios.latency_p50_3_parallel_over_1` | 0.95× | ≤ 1.0 | yes |');
-    expect(text).toContain("the disk alone would allow 0.97× (one transaction's flushes on the one disk: 0.90 ms for 3 nodes in parallel");
+    expect(text).toContain(
+      "the disk alone would allow 0.97× (one transaction's flushes on the one disk: 0.90 ms for 3 nodes in parallel",
+    );
     expect(text).toContain('and one round trip, 1.12×');
     expect(text).toContain('Verdict 1.1 ms, etcd 0.7 ms');
     expect(text).toContain('; with the client in a process of its own, 1.04× (2.60 ms); CPU per Put');
-    expect(text).toContain('(two participants, a leader and two followers: the machine floor) reaches 0.5× of it, and Verdict 0.8× of that floor');
-    expect(text).toContain("the direct floor measured again after Verdict's PostgreSQL scenarios, on the same server, was 0.8× of the first, and Verdict 0.5× of it");
-    expect(text).toContain('| `ratios.mysql_through_verdict_over_direct` | 0.38× | ≥ 0.6 | no | CPU ceiling through Verdict at 16 clients 400 tx/s = 0.5× the direct floor');
-    expect(text).toContain('a MariaDB participant, a leader and two followers: the machine floor) reaches 0.6× of it, and Verdict 0.63× of that floor');
+    expect(text).toContain(
+      '(two participants, a leader and two followers: the machine floor) reaches 0.5× of it, and Verdict 0.8× of that floor',
+    );
+    expect(text).toContain(
+      "the direct floor measured again after Verdict's PostgreSQL scenarios, on the same server, was 0.8× of the first, and Verdict 0.5× of it",
+    );
+    expect(text).toContain(
+      '| `ratios.mysql_through_verdict_over_direct` | 0.38× | ≥ 0.6 | no | CPU ceiling through Verdict at 16 clients 400 tx/s = 0.5× the direct floor',
+    );
+    expect(text).toContain(
+      'a MariaDB participant, a leader and two followers: the machine floor) reaches 0.6× of it, and Verdict 0.63× of that floor',
+    );
   });
 });

@@ -39,7 +39,11 @@ describe('bench etcd anchor', () => {
     expect(md).toContain('etcd 3.4.23, 3 members');
     expect(md).toMatch(/\| 1 in flight, p50 ms .*\| 3\.00 \| 2\.00 \| 1\.5× /);
     expect(md).toMatch(/\| 64 in flight, puts\/s .*\| 6000 \| 4000 \| 1\.5× /);
-    const skipped = { raft, ratios: etcdRatios(raft, null), anchors: { etcd: etcdAnchorFields({ skipped: 'no apt candidate' }) } } as unknown as Results;
+    const skipped = {
+      raft,
+      ratios: etcdRatios(raft, null),
+      anchors: { etcd: etcdAnchorFields({ skipped: 'no apt candidate' }) },
+    } as unknown as Results;
     expect(etcdSection(skipped).join('\n')).toContain('Skipped: no apt candidate.');
   });
 });

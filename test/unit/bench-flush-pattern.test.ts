@@ -13,7 +13,12 @@ it('measures every pattern the same number of times on real files, and leaves no
   try {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', join('bench', 'floors', 'floor-child.ts'), JSON.stringify({ mode: 'flush-pattern', dir, bytes: 200, samplesMax: 20, measureMs: 10_000 })],
+      [
+        '--import',
+        'tsx',
+        join('bench', 'floors', 'floor-child.ts'),
+        JSON.stringify({ mode: 'flush-pattern', dir, bytes: 200, samplesMax: 20, measureMs: 10_000 }),
+      ],
       {
         stdio: ['pipe', 'pipe', 'inherit'],
       },
@@ -23,7 +28,14 @@ it('measures every pattern the same number of times on real files, and leaves no
     const code = await new Promise<number | null>((r) => child.on('exit', r));
     expect(code).toBe(0);
     const r = JSON.parse(out) as FlushPatternFloor;
-    expect(Object.keys(r)).toEqual(['classic1', 'classic3', 'parallel3', 'parallel3_one_sync', 'participants1', 'participants16']);
+    expect(Object.keys(r)).toEqual([
+      'classic1',
+      'classic3',
+      'parallel3',
+      'parallel3_one_sync',
+      'participants1',
+      'participants16',
+    ]);
     for (const s of Object.values(r) as NonNullable<FlushPatternFloor['participants1']>[]) {
       expect(s.count).toBe(20);
       // At least one real fdatasync of a 200-byte append: never free.

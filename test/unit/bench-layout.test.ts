@@ -25,7 +25,10 @@ function sources(dir: string, out: string[] = []): string[] {
   return out;
 }
 
-/** Every relative import of a file (static, re-export, dynamic, and `import('…')` in type positions), as paths under bench/. */
+/**
+ * Every relative import of a file (static, re-export, dynamic, and `import('…')` in type positions), as paths under
+ * bench/.
+ */
 function importsOf(file: string): string[] {
   const text = readFileSync(join(BENCH, file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
   const out: string[] = [];
@@ -70,7 +73,9 @@ describe('bench layout', () => {
   });
 
   it('imports name files that are there', () => {
-    const missing = [...edges].flatMap(([f, ts]) => ts.filter((t) => !existsSync(join(BENCH, t))).map((t) => `${f} -> ${t}`));
+    const missing = [...edges].flatMap(([f, ts]) =>
+      ts.filter((t) => !existsSync(join(BENCH, t))).map((t) => `${f} -> ${t}`),
+    );
     expect(missing).toEqual([]);
   });
 

@@ -7,7 +7,13 @@ import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { median, pairedRatio, pairedSpanMs, type PairedResult, type PairedTargetResult } from '../../bench/harness/paired-plan.ts';
+import {
+  median,
+  pairedRatio,
+  pairedSpanMs,
+  type PairedResult,
+  type PairedTargetResult,
+} from '../../bench/harness/paired-plan.ts';
 import { pairedFigures } from '../../bench/scenarios/paired.ts';
 import { flushCounterOrNull, roundFlushes, usPerFlush } from '../../bench/harness/disk-flushes.ts';
 import { boundsSection, pairedSection, sourcedRatio } from '../../bench/report/report.ts';
@@ -18,7 +24,15 @@ const target = (label: string, p50: number, rounds: number[], ok = 100): PairedT
   ok,
   aborted: 0,
   errors: {},
-  latency: { count: ok, p50_us: p50, p90_us: p50 * 2, p99_us: p50 * 3, p999_us: p50 * 4, max_us: p50 * 5, mean_us: p50 },
+  latency: {
+    count: ok,
+    p50_us: p50,
+    p90_us: p50 * 2,
+    p99_us: p50 * 3,
+    p999_us: p50 * 4,
+    max_us: p50 * 5,
+    mean_us: p50,
+  },
   round_p50_us: rounds,
 });
 
@@ -38,7 +52,12 @@ const result: PairedResult = {
 
 describe('bench paired step', () => {
   it('divides pooled p50s and each round by its own round, and takes the median of the rounds', () => {
-    expect(pairedRatio(result, 'classic3', 'classic1')).toEqual({ pooled: 1.25, rounds: [1.25, 1.1, 1.2, 1.5], median_round: 1.225, rounds_below_1: 0 });
+    expect(pairedRatio(result, 'classic3', 'classic1')).toEqual({
+      pooled: 1.25,
+      rounds: [1.25, 1.1, 1.2, 1.5],
+      median_round: 1.225,
+      rounds_below_1: 0,
+    });
     const par = pairedRatio(result, 'parallel3', 'classic1');
     expect(par.pooled).toBe(0.95);
     expect(par.rounds).toEqual([0.9, 1.1, 0.9, 1]);
@@ -59,7 +78,13 @@ describe('bench paired step', () => {
   });
 
   it('bounds the load generator by every segment plus a second of handshake each', () => {
-    const targets = result.targets.map((t) => ({ label: t.label, kind: 'raw' as const, system: 'verdict' as const, leader: 'x', valueBytes: 100 }));
+    const targets = result.targets.map((t) => ({
+      label: t.label,
+      kind: 'raw' as const,
+      system: 'verdict' as const,
+      leader: 'x',
+      valueBytes: 100,
+    }));
     // 5 warm-ups of 20 s, 12 rounds of 5 segments of 3 s, 65 segments in all.
     expect(pairedSpanMs({ targets, warmupMs: 20_000, segmentMs: 3_000, rounds: 12 })).toBe(100_000 + 180_000 + 65_000);
   });
@@ -68,28 +93,64 @@ describe('bench paired step', () => {
     const p = pairedFigures(result, { warmupMs: 20_000 }, { nodes1: 0, nodes3: 1 }, null);
     expect(p.ratios.raft_seq_p50_over_etcd?.pooled).toBe(1.5);
     expect(p.targets.classic3).toMatchObject({ count: 100, p50_us: 5_000, p99_us: 15_000 });
-    const r = { paired: p, ratios: { latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9 } } as unknown as Results;
+    const r = {
+      paired: p,
+      ratios: { latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9 },
+    } as unknown as Results;
     const md = pairedSection(r).join('\n');
     expect(md).toContain('Leader changes over the step: 0 (1 node), 1 (3 nodes).');
     expect(md).toMatch(/\| classic3 \| 100 \| 5\.00 \| 15\.00 \| 3\.60 – 6\.00 \| 0 \|/);
     expect(md).toMatch(/\| 3-node parallel ÷ 1-node classic .*\| ≤ 1\.0 \| 0\.95× \| 0\.95× \| 2 of 4 \| 1\.1× \|/);
     expect(md).toMatch(/\| raw log ÷ etcd, 1 in flight .*\| 1\.5× \| 1\.5× \| 0 of 4 \| 1\.9× \|/);
-    const noEtcd = pairedFigures({ ...result, targets: result.targets.slice(0, 4) }, { warmupMs: 1_000 }, { nodes1: 0, nodes3: 0 }, 'etcd is not installed');
+    const noEtcd = pairedFigures(
+      { ...result, targets: result.targets.slice(0, 4) },
+      { warmupMs: 1_000 },
+      { nodes1: 0, nodes3: 0 },
+      'etcd is not installed',
+    );
     expect(noEtcd.ratios.raft_seq_p50_over_etcd).toBeNull();
-    expect(pairedSection({ paired: noEtcd, ratios: {} } as unknown as Results).join('\n')).toContain('etcd was left out: etcd is not installed.');
+    expect(pairedSection({ paired: noEtcd, ratios: {} } as unknown as Results).join('\n')).toContain(
+      'etcd was left out: etcd is not installed.',
+    );
     expect(pairedSection({ paired: null } as unknown as Results).join('\n')).toContain('The step failed in this run');
   });
 
   it("takes the three latency target keys from the paired step, keeps the sweeps' beside them, and leaves every other key alone", () => {
     const p = pairedFigures(result, { warmupMs: 20_000 }, { nodes1: 0, nodes3: 0 }, null);
-    const sweep = { latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9, raft_inflight64_over_etcd: 3.1, latency_p50_16p_over_1p: 4 };
+    const sweep = {
+      latency_p50_3_over_1: 1.4,
+      latency_p50_3_parallel_over_1: 1.1,
+      raft_seq_p50_over_etcd: 1.9,
+      raft_inflight64_over_etcd: 3.1,
+      latency_p50_16p_over_1p: 4,
+    };
     const t = targetRatios(sweep, p);
-    expect(t.ratios).toEqual({ latency_p50_3_over_1: 1.25, latency_p50_3_parallel_over_1: 0.95, raft_seq_p50_over_etcd: 1.5, raft_inflight64_over_etcd: 3.1, latency_p50_16p_over_1p: 4 });
-    expect(t.ratios_sweep).toEqual({ latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9 });
-    expect(t.ratio_source).toEqual({ latency_p50_3_over_1: 'paired', latency_p50_3_parallel_over_1: 'paired', raft_seq_p50_over_etcd: 'paired' });
+    expect(t.ratios).toEqual({
+      latency_p50_3_over_1: 1.25,
+      latency_p50_3_parallel_over_1: 0.95,
+      raft_seq_p50_over_etcd: 1.5,
+      raft_inflight64_over_etcd: 3.1,
+      latency_p50_16p_over_1p: 4,
+    });
+    expect(t.ratios_sweep).toEqual({
+      latency_p50_3_over_1: 1.4,
+      latency_p50_3_parallel_over_1: 1.1,
+      raft_seq_p50_over_etcd: 1.9,
+    });
+    expect(t.ratio_source).toEqual({
+      latency_p50_3_over_1: 'paired',
+      latency_p50_3_parallel_over_1: 'paired',
+      raft_seq_p50_over_etcd: 'paired',
+    });
     expect(Object.keys(t.ratio_source)).toEqual([...PAIRED_KEYS]);
     // A pooled ratio keeps its three decimals: 1.004 is not rounded down to a met 1.0.
-    const close = targetRatios(sweep, { ...p, ratios: { ...p.ratios, latency_p50_3_parallel_over_1: { ...p.ratios.latency_p50_3_parallel_over_1, pooled: 1.004 } } });
+    const close = targetRatios(sweep, {
+      ...p,
+      ratios: {
+        ...p.ratios,
+        latency_p50_3_parallel_over_1: { ...p.ratios.latency_p50_3_parallel_over_1, pooled: 1.004 },
+      },
+    });
     expect(close.ratios.latency_p50_3_parallel_over_1).toBe(1.004);
   });
 
@@ -97,25 +158,51 @@ describe('bench paired step', () => {
     const sweep = { latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9 };
     const failed = targetRatios(sweep, null);
     expect(failed.ratios).toEqual(sweep);
-    expect(failed.ratio_source).toEqual({ latency_p50_3_over_1: 'sweep', latency_p50_3_parallel_over_1: 'sweep', raft_seq_p50_over_etcd: 'sweep' });
-    const noEtcd = pairedFigures({ ...result, targets: result.targets.slice(0, 4) }, { warmupMs: 1_000 }, { nodes1: 0, nodes3: 0 }, 'etcd is not installed');
+    expect(failed.ratio_source).toEqual({
+      latency_p50_3_over_1: 'sweep',
+      latency_p50_3_parallel_over_1: 'sweep',
+      raft_seq_p50_over_etcd: 'sweep',
+    });
+    const noEtcd = pairedFigures(
+      { ...result, targets: result.targets.slice(0, 4) },
+      { warmupMs: 1_000 },
+      { nodes1: 0, nodes3: 0 },
+      'etcd is not installed',
+    );
     const part = targetRatios(sweep, noEtcd);
     expect(part.ratios).toMatchObject({ latency_p50_3_over_1: 1.25, raft_seq_p50_over_etcd: 1.9 });
     expect(part.ratio_source.raft_seq_p50_over_etcd).toBe('sweep');
-    expect(targetRatios({}, null).ratios).toEqual({ latency_p50_3_over_1: null, latency_p50_3_parallel_over_1: null, raft_seq_p50_over_etcd: null });
+    expect(targetRatios({}, null).ratios).toEqual({
+      latency_p50_3_over_1: null,
+      latency_p50_3_parallel_over_1: null,
+      raft_seq_p50_over_etcd: null,
+    });
   });
 
   it('reports a target key with its source and the sweep beside it, and judges the target on the key', () => {
     const p = pairedFigures(result, { warmupMs: 20_000 }, { nodes1: 0, nodes3: 0 }, null);
-    const r = { paired: p, ...targetRatios({ latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9 }, p) } as unknown as Results;
+    const r = {
+      paired: p,
+      ...targetRatios(
+        { latency_p50_3_over_1: 1.4, latency_p50_3_parallel_over_1: 1.1, raft_seq_p50_over_etcd: 1.9 },
+        p,
+      ),
+    } as unknown as Results;
     expect(sourcedRatio(r, 'latency_p50_3_parallel_over_1')).toBe('0.95× (paired; the sweep: 1.1×)');
     const old = { ratios: { latency_p50_3_parallel_over_1: 1.1 } } as unknown as Results;
     expect(sourcedRatio(old, 'latency_p50_3_parallel_over_1')).toBe('1.1×');
     const md = pairedSection(r).join('\n');
     expect(md).toContain('The pooled ratios are the target keys');
     expect(md).toMatch(/\| 3-node parallel ÷ 1-node classic .*\| 0\.95× \| 0\.95× \| 2 of 4 \| 1\.1× \|/);
-    const bounds = boundsSection({ ...r, machine: { cores: 2 }, peak_tps: {}, failover: { election_ms_per_run: [] } } as unknown as Results).join('\n');
-    expect(bounds).toContain('| `ratios.latency_p50_3_parallel_over_1` | 0.95× (paired; the sweep: 1.1×) | ≤ 1.0 | yes |');
+    const bounds = boundsSection({
+      ...r,
+      machine: { cores: 2 },
+      peak_tps: {},
+      failover: { election_ms_per_run: [] },
+    } as unknown as Results).join('\n');
+    expect(bounds).toContain(
+      '| `ratios.latency_p50_3_parallel_over_1` | 0.95× (paired; the sweep: 1.1×) | ≤ 1.0 | yes |',
+    );
     expect(bounds).toContain('| `ratios.raft_seq_p50_over_etcd` | 1.5× (paired; the sweep: 1.9×) | ≤ 1.0 | no |');
   });
 
@@ -145,7 +232,9 @@ describe('bench paired step', () => {
     const md = pairedSection({ paired: p, ratios: {} } as unknown as Results).join('\n');
     expect(md).toMatch(/\| raw3 \| 100 \| 3\.00 \| 9\.00 \| 3\.00 – 3\.00 \| 0\.180 – 0\.210 \| 0 \|/);
     expect(md).toMatch(/\| etcd3 \| .* \| - \| 0 \|/);
-    const none = pairedFigures(result, { warmupMs: 1_000 }, { nodes1: 0, nodes3: 0 }, null, { skipped: '/proc/diskstats has no flush counters for device 0:42' });
+    const none = pairedFigures(result, { warmupMs: 1_000 }, { nodes1: 0, nodes3: 0 }, null, {
+      skipped: '/proc/diskstats has no flush counters for device 0:42',
+    });
     expect(none.targets.raw3.round_flush_us).toBeUndefined();
     const md2 = pairedSection({ paired: none, ratios: {} } as unknown as Results).join('\n');
     expect(md2).toContain('No flush times: /proc/diskstats has no flush counters for device 0:42.');

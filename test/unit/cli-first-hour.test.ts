@@ -29,13 +29,19 @@ describe('unknown flags', () => {
 
   it('knows subcommands: txn list takes --in-doubt, txn commit does not', () => {
     expect(() => checkFlags(['txn', 'list', '--in-doubt'])).not.toThrow();
-    expect(() => checkFlags(['txn', 'commit', '--in-doubt', '--participant', 'shop'])).toThrow(/unknown flag "--in-doubt" for verdict txn commit/);
-    expect(() => checkFlags(['participant', 'remove', 'shop', '--force-unknown'])).toThrow(/for verdict participant remove/);
+    expect(() => checkFlags(['txn', 'commit', '--in-doubt', '--participant', 'shop'])).toThrow(
+      /unknown flag "--in-doubt" for verdict txn commit/,
+    );
+    expect(() => checkFlags(['participant', 'remove', 'shop', '--force-unknown'])).toThrow(
+      /for verdict participant remove/,
+    );
     expect(() => checkFlags(['txn', 'resolve', 'T1', '--abort', '--reason', 'x', '--force-unknown'])).not.toThrow();
   });
 
   it('skips flag values, whatever they look like, and accepts --help anywhere', () => {
-    expect(() => checkFlags(['txn', 'commit', '--participant', 'shop={"set":{"--x":"1"}}', '--txn', '--json'])).not.toThrow();
+    expect(() =>
+      checkFlags(['txn', 'commit', '--participant', 'shop={"set":{"--x":"1"}}', '--txn', '--json']),
+    ).not.toThrow();
     expect(() => checkFlags(['put', 'k', '-5'])).not.toThrow();
     expect(() => checkFlags(['member', 'add', '--help'])).not.toThrow();
     expect(() => checkFlags(['status', '--json=true'])).toThrow(/write --json VALUE/);
@@ -71,7 +77,9 @@ describe('unknown flags', () => {
 
 describe('a flag given twice', () => {
   it('a one-value flag is refused when given twice (saga start --pivot 0 --pivot 1: a saga has one pivot); a repeatable one keeps every value in order', () => {
-    expect(() => flag(['--pivot', '0', '--pivot', '1'], '--pivot')).toThrow(new UsageError('--pivot given more than once; it takes one value'));
+    expect(() => flag(['--pivot', '0', '--pivot', '1'], '--pivot')).toThrow(
+      new UsageError('--pivot given more than once; it takes one value'),
+    );
     const args = ['--step', 'a:x', '--json', '--step', 'b:y'];
     expect(flagAll(args, '--step')).toEqual(['a:x', 'b:y']);
     expect(args).toEqual(['--json']);
@@ -84,18 +92,26 @@ describe('--timeout-ms and the unreachable message', () => {
     expect(parseTimeoutMs(undefined)).toBeUndefined();
     expect(parseTimeoutMs('750')).toBe(750);
     expect(parseTimeoutMs('600000')).toBe(600_000);
-    for (const bad of ['soon', '0', '2s', '500ms', '1.5', '600001', '-3']) expect(() => parseTimeoutMs(bad), bad).toThrow(UsageError);
+    for (const bad of ['soon', '0', '2s', '500ms', '1.5', '600001', '-3'])
+      expect(() => parseTimeoutMs(bad), bad).toThrow(UsageError);
   });
 
   it('one timeout flag, with its unit in its name, on every client command; the old spellings are refused with the new one', () => {
     for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
       const timeouts = flags.filter((f) => /timeout|deadline|wait/.test(f));
       for (const f of timeouts) expect(f, `${command} ${f}`).toMatch(/-ms$/);
-      if (flags.includes('--endpoints') && !['participant', 'saga service', 'outbox relay'].includes(command)) expect(flags, command).toContain('--timeout-ms');
+      if (flags.includes('--endpoints') && !['participant', 'saga service', 'outbox relay'].includes(command))
+        expect(flags, command).toContain('--timeout-ms');
     }
-    expect(() => checkFlags(['status', '--timeout', '2s'])).toThrow(/^--timeout is now --timeout-ms N \(whole milliseconds: --timeout 2s is --timeout-ms 2000\)$/);
-    expect(() => checkFlags(['txn', 'list', '--call-timeout-ms', '3000'])).toThrow(/^--call-timeout-ms is now --timeout-ms N/);
-    expect(() => checkFlags(['txn', 'commit', '--participant', 'p', '--timeout-ms', '5000', '--txn-timeout-ms', '800'])).not.toThrow();
+    expect(() => checkFlags(['status', '--timeout', '2s'])).toThrow(
+      /^--timeout is now --timeout-ms N \(whole milliseconds: --timeout 2s is --timeout-ms 2000\)$/,
+    );
+    expect(() => checkFlags(['txn', 'list', '--call-timeout-ms', '3000'])).toThrow(
+      /^--call-timeout-ms is now --timeout-ms N/,
+    );
+    expect(() =>
+      checkFlags(['txn', 'commit', '--participant', 'p', '--timeout-ms', '5000', '--txn-timeout-ms', '800']),
+    ).not.toThrow();
   });
 
   it('names every endpoint tried and why', () => {
@@ -106,21 +122,31 @@ describe('--timeout-ms and the unreachable message', () => {
       ]),
       2_000,
     );
-    expect(m).toMatch(/^cannot reach the cluster: tried 127\.0\.0\.1:7001 \(connection refused\), 127\.0\.0\.1:7002 \(no answer within 2000 ms\)/);
+    expect(m).toMatch(
+      /^cannot reach the cluster: tried 127\.0\.0\.1:7001 \(connection refused\), 127\.0\.0\.1:7002 \(no answer within 2000 ms\)/,
+    );
   });
 });
 
 describe('cluster up', () => {
   it('takes --base-port and --data; refuses ports that do not fit', () => {
-    expect(parseClusterUpArgs(['--nodes', '3', '--base-port', '27001', '--data', '/tmp/x'], flag)).toEqual({ nodes: 3, basePort: 27001, dataDir: '/tmp/x' });
+    expect(parseClusterUpArgs(['--nodes', '3', '--base-port', '27001', '--data', '/tmp/x'], flag)).toEqual({
+      nodes: 3,
+      basePort: 27001,
+      dataDir: '/tmp/x',
+    });
     expect(() => parseClusterUpArgs(['--base-port', '65000'], flag)).toThrow(/--base-port must be an integer/);
-    expect(() => parseClusterUpArgs(['--tls', '/nonexistent-certs'], flag)).toThrow(/missing .*ca\.crt.*verdict certs --dir/);
+    expect(() => parseClusterUpArgs(['--tls', '/nonexistent-certs'], flag)).toThrow(
+      /missing .*ca\.crt.*verdict certs --dir/,
+    );
   });
 
   it('serves TLS unless told --insecure; --insecure and --tls together are refused', () => {
     expect(parseClusterUpArgs([], flag)).toEqual({ nodes: 3, basePort: 7001 });
     expect(parseClusterUpArgs(['--insecure'], flag)).toEqual({ nodes: 3, basePort: 7001, insecure: true });
-    expect(() => parseClusterUpArgs(['--insecure', '--tls', 'certs'], flag)).toThrow(/--insecure and --tls were both given: choose one/);
+    expect(() => parseClusterUpArgs(['--insecure', '--tls', 'certs'], flag)).toThrow(
+      /--insecure and --tls were both given: choose one/,
+    );
   });
 
   it("passes a node's log lines through as they are (they name the node) and prefixes anything else", () => {
@@ -149,7 +175,12 @@ describe('verdict certs', () => {
     ]);
     expect(p.participants.map((x) => x.id)).toEqual(['shop', 'ledger']);
     // Outside the checkout: the local cluster's folder, one per cluster id (src/transport/local-cluster.ts).
-    expect([p.admins, p.clients, p.clusterId, p.dir]).toEqual([['ops-admin'], ['alice'], 'local', localCertsDir('local')]);
+    expect([p.admins, p.clients, p.clusterId, p.dir]).toEqual([
+      ['ops-admin'],
+      ['alice'],
+      'local',
+      localCertsDir('local'),
+    ]);
     expect(parseCertsArgs(['--cluster-id', 'prod']).dir).toBe(localCertsDir('prod'));
     expect(() => parseCertsArgs(['--participant', 'shop'])).toThrow(/ID=HOST:PORT/);
     expect(subjectAltName('127.0.0.1:7101')).toBe('IP:127.0.0.1,DNS:localhost');
@@ -157,7 +188,18 @@ describe('verdict certs', () => {
   });
 
   it('makes certificates with the names and usages Verdict checks, and a participant accepts its own', async () => {
-    await certsCommand(['--dir', dir, '--nodes', '1', '--participant', 'shop=127.0.0.1:7101', '--admin', 'ops-admin', '--client', 'alice']);
+    await certsCommand([
+      '--dir',
+      dir,
+      '--nodes',
+      '1',
+      '--participant',
+      'shop=127.0.0.1:7101',
+      '--admin',
+      'ops-admin',
+      '--client',
+      'alice',
+    ]);
     const cert = (name: string): X509Certificate => new X509Certificate(readFileSync(join(dir, `${name}.crt`)));
     const ca = cert('ca');
     const n1 = cert('n1');
@@ -182,18 +224,32 @@ describe('verdict certs', () => {
   it("never hands out another certificate's key: node and CA names are refused for others, and a kept file must be what was asked for", async () => {
     expect(() => parseCertsArgs(['--participant', 'n2=127.0.0.1:7101'])).toThrow(/"n2" is the name of a node/);
     expect(() => parseCertsArgs(['--admin', 'ca'])).toThrow(/"ca" is the name of the CA's files/);
-    expect(() => parseCertsArgs(['--participant', 'shop=127.0.0.1:7101', '--client', 'shop'])).toThrow(/"shop" is named twice/);
+    expect(() => parseCertsArgs(['--participant', 'shop=127.0.0.1:7101', '--client', 'shop'])).toThrow(
+      /"shop" is named twice/,
+    );
     // alice.crt exists from the run above as a client certificate: a participant "alice" does not get it.
     await expect(certsCommand(['--dir', dir, '--nodes', '0', '--participant', 'alice=127.0.0.1:7105'])).rejects.toThrow(
       /alice\.crt already exists and is CN=alice, not OU=local, CN=alice; it is not handed out as participant alice/,
     );
     // A certificate of another cluster's id under the same name is refused too.
-    await expect(certsCommand(['--dir', dir, '--nodes', '0', '--cluster-id', 'other', '--participant', 'shop=127.0.0.1:7101'])).rejects.toThrow(/is OU=local, CN=shop, not OU=other, CN=shop/);
+    await expect(
+      certsCommand(['--dir', dir, '--nodes', '0', '--cluster-id', 'other', '--participant', 'shop=127.0.0.1:7101']),
+    ).rejects.toThrow(/is OU=local, CN=shop, not OU=other, CN=shop/);
     // A node certificate made before the node mark is not kept as a node's: it is issued again with --force.
     const old = join(dir, 'old');
     await certsCommand(['--dir', old, '--nodes', '0', '--participant', 'shop=127.0.0.1:7101']);
     const ext = 'extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1\n';
-    issueCert({ caCert: join(old, 'ca.crt'), caKey: join(old, 'ca.key'), cert: join(old, 'n1.crt'), key: join(old, 'n1.key'), subject: '/OU=local/CN=n1', ext, days: 1, tmpDir: old, file: 'n1' });
+    issueCert({
+      caCert: join(old, 'ca.crt'),
+      caKey: join(old, 'ca.key'),
+      cert: join(old, 'n1.crt'),
+      key: join(old, 'n1.key'),
+      subject: '/OU=local/CN=n1',
+      ext,
+      days: 1,
+      tmpDir: old,
+      file: 'n1',
+    });
     await expect(certsCommand(['--dir', old, '--nodes', '1', '--participant', 'shop=127.0.0.1:7101'])).rejects.toThrow(
       /n1\.crt already exists and is OU=local, CN=n1, not O=verdict-node, OU=local, CN=n1.*--force/,
     );
@@ -206,7 +262,9 @@ describe('verdict certs', () => {
         'make one with: npx verdict certs --participant shop=127.0.0.1:7101 (serverAuth+clientAuth, subjectAltName for 127.0.0.1:7101)',
     );
     const shop = new X509Certificate(readFileSync(join(dir, 'shop.crt')));
-    expect(participantCertificateProblem(shop, 'shop.crt', 'shop', '10.0.0.9:7101')).toMatch(/does not name 10\.0\.0\.9 in its subjectAltName \(it names: IP Address:127\.0\.0\.1, DNS:localhost\)/);
+    expect(participantCertificateProblem(shop, 'shop.crt', 'shop', '10.0.0.9:7101')).toMatch(
+      /does not name 10\.0\.0\.9 in its subjectAltName \(it names: IP Address:127\.0\.0\.1, DNS:localhost\)/,
+    );
   });
 });
 
@@ -218,22 +276,47 @@ describe('participant registration failures', () => {
   };
 
   it('a wrong cluster id is permanent, by code and reason, with the fix', () => {
-    const f = classifyRegistrationError(failure(grpc.status.FAILED_PRECONDITION, 'participant belongs to cluster "prod", this is cluster "local"', 'wrong-cluster-id'), false);
-    expect(f).toEqual({ permanent: true, reason: 'wrong-cluster-id', message: expect.stringMatching(/FAILED_PRECONDITION: .*this is cluster "local"; give the cluster's id with --cluster-id/) });
+    const f = classifyRegistrationError(
+      failure(
+        grpc.status.FAILED_PRECONDITION,
+        'participant belongs to cluster "prod", this is cluster "local"',
+        'wrong-cluster-id',
+      ),
+      false,
+    );
+    expect(f).toEqual({
+      permanent: true,
+      reason: 'wrong-cluster-id',
+      message: expect.stringMatching(
+        /FAILED_PRECONDITION: .*this is cluster "local"; give the cluster's id with --cluster-id/,
+      ),
+    });
   });
 
   it('a node that is down or has no leader is transient', () => {
-    expect(classifyRegistrationError(failure(grpc.status.UNAVAILABLE, 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7001'), false)).toMatchObject({
+    expect(
+      classifyRegistrationError(
+        failure(grpc.status.UNAVAILABLE, 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7001'),
+        false,
+      ),
+    ).toMatchObject({
       permanent: false,
       reason: 'node-down',
     });
-    expect(classifyRegistrationError(failure(grpc.status.UNAVAILABLE, 'not the leader: no leader yet'), false)).toMatchObject({ permanent: false });
-    expect(classifyRegistrationError(failure(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded'), false)).toMatchObject({ permanent: false });
+    expect(
+      classifyRegistrationError(failure(grpc.status.UNAVAILABLE, 'not the leader: no leader yet'), false),
+    ).toMatchObject({ permanent: false });
+    expect(classifyRegistrationError(failure(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded'), false)).toMatchObject(
+      { permanent: false },
+    );
   });
 
   it('a refused certificate is permanent (tls-refused)', () => {
     const f = classifyRegistrationError(
-      failure(grpc.status.UNAVAILABLE, 'No connection established. Last error: Error: 40D8:error:0A000418:SSL routines:ssl3_read_bytes:tlsv1 alert unknown ca'),
+      failure(
+        grpc.status.UNAVAILABLE,
+        'No connection established. Last error: Error: 40D8:error:0A000418:SSL routines:ssl3_read_bytes:tlsv1 alert unknown ca',
+      ),
       true,
     );
     expect(f).toMatchObject({ permanent: true, reason: 'tls-refused' });
@@ -241,6 +324,8 @@ describe('participant registration failures', () => {
   });
 
   it('backoff doubles from the first delay and stops at the cap', () => {
-    expect([1, 2, 3, 4, 5, 6, 50].map((n) => registrationBackoffMs(n, 500, 10_000))).toEqual([500, 1_000, 2_000, 4_000, 8_000, 10_000, 10_000]);
+    expect([1, 2, 3, 4, 5, 6, 50].map((n) => registrationBackoffMs(n, 500, 10_000))).toEqual([
+      500, 1_000, 2_000, 4_000, 8_000, 10_000, 10_000,
+    ]);
   });
 });

@@ -10,7 +10,11 @@ describe('CLI TLS flags', () => {
     const args = ['--endpoints', 'h:1', '--ca', 'ca.crt', '--cert', 'me.crt', '--key', 'me.key'];
     expect(tlsArgs(args, { VERDICT_TLS_CA: 'env-ca.crt' })).toEqual({ ca: 'ca.crt', cert: 'me.crt', key: 'me.key' });
     expect(args).toEqual(['--endpoints', 'h:1']);
-    expect(tlsArgs([], { VERDICT_TLS_CA: 'env-ca.crt', VERDICT_TLS_CERT: 'c', VERDICT_TLS_KEY: 'k' })).toEqual({ ca: 'env-ca.crt', cert: 'c', key: 'k' });
+    expect(tlsArgs([], { VERDICT_TLS_CA: 'env-ca.crt', VERDICT_TLS_CERT: 'c', VERDICT_TLS_KEY: 'k' })).toEqual({
+      ca: 'env-ca.crt',
+      cert: 'c',
+      key: 'k',
+    });
     expect(tlsArgs([], {})).toBeNull();
     expect(tlsArgs([], { VERDICT_TLS_CA: '' })).toBeNull();
   });
@@ -22,7 +26,11 @@ describe('CLI TLS flags', () => {
 
   it('a participant with TLS needs its own certificate', () => {
     const base = ['--id', 'shop', '--listen', '127.0.0.1:7101', '--data', 'd'];
-    expect(parseParticipantArgs([...base, '--ca', 'ca.crt', '--cert', 's.crt', '--key', 's.key'], {}).tls).toEqual({ ca: 'ca.crt', cert: 's.crt', key: 's.key' });
+    expect(parseParticipantArgs([...base, '--ca', 'ca.crt', '--cert', 's.crt', '--key', 's.key'], {}).tls).toEqual({
+      ca: 'ca.crt',
+      cert: 's.crt',
+      key: 's.key',
+    });
     expect(parseParticipantArgs(base, {}).tls).toBeNull();
     expect(() => parseParticipantArgs([...base, '--ca', 'ca.crt'], {})).toThrow(/--ca needs --cert and --key too/);
   });

@@ -29,10 +29,26 @@ afterEach(() => {
 async function coordinator(commitOutcome: 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED'): Promise<FakeNode> {
   return cluster.node({
     Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 0, leaderId: 'n1' }),
-    Commit: (req) => ({ txnId: req.txnId, outcome: commitOutcome, reason: commitOutcome === 'OUTCOME_ABORTED' ? 'ledger voted NO' : '', decisionIndex: 12 }),
+    Commit: (req) => ({
+      txnId: req.txnId,
+      outcome: commitOutcome,
+      reason: commitOutcome === 'OUTCOME_ABORTED' ? 'ledger voted NO' : '',
+      decisionIndex: 12,
+    }),
     GetOutcome: () => fail(grpc.status.UNAVAILABLE, 'no leader'),
     ListParticipants: () => ({
-      participants: [{ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres', serves: [] }],
+      participants: [
+        {
+          participantId: 'shop',
+          endpoint: '127.0.0.1:9001',
+          registeredAtMs: 0,
+          lastSeenAtMs: 0,
+          inDoubt: 0,
+          connection: '',
+          resourceKind: 'postgres',
+          serves: [],
+        },
+      ],
     }),
     ListTransactions: () => ({
       transactions: [
@@ -56,7 +72,19 @@ async function coordinator(commitOutcome: 'OUTCOME_COMMITTED' | 'OUTCOME_ABORTED
 describe('verdict txn', () => {
   it('commit sends the participants and their JSON payloads under --txn and prints COMMITTED with exit code 0', async () => {
     const node = await coordinator('OUTCOME_COMMITTED');
-    await txnCommand(['commit', '--endpoints', node.address, '--participant', 'shop={"sku":"A"}', '--participant', 'ledger', '--txn', 'o-1', '--txn-timeout-ms', '800']);
+    await txnCommand([
+      'commit',
+      '--endpoints',
+      node.address,
+      '--participant',
+      'shop={"sku":"A"}',
+      '--participant',
+      'ledger',
+      '--txn',
+      'o-1',
+      '--txn-timeout-ms',
+      '800',
+    ]);
     expect(out.join('')).toBe('COMMITTED o-1 at decision index 12\n');
     expect(process.exitCode).toBeUndefined();
     const q = node.requests('Commit')[0];
@@ -71,13 +99,20 @@ describe('verdict txn', () => {
   it('commit that ends ABORTED exits with EXIT_ABORTED and prints the reason (JSON with --json)', async () => {
     const node = await coordinator('OUTCOME_ABORTED');
     await txnCommand(['commit', '--endpoints', node.address, '--participant', 'ledger', '--txn', 'o-2', '--json']);
-    expect(JSON.parse(out.join(''))).toEqual({ txnId: 'o-2', outcome: 'ABORTED', reason: 'ledger voted NO', decisionIndex: 12 });
+    expect(JSON.parse(out.join(''))).toEqual({
+      txnId: 'o-2',
+      outcome: 'ABORTED',
+      reason: 'ledger voted NO',
+      decisionIndex: 12,
+    });
     expect(process.exitCode).toBe(EXIT_ABORTED);
   });
 
   it('a payload that is not JSON, or no participant, is a usage error before any RPC', async () => {
     const node = await coordinator('OUTCOME_COMMITTED');
-    await expect(txnCommand(['commit', '--endpoints', node.address, '--participant', 'shop={oops'])).rejects.toBeInstanceOf(UsageError);
+    await expect(
+      txnCommand(['commit', '--endpoints', node.address, '--participant', 'shop={oops']),
+    ).rejects.toBeInstanceOf(UsageError);
     await expect(txnCommand(['commit', '--endpoints', node.address])).rejects.toBeInstanceOf(UsageError);
     expect(node.count('Begin')).toBe(0);
   });
@@ -91,7 +126,10 @@ describe('verdict txn', () => {
   });
 
   it('commit with no answer exits with EXIT_OUTCOME_UNKNOWN and tells how to ask later', async () => {
-    const node = await cluster.node({ Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 0, leaderId: 'n1' }), Commit: () => fail(grpc.status.UNAVAILABLE, 'no leader') });
+    const node = await cluster.node({
+      Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 0, leaderId: 'n1' }),
+      Commit: () => fail(grpc.status.UNAVAILABLE, 'no leader'),
+    });
     useTimeout(200);
     await txnCommand(['commit', '--participant', 'p', '--txn', 'o-3', '--endpoints', node.address]);
     expect(process.exitCode).toBe(EXIT_OUTCOME_UNKNOWN);
@@ -101,7 +139,12 @@ describe('verdict txn', () => {
 
   it('show of a presumed abort marks its participants\' ACK "not needed" (aborts need none, R5), not "no"', async () => {
     const node = await cluster.node({
-      GetOutcome: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_ABORTED' as const, reason: 'ledger voted NO', decisionIndex: 0 }),
+      GetOutcome: (req) => ({
+        txnId: req.txnId,
+        outcome: 'OUTCOME_ABORTED' as const,
+        reason: 'ledger voted NO',
+        decisionIndex: 0,
+      }),
       ListTransactions: () => ({
         transactions: [
           {
@@ -125,7 +168,9 @@ describe('verdict txn', () => {
   });
 
   it('outcome of an id the cluster does not know exits with EXIT_ERROR, like show', async () => {
-    const node = await cluster.node({ GetOutcome: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_UNKNOWN' as const, reason: '', decisionIndex: 0 }) });
+    const node = await cluster.node({
+      GetOutcome: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_UNKNOWN' as const, reason: '', decisionIndex: 0 }),
+    });
     await txnCommand(['outcome', 'nope', '--endpoints', node.address]);
     expect(out.join('')).toBe('UNKNOWN nope: never heard of, or forgotten after every participant acknowledged it\n');
     expect(process.exitCode).toBe(EXIT_ERROR);
@@ -141,7 +186,16 @@ describe('verdict txn', () => {
     out.length = 0;
     await participantsCommand(['--json', '--endpoints', node.address]);
     expect(JSON.parse(out.join(''))).toEqual([
-      { participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 0, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: 'postgres', serves: [] },
+      {
+        participantId: 'shop',
+        endpoint: '127.0.0.1:9001',
+        registeredAtMs: 0,
+        lastSeenAtMs: 0,
+        inDoubt: 0,
+        connection: '',
+        resourceKind: 'postgres',
+        serves: [],
+      },
     ]);
     out.length = 0;
     await participantsCommand(['--endpoints', node.address]);

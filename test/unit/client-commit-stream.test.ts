@@ -11,7 +11,13 @@ const cluster = new FakeCluster();
 const clients: VerdictClient[] = [];
 
 function client(endpoints: string[], attemptTimeoutMs = 3_000): VerdictClient {
-  const c = new VerdictClient({ insecure: true, endpoints, backoff: { initialMs: 10, maxMs: 40 }, callTimeoutMs: 3_000, attemptTimeoutMs });
+  const c = new VerdictClient({
+    insecure: true,
+    endpoints,
+    backoff: { initialMs: 10, maxMs: 40 },
+    callTimeoutMs: 3_000,
+    attemptTimeoutMs,
+  });
   clients.push(c);
   return c;
 }
@@ -34,7 +40,9 @@ describe('commit stream', () => {
     const c = client([leader.address]);
     const ids = Array.from({ length: 24 }, (_, i) => `t-${i}`);
     const results = await Promise.all(ids.map((id) => c.transaction({ txnId: id }).enlist('p').commit()));
-    expect(results.map((r) => [r.txnId, r.outcome, r.reason])).toEqual(ids.map((id) => [id, id.endsWith('7') ? 'ABORTED' : 'COMMITTED', `for ${id}`]));
+    expect(results.map((r) => [r.txnId, r.outcome, r.reason])).toEqual(
+      ids.map((id) => [id, id.endsWith('7') ? 'ABORTED' : 'COMMITTED', `for ${id}`]),
+    );
     expect(
       leader
         .requests('Commit')
@@ -80,9 +88,14 @@ describe('commit stream', () => {
     expect(follower.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
     expect(leader.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
 
-    const refusing = await cluster.node({ Commit: () => fail(grpc.status.FAILED_PRECONDITION, 'participant p is not registered') });
+    const refusing = await cluster.node({
+      Commit: () => fail(grpc.status.FAILED_PRECONDITION, 'participant p is not registered'),
+    });
     const c2 = client([refusing.address]);
-    await expect(c2.transaction().enlist('p').commit()).rejects.toMatchObject({ code: 'FAILED_PRECONDITION', message: expect.stringMatching(/not registered/) });
+    await expect(c2.transaction().enlist('p').commit()).rejects.toMatchObject({
+      code: 'FAILED_PRECONDITION',
+      message: expect.stringMatching(/not registered/),
+    });
   });
 
   it('R2: a streamed Commit left unanswered past its attempt deadline is resent elsewhere without begin', async () => {

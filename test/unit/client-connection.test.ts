@@ -58,7 +58,9 @@ describe('CoordinatorConnection', () => {
 
   it('retries UNAVAILABLE without a hint in backed-off rounds until a node answers', async () => {
     // An election: no node knows a leader for the first two rounds.
-    const a = await cluster.node({ ClusterStatus: (_req, n) => (n <= 2 ? fail(grpc.status.UNAVAILABLE, 'no leader') : STATUS_OK) });
+    const a = await cluster.node({
+      ClusterStatus: (_req, n) => (n <= 2 ? fail(grpc.status.UNAVAILABLE, 'no leader') : STATUS_OK),
+    });
     const b = await cluster.node({ ClusterStatus: () => fail(grpc.status.UNAVAILABLE, 'no leader') });
     const c = connect([a.address, b.address]);
     await c.call('ClusterStatus', {});
@@ -71,7 +73,9 @@ describe('CoordinatorConnection', () => {
     const a = await cluster.node({ Commit: () => fail(grpc.status.INVALID_ARGUMENT, reason) });
     const b = await cluster.node({ Commit: () => fail(grpc.status.UNAVAILABLE, 'must not be asked') });
     const c = connect([a.address, b.address]);
-    const err = await c.call('Commit', { txnId: 't1', participants: [], begin: false, timeoutMs: 0, commitMode: 'COMMIT_MODE_DEFAULT' }).catch((e: unknown) => e);
+    const err = await c
+      .call('Commit', { txnId: 't1', participants: [], begin: false, timeoutMs: 0, commitMode: 'COMMIT_MODE_DEFAULT' })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(VerdictError);
     expect(err).not.toBeInstanceOf(RetriesExhaustedError);
     expect((err as VerdictError).code).toBe('INVALID_ARGUMENT');
@@ -87,7 +91,10 @@ describe('CoordinatorConnection', () => {
   ])('surfaces code %i as %s at once', async (code, name) => {
     const a = await cluster.node({ GetOutcome: () => fail(code, 'because') });
     const c = connect([a.address]);
-    await expect(c.call('GetOutcome', { txnId: 't', participantId: '' })).rejects.toMatchObject({ code: name, reason: 'because' });
+    await expect(c.call('GetOutcome', { txnId: 't', participantId: '' })).rejects.toMatchObject({
+      code: name,
+      reason: 'because',
+    });
     expect(a.count('GetOutcome')).toBe(1);
   });
 
@@ -110,7 +117,11 @@ describe('CoordinatorConnection', () => {
     const y = await cluster.node(followerOf(x.address));
     yAddress = y.address;
     // One round fits in the deadline (the first pause is longer than it).
-    const c = connect([x.address], { backoff: { initialMs: 1_000, maxMs: 1_000 }, callTimeoutMs: 300, maxRedirects: 3 });
+    const c = connect([x.address], {
+      backoff: { initialMs: 1_000, maxMs: 1_000 },
+      callTimeoutMs: 300,
+      maxRedirects: 3,
+    });
     await expect(c.call('ClusterStatus', {})).rejects.toBeInstanceOf(RetriesExhaustedError);
     // x, then 3 hints followed (y, x, y), then no untried address is left.
     expect(x.count('ClusterStatus')).toBe(2);
@@ -118,8 +129,14 @@ describe('CoordinatorConnection', () => {
   });
 
   it('takes callTimeoutMs and attemptTimeoutMs, defaulting the one not given', () => {
-    expect(connect(['127.0.0.1:1'], { callTimeoutMs: 1_234, attemptTimeoutMs: 567 }).defaults).toEqual({ callTimeoutMs: 1_234, attemptTimeoutMs: 567 });
-    expect(connect(['127.0.0.1:1'], { callTimeoutMs: 4_321 }).defaults).toEqual({ callTimeoutMs: 4_321, attemptTimeoutMs: 5_000 });
+    expect(connect(['127.0.0.1:1'], { callTimeoutMs: 1_234, attemptTimeoutMs: 567 }).defaults).toEqual({
+      callTimeoutMs: 1_234,
+      attemptTimeoutMs: 567,
+    });
+    expect(connect(['127.0.0.1:1'], { callTimeoutMs: 4_321 }).defaults).toEqual({
+      callTimeoutMs: 4_321,
+      attemptTimeoutMs: 5_000,
+    });
     expect(callBounds({ callTimeoutMs: 300 })).toEqual({ callTimeoutMs: 300 });
     expect(callBounds({})).toEqual({});
     expect(() => connect(['127.0.0.1:1'], { callTimeoutMs: -1 })).toThrow(/callTimeoutMs must be a positive number/);

@@ -11,7 +11,14 @@ import { VerdictClient } from '../../src/client/client.ts';
 import type { ResponseOf } from '../../src/client/connection.ts';
 import { groupOf } from '../../src/domain/group.ts';
 import { ClusterLink } from '../../src/participant/cluster-link.ts';
-import { FakeCluster, STATUS_OK, fail, type FakeNode, type Fail, type Script } from './fixtures/client-fake-coordinator.ts';
+import {
+  FakeCluster,
+  STATUS_OK,
+  fail,
+  type FakeNode,
+  type Fail,
+  type Script,
+} from './fixtures/client-fake-coordinator.ts';
 
 const G = 4;
 // One id per group at G = 4 (the vectors of docs/architecture.md, and t10).
@@ -39,9 +46,20 @@ async function groupCluster(groupCount = G): Promise<GroupCluster> {
     ...STATUS_OK,
     nodeId: `n${i}`,
     groupCount,
-    groups: c.leaderOf.map((n, group) => ({ group, leaderId: `n${n}`, leaderAddress: c.nodes[n]?.address ?? '', term: 1, commitIndex: 0, appliedIndex: 0, inFlight: 0 })),
+    groups: c.leaderOf.map((n, group) => ({
+      group,
+      leaderId: `n${n}`,
+      leaderAddress: c.nodes[n]?.address ?? '',
+      term: 1,
+      commitIndex: 0,
+      appliedIndex: 0,
+      inFlight: 0,
+    })),
   });
-  const refusal = (g: number): Fail => fail(grpc.status.UNAVAILABLE, `not the leader of group ${g}`, c.nodes[c.leaderOf[g] as number]?.address, { group: g });
+  const refusal = (g: number): Fail =>
+    fail(grpc.status.UNAVAILABLE, `not the leader of group ${g}`, c.nodes[c.leaderOf[g] as number]?.address, {
+      group: g,
+    });
   for (let i = 0; i < G; i++) {
     const routed =
       <R>(answer: (txnId: string) => R) =>
@@ -49,7 +67,12 @@ async function groupCluster(groupCount = G): Promise<GroupCluster> {
         const g = groupOf(req.txnId, G);
         return c.leaderOf[g] === i ? answer(req.txnId) : refusal(g);
       };
-    const outcome = (txnId: string): ResponseOf<'Commit'> => ({ txnId, outcome: 'OUTCOME_COMMITTED', reason: '', decisionIndex: 7 });
+    const outcome = (txnId: string): ResponseOf<'Commit'> => ({
+      txnId,
+      outcome: 'OUTCOME_COMMITTED',
+      reason: '',
+      decisionIndex: 7,
+    });
     const script: Script = {
       ClusterStatus: () => status(i),
       Begin: routed((txnId) => ({ txnId, deadlineAtMs: 0, leaderId: `n${i}` })),
@@ -60,7 +83,11 @@ async function groupCluster(groupCount = G): Promise<GroupCluster> {
         const g = groupOf(req.txnIds[0] ?? '', G);
         if (c.leaderOf[g] !== i) return refusal(g);
         return {
-          answers: req.txnIds.map((t) => (groupOf(t, G) === g ? { code: 0, details: '', outcome: outcome(t) } : { code: grpc.status.FAILED_PRECONDITION, details: 'another group', outcome: null })),
+          answers: req.txnIds.map((t) =>
+            groupOf(t, G) === g
+              ? { code: 0, details: '', outcome: outcome(t) }
+              : { code: grpc.status.FAILED_PRECONDITION, details: 'another group', outcome: null },
+          ),
         };
       },
       AcquireLease: (req) => {
@@ -114,7 +141,8 @@ describe('the SDK routes by decision group', () => {
   it("without connect(), the first refusal naming a group teaches the groups, and later transactions go straight to their group's leader", async () => {
     const { nodes } = await groupCluster();
     const c = client([nodes[0]!.address]);
-    // t1 is group 3's: node 0 refuses naming node 3 and group 3; the client asks node 0 the status once, then goes to node 3.
+    // t1 is group 3's: node 0 refuses naming node 3 and group 3; the client asks node 0 the status once, then goes to
+    // node 3.
     expect(await commit(c, 't1')).toBe('COMMITTED');
     expect(nodes[0]!.requests('Commit').map((r) => r.txnId)).toEqual(['t1']);
     expect(nodes[0]!.count('ClusterStatus')).toBe(1);
@@ -158,7 +186,12 @@ describe('the SDK routes by decision group', () => {
       const r = await c.connection.call('AcquireLease', { name, holder: 'relay-1', epoch: 0, ttlMs: 1_000 });
       expect(r.granted).toBe(true);
     }
-    expect(nodes.map((n) => n.requests('AcquireLease').map((r) => r.name))).toEqual([['lease-5'], ['lease-4'], ['lease-0'], ['lease-1']]);
+    expect(nodes.map((n) => n.requests('AcquireLease').map((r) => r.name))).toEqual([
+      ['lease-5'],
+      ['lease-4'],
+      ['lease-0'],
+      ['lease-1'],
+    ]);
   });
 
   it('a cluster that predates groups (group_count 0) is one group: everything goes to the one leader as before', async () => {
@@ -191,7 +224,12 @@ describe("a participant's cluster link routes by decision group", () => {
     const asked = ['t1', 't2', 'order-42', 't10', 't5', 't3'];
     const answers = await l.outcomes(asked, 'p');
     expect(answers.map((a) => (a instanceof Error ? a.message : a.txnId))).toEqual(asked);
-    expect(nodes.map((n) => n.requests('GetOutcomes').flatMap((r) => r.txnIds))).toEqual([['order-42'], ['t2', 't3'], ['t10'], ['t1', 't5']]);
+    expect(nodes.map((n) => n.requests('GetOutcomes').flatMap((r) => r.txnIds))).toEqual([
+      ['order-42'],
+      ['t2', 't3'],
+      ['t10'],
+      ['t1', 't5'],
+    ]);
     expect(nodes.map((n) => n.count('ClusterStatus'))).toEqual([1, 0, 0, 0]);
   });
 

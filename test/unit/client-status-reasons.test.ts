@@ -14,7 +14,13 @@ const cluster = new FakeCluster();
 const clients: VerdictClient[] = [];
 
 function client(endpoints: string[]): VerdictClient {
-  const c = new VerdictClient({ insecure: true, endpoints, backoff: { initialMs: 10, maxMs: 40 }, callTimeoutMs: 3_000, attemptTimeoutMs: 1_000 });
+  const c = new VerdictClient({
+    insecure: true,
+    endpoints,
+    backoff: { initialMs: 10, maxMs: 40 },
+    callTimeoutMs: 3_000,
+    attemptTimeoutMs: 1_000,
+  });
   clients.push(c);
   return c;
 }
@@ -24,12 +30,20 @@ afterEach(() => {
   cluster.close();
 });
 
-const committed = (req: CommitRequest) => ({ txnId: req.txnId, outcome: 'OUTCOME_COMMITTED' as const, reason: '', decisionIndex: 9 });
+const committed = (req: CommitRequest) => ({
+  txnId: req.txnId,
+  outcome: 'OUTCOME_COMMITTED' as const,
+  reason: '',
+  decisionIndex: 9,
+});
 
 describe('SDK status reasons', () => {
   it('NO_LEADER did nothing: the next attempt still begins the transaction (R2)', async () => {
     const electing = await cluster.node({ Begin: noLeader, Commit: noLeader });
-    const leader = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineAtMs: 0, leaderId: 'n2' }), Commit: committed });
+    const leader = await cluster.node({
+      Begin: (r) => ({ txnId: r.txnId, deadlineAtMs: 0, leaderId: 'n2' }),
+      Commit: committed,
+    });
     const r = await client([electing.address, leader.address]).transaction({ txnId: 'order-1' }).enlist('p').commit();
     expect(r.outcome).toBe('COMMITTED');
     expect(electing.requests('Commit')[0]).toMatchObject({ txnId: 'order-1', begin: true });
@@ -37,7 +51,10 @@ describe('SDK status reasons', () => {
   });
 
   it('UNKNOWN_OUTCOME may have taken effect: the Commit is retried elsewhere with the same id and without begin (R2, R7)', async () => {
-    const gone = await cluster.node({ Begin: (r) => ({ txnId: r.txnId, deadlineAtMs: 0, leaderId: 'n1' }), Commit: unknownOutcome });
+    const gone = await cluster.node({
+      Begin: (r) => ({ txnId: r.txnId, deadlineAtMs: 0, leaderId: 'n1' }),
+      Commit: unknownOutcome,
+    });
     const next = await cluster.node({ Commit: committed });
     const r = await client([gone.address, next.address]).transaction({ txnId: 'order-2' }).enlist('p').commit();
     expect(r.outcome).toBe('COMMITTED');
@@ -68,7 +85,10 @@ describe('SDK status reasons', () => {
       .commit()
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(VerdictError);
-    expect(err).toMatchObject({ code: 'ALREADY_EXISTS', details: { statusReason: 'ALREADY_DECIDED', recordedOutcome: 'ABORTED' } });
+    expect(err).toMatchObject({
+      code: 'ALREADY_EXISTS',
+      details: { statusReason: 'ALREADY_DECIDED', recordedOutcome: 'ABORTED' },
+    });
     expect(b.count('Commit') + b.count('Begin')).toBe(0);
   });
 });

@@ -31,7 +31,9 @@ const decided =
 
 describe('VerdictClient commit', () => {
   it("begin() carries the cluster's abort instant as deadlineAtMs", async () => {
-    const a = await cluster.node({ Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 1_764_000_000_000, leaderId: 'n1' }) });
+    const a = await cluster.node({
+      Begin: (req) => ({ txnId: req.txnId, deadlineAtMs: 1_764_000_000_000, leaderId: 'n1' }),
+    });
     const tx = await client([a.address]).begin({ timeoutMs: 2_000 });
     expect(tx.deadlineAtMs).toBe(1_764_000_000_000);
     expect(a.requests('Begin')[0].timeoutMs).toBe(2_000);
@@ -65,7 +67,8 @@ describe('VerdictClient commit', () => {
     const r = await tx.enlist('ledger').commit();
     expect(r.outcome).toBe('ABORTED');
     for (const n of [leader, follower, next]) expect(n.count('Begin')).toBe(0);
-    // Redirected before anything happened: still begins. Its fate at the silent leader is unknown: the resend must not begin (R2).
+    // Redirected before anything happened: still begins. Its fate at the silent leader is unknown: the resend must not
+    // begin (R2).
     expect(follower.requests('Commit')[0]).toMatchObject({ txnId: 'order-21', begin: true });
     expect(leader.requests('Commit')[0]).toMatchObject({ txnId: 'order-21', begin: true });
     expect(next.requests('Commit')[0]).toMatchObject({ txnId: 'order-21', begin: false });
@@ -106,13 +109,19 @@ describe('VerdictClient commit', () => {
   });
 
   it('throws OutcomeUnknownError when the cluster answers Commit with IN_PROGRESS', async () => {
-    const a = await cluster.node({ Begin: begin, Commit: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_IN_PROGRESS', reason: '', decisionIndex: 0 }) });
+    const a = await cluster.node({
+      Begin: begin,
+      Commit: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_IN_PROGRESS', reason: '', decisionIndex: 0 }),
+    });
     const tx = await client([a.address]).begin();
     await expect(tx.enlist('p').commit()).rejects.toBeInstanceOf(OutcomeUnknownError);
   });
 
   it('surfaces INVALID_ARGUMENT from Commit as a VerdictError with the reason, at once and without retries', async () => {
-    const a = await cluster.node({ Begin: begin, Commit: () => fail(grpc.status.INVALID_ARGUMENT, 'participant "ghost" is not registered') });
+    const a = await cluster.node({
+      Begin: begin,
+      Commit: () => fail(grpc.status.INVALID_ARGUMENT, 'participant "ghost" is not registered'),
+    });
     const b = await cluster.node({ Commit: decided('OUTCOME_COMMITTED') });
     const tx = await client([a.address, b.address]).begin();
     const err = await tx
@@ -137,7 +146,11 @@ describe('VerdictClient commit', () => {
 
 describe('VerdictClient input validation', () => {
   it('refuses empty and duplicate participant ids, commit without enlistments (before any RPC), and enlist after commit or abort', async () => {
-    const a = await cluster.node({ Begin: begin, Commit: decided('OUTCOME_COMMITTED'), Abort: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_ABORTED', reason: req.reason, decisionIndex: 3 }) });
+    const a = await cluster.node({
+      Begin: begin,
+      Commit: decided('OUTCOME_COMMITTED'),
+      Abort: (req) => ({ txnId: req.txnId, outcome: 'OUTCOME_ABORTED', reason: req.reason, decisionIndex: 3 }),
+    });
     const c = client([a.address]);
     const tx = await c.begin();
     // A UUIDv7: its creation time lets the cluster prove it new (docs/protocol-outcomes.md).
@@ -152,7 +165,11 @@ describe('VerdictClient input validation', () => {
     expect(() => tx.enlist('late')).toThrow(/enlist before commit/);
 
     const tx2 = await c.begin();
-    expect(await tx2.abort('changed my mind')).toMatchObject({ outcome: 'ABORTED', reason: 'changed my mind', decisionIndex: 3 });
+    expect(await tx2.abort('changed my mind')).toMatchObject({
+      outcome: 'ABORTED',
+      reason: 'changed my mind',
+      decisionIndex: 3,
+    });
     expect(() => tx2.enlist('shop')).toThrow(/aborted/);
     await expect(tx2.commit()).rejects.toMatchObject({ code: 'FAILED_PRECONDITION' });
   });
@@ -186,8 +203,16 @@ describe('VerdictClient payloads and queries', () => {
   });
 
   it('maps outcome enum names to short forms and refuses OUTCOME_UNSPECIFIED rather than guess', async () => {
-    const answers: Record<string, ResponseOf<'GetOutcome'>['outcome']> = { c: 'OUTCOME_COMMITTED', a: 'OUTCOME_ABORTED', p: 'OUTCOME_IN_PROGRESS', u: 'OUTCOME_UNKNOWN', x: 'OUTCOME_UNSPECIFIED' };
-    const a = await cluster.node({ GetOutcome: (req) => ({ txnId: req.txnId, outcome: answers[req.txnId], reason: '', decisionIndex: 0 }) });
+    const answers: Record<string, ResponseOf<'GetOutcome'>['outcome']> = {
+      c: 'OUTCOME_COMMITTED',
+      a: 'OUTCOME_ABORTED',
+      p: 'OUTCOME_IN_PROGRESS',
+      u: 'OUTCOME_UNKNOWN',
+      x: 'OUTCOME_UNSPECIFIED',
+    };
+    const a = await cluster.node({
+      GetOutcome: (req) => ({ txnId: req.txnId, outcome: answers[req.txnId], reason: '', decisionIndex: 0 }),
+    });
     const c = client([a.address]);
     expect((await c.outcome('c')).outcome).toBe('COMMITTED');
     expect((await c.outcome('a')).outcome).toBe('ABORTED');
@@ -215,11 +240,29 @@ describe('VerdictClient payloads and queries', () => {
         groups: [],
       }),
       RegisterParticipant: (req) => ({
-        participant: { participantId: req.participantId, endpoint: req.endpoint, registeredAtMs: 1_000, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '', serves: [] },
+        participant: {
+          participantId: req.participantId,
+          endpoint: req.endpoint,
+          registeredAtMs: 1_000,
+          lastSeenAtMs: 0,
+          inDoubt: 0,
+          connection: '',
+          resourceKind: '',
+          serves: [],
+        },
       }),
     });
     const p = await client([a.address]).registerParticipant('shop', '127.0.0.1:9001');
-    expect(p).toEqual({ participantId: 'shop', endpoint: '127.0.0.1:9001', registeredAtMs: 1_000, lastSeenAtMs: 0, inDoubt: 0, connection: '', resourceKind: '', serves: [] });
+    expect(p).toEqual({
+      participantId: 'shop',
+      endpoint: '127.0.0.1:9001',
+      registeredAtMs: 1_000,
+      lastSeenAtMs: 0,
+      inDoubt: 0,
+      connection: '',
+      resourceKind: '',
+      serves: [],
+    });
     expect(a.requests('RegisterParticipant')[0].clusterId).toBe('prod-eu');
   });
 });

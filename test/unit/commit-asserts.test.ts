@@ -30,7 +30,14 @@ class BrokenEngine extends CoordinatorEngine {
 function brokenWorld(): { engine: BrokenEngine; table: DecisionTable } {
   const table = new DecisionTable();
   table.apply({ t: 'register', id: 'a', endpoint: '127.0.0.1:1', atMs: 0, kind: 'memory' }, 1);
-  const io: EngineIO = { nowMs: () => 1_000, random: () => 0.5, propose: () => {}, sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} };
+  const io: EngineIO = {
+    nowMs: () => 1_000,
+    random: () => 0.5,
+    propose: () => {},
+    sendPrepare: () => {},
+    sendDecision: () => {},
+    sendStatus: () => {},
+  };
   const engine = new BrokenEngine(table, io, {});
   engine.setLeadership(1);
   return { engine, table };
@@ -111,7 +118,12 @@ describe('hostile input is refused, never asserted', () => {
     const w = world();
     expect(() => w.engine.outcome('t9', 'nobody', () => {})).not.toThrow();
     w.applyAll();
-    const err = refusal((cb) => w.engine.reportHeuristic({ txnId: 't9', participantId: 'nobody', outcome: 'commit', gid: 'g', operator: 'o', reason: 'r', atMs: 1 }, (e) => cb(e)));
+    const err = refusal((cb) =>
+      w.engine.reportHeuristic(
+        { txnId: 't9', participantId: 'nobody', outcome: 'commit', gid: 'g', operator: 'o', reason: 'r', atMs: 1 },
+        (e) => cb(e),
+      ),
+    );
     expect(err?.code).toBe('precondition');
     w.engine.begin('t2', 0);
     w.engine.commit('t2', [{ participantId: 'a', payload }], () => {});

@@ -49,7 +49,10 @@ describe('commit engine', () => {
     const r = w.commit('t1', ['a']);
     w.vote('a', 'yes');
     // An ABORT for t1 reached the log first (say, proposed by an earlier leader's R3 query).
-    const first = w.table.apply({ t: 'decide', txnId: 't1', outcome: 'abort', reason: 'earlier', participants: [], atMs: 0 }, ++w.index);
+    const first = w.table.apply(
+      { t: 'decide', txnId: 't1', outcome: 'abort', reason: 'earlier', participants: [], atMs: 0 },
+      ++w.index,
+    );
     w.engine.onApplied(first);
     expect(r.answer).toMatchObject({ outcome: 'ABORTED', reason: 'earlier' });
     const second = w.applyNext();
@@ -66,7 +69,9 @@ describe('commit engine', () => {
     // Nobody hears ABORTED from memory: the decision is proposed first.
     expect(r.answer).toBeNull();
     expect(w.decisions).toHaveLength(0);
-    expect(w.proposals.map((p) => p.cmd)).toEqual([expect.objectContaining({ t: 'decide', txnId: 't1', outcome: 'abort', participants: ['a', 'c'] })]);
+    expect(w.proposals.map((p) => p.cmd)).toEqual([
+      expect.objectContaining({ t: 'decide', txnId: 't1', outcome: 'abort', participants: ['a', 'c'] }),
+    ]);
     w.applyNext();
     expect(r.answer).toMatchObject({ outcome: 'ABORTED', decisionIndex: w.index });
     expect(r.answer?.reason).toContain('constraint violated');
@@ -126,7 +131,8 @@ describe('commit engine', () => {
     w.engine.begin('t1', 0);
     w.commit('t1', ['a', 'b', 'c']);
     w.vote('a', 'yes');
-    // b's PREPARE never left (connection refused): b holds nothing, and T aborts. c's vote is still on its way: c may be prepared.
+    // b's PREPARE never left (connection refused): b holds nothing, and T aborts. c's vote is still on its way: c may
+    // be prepared.
     w.vote('b', new NotDeliveredError('b', 'PREPARE never reached participant b'));
     w.applyAll();
     w.vote('c', new Error('deadline exceeded'));
@@ -166,7 +172,9 @@ describe('commit engine', () => {
     // The client's retried Commit names a and b: b may be prepared too.
     const retry = w.commit('t5', ['a', 'b']);
     expect(retry.answer?.outcome).toBe('ABORTED');
-    expect(w.proposals.map((p) => p.cmd)).toEqual([expect.objectContaining({ t: 'decide', txnId: 't5', outcome: 'abort', participants: ['b'] })]);
+    expect(w.proposals.map((p) => p.cmd)).toEqual([
+      expect.objectContaining({ t: 'decide', txnId: 't5', outcome: 'abort', participants: ['b'] }),
+    ]);
     expect(w.applyNext()).toMatchObject({ t: 'decide', first: false, decision: { outcome: 'abort' } });
     expect(w.table.decisions.get('t5')?.participants).toEqual(['a', 'b']);
     expect(w.decisions.map((d) => `${d.to}:${d.req.outcome}`).sort()).toEqual(['a:abort', 'b:abort']);
@@ -205,7 +213,9 @@ describe('commit engine', () => {
     }
     expect(refused).toMatchObject({ code: 'exists', recorded: 'ABORTED' });
     let viaCommit: EngineError | null = null;
-    w.engine.commit('t1', [{ participantId: 'a', payload: new Uint8Array([1]) }], (e) => (viaCommit = e), { timeoutMs: 1_000 });
+    w.engine.commit('t1', [{ participantId: 'a', payload: new Uint8Array([1]) }], (e) => (viaCommit = e), {
+      timeoutMs: 1_000,
+    });
     expect(viaCommit).toMatchObject({ code: 'exists', recorded: 'ABORTED' });
     expect(w.prepares).toHaveLength(0);
     // A plain retry of the Commit (no begin) is answered the recorded outcome (R7).
@@ -222,7 +232,9 @@ describe('commit engine', () => {
     expect(r.err?.code).toBe('outcome-unknown');
     w.now += 100;
     w.engine.tick();
-    expect(w.proposals.map((x) => x.cmd)).toEqual([expect.objectContaining({ t: 'decide', txnId: 't1', outcome: 'abort' })]);
+    expect(w.proposals.map((x) => x.cmd)).toEqual([
+      expect.objectContaining({ t: 'decide', txnId: 't1', outcome: 'abort' }),
+    ]);
     const again = w.commit('t1', ['a']);
     w.applyNext();
     expect(again.answer?.outcome).toBe('ABORTED');
@@ -266,7 +278,8 @@ describe('commit engine', () => {
     w.vote('a', 'yes');
     w.applyNext();
     expect(answer).toMatchObject({ outcome: 'COMMITTED' });
-    // Another leader (a fresh engine on the same table) gets the client's retry, which carries no begin: ABORT through the log.
+    // Another leader (a fresh engine on the same table) gets the client's retry, which carries no begin: ABORT through
+    // the log.
     const other = new World();
     const retry = other.commit('t8', ['a']);
     expect(other.prepares).toHaveLength(0);
@@ -300,7 +313,11 @@ describe('commit engine', () => {
     w.vote('a', 'yes');
     w.applyNext();
     const r3 = w.commit('t1', ['a']);
-    expect([r1.answer?.outcome, r2.answer?.outcome, r3.answer?.outcome]).toEqual(['COMMITTED', 'COMMITTED', 'COMMITTED']);
+    expect([r1.answer?.outcome, r2.answer?.outcome, r3.answer?.outcome]).toEqual([
+      'COMMITTED',
+      'COMMITTED',
+      'COMMITTED',
+    ]);
     expect(w.prepares).toHaveLength(0);
     expect(w.proposals).toHaveLength(0);
   });
@@ -356,11 +373,17 @@ describe('commit engine', () => {
 
   test('a new leader re-drives every decided but unacknowledged transaction', () => {
     const w = new World();
-    w.table.apply({ t: 'decide', txnId: 'old', outcome: 'commit', reason: '', participants: ['a', 'c'], atMs: 0 }, ++w.index);
+    w.table.apply(
+      { t: 'decide', txnId: 'old', outcome: 'commit', reason: '', participants: ['a', 'c'], atMs: 0 },
+      ++w.index,
+    );
     w.engine.setLeadership(0);
     w.decisions.length = 0;
     w.engine.setLeadership(3);
-    expect(w.decisions.map((d) => `${d.to}:${d.req.txnId}:${d.req.outcome}`).sort()).toEqual(['a:old:commit', 'c:old:commit']);
+    expect(w.decisions.map((d) => `${d.to}:${d.req.txnId}:${d.req.outcome}`).sort()).toEqual([
+      'a:old:commit',
+      'c:old:commit',
+    ]);
   });
 
   test('timeouts: a prepare past its deadline aborts; the in-flight bound counts undecided transactions only, releases an abort at once and names what holds it', () => {
@@ -381,7 +404,9 @@ describe('commit engine', () => {
     w.engine.begin('x2', 0);
     w.engine.begin('x3', 0);
     // At the bound the refusal names the limit and what holds it: counts by phase and the oldest ids.
-    expect(() => w.engine.begin('x4', 0)).toThrow(/3 undecided \(begun 3, preparing 0, deciding 0\), 1 delivering: limit inFlightMax=3 .*oldest undecided: x1, x2, x3/);
+    expect(() => w.engine.begin('x4', 0)).toThrow(
+      /3 undecided \(begun 3, preparing 0, deciding 0\), 1 delivering: limit inFlightMax=3 .*oldest undecided: x1, x2, x3/,
+    );
     // Aborting one releases its place as soon as the ABORT is logged, not after a memory of it expires.
     let aborted = '';
     w.engine.abort('x2', 'done with it', (_err, a) => (aborted = a?.outcome ?? ''));

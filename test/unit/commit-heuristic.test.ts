@@ -6,10 +6,20 @@
 
 import { describe, expect, test } from 'vitest';
 import { EngineError, type ResolveAnswer } from '../../src/commit/engine.ts';
-import { DecisionTable, heuristicKind, type ApplyResult, type Command, type HeuristicRecord } from '../../src/commit/state.ts';
+import {
+  DecisionTable,
+  heuristicKind,
+  type ApplyResult,
+  type Command,
+  type HeuristicRecord,
+} from '../../src/commit/state.ts';
 import { EngineWorld } from './engine-fixture.ts';
 
-const report = (txnId: string, participantId: string, outcome: 'commit' | 'abort'): Extract<Command, { t: 'heuristic' }> => ({
+const report = (
+  txnId: string,
+  participantId: string,
+  outcome: 'commit' | 'abort',
+): Extract<Command, { t: 'heuristic' }> => ({
   t: 'heuristic',
   txnId,
   participantId,
@@ -38,7 +48,12 @@ describe('decision table: heuristic records (R4)', () => {
     const t = new DecisionTable();
     t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['a', 'b'], atMs: 1 }, 1);
     t.apply({ t: 'decide', txnId: 'x', outcome: 'abort', reason: 'vote no', participants: ['a'], atMs: 1 }, 2);
-    expect(recordOf(t.apply(report('c', 'a', 'commit'), 3))).toMatchObject({ kind: 'HEURCOM', decision: 'commit', operator: 'alice@db1', index: 3 });
+    expect(recordOf(t.apply(report('c', 'a', 'commit'), 3))).toMatchObject({
+      kind: 'HEURCOM',
+      decision: 'commit',
+      operator: 'alice@db1',
+      index: 3,
+    });
     expect(recordOf(t.apply(report('c', 'b', 'abort'), 4))).toMatchObject({ kind: 'HEURMIX', decision: 'commit' });
     expect(recordOf(t.apply(report('x', 'a', 'abort'), 5))).toMatchObject({ kind: 'HEURRB', decision: 'abort' });
     expect(recordOf(t.apply(report('gone', 'a', 'commit'), 6))).toMatchObject({ kind: 'HEURHAZ', decision: null });
@@ -59,7 +74,18 @@ describe('decision table: heuristic records (R4)', () => {
     const t = new DecisionTable();
     t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, 1);
     t.apply(report('c', 'a', 'abort'), 2);
-    t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: [], atMs: 3, operator: { operator: 'bob', reason: 'confirm', atMs: 3 } }, 3);
+    t.apply(
+      {
+        t: 'decide',
+        txnId: 'c',
+        outcome: 'commit',
+        reason: '',
+        participants: [],
+        atMs: 3,
+        operator: { operator: 'bob', reason: 'confirm', atMs: 3 },
+      },
+      3,
+    );
     t.apply({ t: 'forget', txnIds: ['c'] }, 4);
     expect(t.decisions.has('c')).toBe(false);
     expect(t.heuristics.get('c')?.[0].kind).toBe('HEURMIX');
@@ -70,17 +96,36 @@ describe('decision table: heuristic records (R4)', () => {
     expect(copy.lookup('c')?.outcome).toBe('commit');
     // A snapshot without the heuristic records (an earlier development build's) is malformed.
     const old = new DecisionTable();
-    expect(() => old.restoreFrom({ p: [], d: [], t: [] })).toThrow(/^decision table in the snapshot is malformed: h is not a list$/);
+    expect(() => old.restoreFrom({ p: [], d: [], t: [] })).toThrow(
+      /^decision table in the snapshot is malformed: h is not a list$/,
+    );
   });
 
   test('an operator annotation is recorded when it decides, and when it confirms the same decision; never against a contrary one (R1)', () => {
     const t = new DecisionTable();
     const op = { operator: 'carol', reason: 'stuck', atMs: 9 };
-    const r1 = t.apply({ t: 'decide', txnId: 'u', outcome: 'abort', reason: 'resolved', participants: [], atMs: 9, operator: op }, 1);
+    const r1 = t.apply(
+      { t: 'decide', txnId: 'u', outcome: 'abort', reason: 'resolved', participants: [], atMs: 9, operator: op },
+      1,
+    );
     expect(r1).toMatchObject({ first: true, resolution: { decided: true, outcome: 'abort', operator: 'carol' } });
-    const r2 = t.apply({ t: 'decide', txnId: 'u', outcome: 'commit', reason: '', participants: [], atMs: 10, operator: op }, 2);
+    const r2 = t.apply(
+      { t: 'decide', txnId: 'u', outcome: 'commit', reason: '', participants: [], atMs: 10, operator: op },
+      2,
+    );
     expect(r2).toMatchObject({ first: false, resolution: null, decision: { outcome: 'abort' } });
-    const r3 = t.apply({ t: 'decide', txnId: 'u', outcome: 'abort', reason: '', participants: [], atMs: 11, operator: { ...op, operator: 'dave' } }, 3);
+    const r3 = t.apply(
+      {
+        t: 'decide',
+        txnId: 'u',
+        outcome: 'abort',
+        reason: '',
+        participants: [],
+        atMs: 11,
+        operator: { ...op, operator: 'dave' },
+      },
+      3,
+    );
     expect(r3).toMatchObject({ first: false, resolution: { decided: false, operator: 'dave' } });
     expect(t.resolutions.get('u')?.map((r) => r.operator)).toEqual(['carol', 'dave']);
   });
@@ -106,21 +151,37 @@ class World extends EngineWorld {
     );
   }
 
-  report(txnId: string, participantId: string, outcome: 'commit' | 'abort'): { rec: HeuristicRecord | null; err: EngineError | null } {
+  report(
+    txnId: string,
+    participantId: string,
+    outcome: 'commit' | 'abort',
+  ): { rec: HeuristicRecord | null; err: EngineError | null } {
     const out: { rec: HeuristicRecord | null; err: EngineError | null } = { rec: null, err: null };
-    this.engine.reportHeuristic({ txnId, participantId, outcome, gid: 'g', operator: 'alice', reason: 'r', atMs: 1 }, (err, rec) => {
-      out.err = err;
-      out.rec = rec ?? null;
-    });
+    this.engine.reportHeuristic(
+      { txnId, participantId, outcome, gid: 'g', operator: 'alice', reason: 'r', atMs: 1 },
+      (err, rec) => {
+        out.err = err;
+        out.rec = rec ?? null;
+      },
+    );
     return out;
   }
 
-  resolve(txnId: string, outcome: 'commit' | 'abort', forceUnknown = false): { res: ResolveAnswer | null; err: EngineError | null } {
+  resolve(
+    txnId: string,
+    outcome: 'commit' | 'abort',
+    forceUnknown = false,
+  ): { res: ResolveAnswer | null; err: EngineError | null } {
     const out: { res: ResolveAnswer | null; err: EngineError | null } = { res: null, err: null };
-    this.engine.resolve(txnId, outcome, { operator: 'bob@ops', reason: 'stuck for an hour', forceUnknown }, (err, res) => {
-      out.err = err;
-      out.res = res ?? null;
-    });
+    this.engine.resolve(
+      txnId,
+      outcome,
+      { operator: 'bob@ops', reason: 'stuck for an hour', forceUnknown },
+      (err, res) => {
+        out.err = err;
+        out.res = res ?? null;
+      },
+    );
     return out;
   }
 }
@@ -208,7 +269,16 @@ describe("commit engine: what participants hold prepared (the console's TCC rese
     w.vote('a', 'yes');
     w.now += 250;
     const held = w.engine.heldBy(both, 10);
-    expect(held).toEqual([expect.objectContaining({ participantId: 'a', txnId: 't1', outcome: 'IN_PROGRESS', ageMs: 250, deadlineAtMs: 31_000, retries: 0 })]);
+    expect(held).toEqual([
+      expect.objectContaining({
+        participantId: 'a',
+        txnId: 't1',
+        outcome: 'IN_PROGRESS',
+        ageMs: 250,
+        deadlineAtMs: 31_000,
+        retries: 0,
+      }),
+    ]);
     expect(new TextDecoder().decode(held[0]?.payload)).toBe('2 seats, show 7');
     expect(w.engine.heldBy(new Set(['b']), 10)).toEqual([]);
     w.vote('b', 'yes');
@@ -242,7 +312,11 @@ describe('commit engine: txn resolve (operator, AC2, R1)', () => {
     w.prepared('t1', ['a', 'b']);
     w.vote('a', 'yes');
     const r = w.resolve('t1', 'abort');
-    expect(w.proposals[0].cmd).toMatchObject({ t: 'decide', outcome: 'abort', operator: { operator: 'bob@ops', reason: 'stuck for an hour' } });
+    expect(w.proposals[0].cmd).toMatchObject({
+      t: 'decide',
+      outcome: 'abort',
+      operator: { operator: 'bob@ops', reason: 'stuck for an hour' },
+    });
     w.applyNext();
     expect(r.res).toMatchObject({ decided: true, answer: { outcome: 'ABORTED' } });
     expect(w.table.resolutions.get('t1')?.[0]).toMatchObject({ operator: 'bob@ops', decided: true, outcome: 'abort' });
@@ -323,7 +397,10 @@ describe('listings an operator reads', () => {
   test('a heuristic record of a forgotten decision has an age counted from its report, not 0', () => {
     const w = new World();
     w.now = 500_000;
-    w.table.apply({ t: 'decide', txnId: 'old', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, ++w.index);
+    w.table.apply(
+      { t: 'decide', txnId: 'old', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 },
+      ++w.index,
+    );
     w.table.apply({ t: 'forget', txnIds: ['old'] }, ++w.index);
     w.table.apply({ ...report('old', 'a', 'commit'), atMs: w.now - 90_000 }, ++w.index);
     expect(w.engine.list('heuristic', 10)[0]).toMatchObject({ txnId: 'old', ageMs: 90_000 });
@@ -379,10 +456,18 @@ describe('participant remove (replicated, refused while in doubt)', () => {
     const t = new DecisionTable();
     t.apply({ t: 'register', id: 'a', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' }, 1);
     t.apply({ t: 'decide', txnId: 'c', outcome: 'commit', reason: '', participants: ['a'], atMs: 1 }, 2);
-    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 2, acked: [] }, 3)).toEqual({ t: 'unregister', id: 'a', removed: false, refusedBy: ['c'], forced: null });
+    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 2, acked: [] }, 3)).toEqual({
+      t: 'unregister',
+      id: 'a',
+      removed: false,
+      refusedBy: ['c'],
+      forced: null,
+    });
     expect(t.participants.has('a')).toBe(true);
     // The leader saw it acknowledge c: the decision no longer needs it.
-    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 3, acked: ['c'] }, 5)).toMatchObject({ removed: true });
+    expect(t.apply({ t: 'unregister', id: 'a', operator: 'x', atMs: 3, acked: ['c'] }, 5)).toMatchObject({
+      removed: true,
+    });
     expect(t.participants.has('a')).toBe(false);
   });
 
@@ -394,8 +479,16 @@ describe('participant remove (replicated, refused while in doubt)', () => {
     w.applyNext(); // the COMMIT
     for (const d of w.decisions.splice(0)) d.cb(d.to === 'a' ? null : new Error('b is gone'));
     let out: { removed?: boolean; owed?: string[]; err: EngineError | null } = { err: null };
-    w.engine.unregisterParticipant('b', 'bob@ops', (err, removed, owed) => (out = { err, removed, owed }), { reason: 'disk lost' });
-    expect(w.proposals[0].cmd).toMatchObject({ t: 'unregister', id: 'b', operator: 'bob@ops', force: true, reason: 'disk lost' });
+    w.engine.unregisterParticipant('b', 'bob@ops', (err, removed, owed) => (out = { err, removed, owed }), {
+      reason: 'disk lost',
+    });
+    expect(w.proposals[0].cmd).toMatchObject({
+      t: 'unregister',
+      id: 'b',
+      operator: 'bob@ops',
+      force: true,
+      reason: 'disk lost',
+    });
     w.applyNext();
     expect(out).toEqual({ err: null, removed: true, owed: ['t-c'] });
     expect(w.table.participants.has('b')).toBe(false);

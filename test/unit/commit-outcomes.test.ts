@@ -30,7 +30,9 @@ describe('the transaction id rule', () => {
     const errs: (EngineError | null)[] = [];
     w.engine.outcome(bad, 'a', (e) => errs.push(e));
     w.engine.abort(bad, '', (e) => errs.push(e));
-    w.engine.commit(bad, [{ participantId: 'a', payload: new Uint8Array() }], (e) => errs.push(e), { timeoutMs: 1_000 });
+    w.engine.commit(bad, [{ participantId: 'a', payload: new Uint8Array() }], (e) => errs.push(e), {
+      timeoutMs: 1_000,
+    });
     expect(errs.map((e) => e?.code)).toEqual(['invalid', 'invalid', 'invalid']);
     expect(() => w.engine.begin(bad, 0)).toThrow(/201 characters/);
     expect(w.proposals).toHaveLength(0);
@@ -88,12 +90,20 @@ describe('the retention horizon', () => {
         return err as EngineError;
       }
     };
-    expect(refusal(newTxnId(T0, bytes(1)))).toMatchObject({ code: 'precondition', message: expect.stringMatching(/retention horizon/) });
+    expect(refusal(newTxnId(T0, bytes(1)))).toMatchObject({
+      code: 'precondition',
+      message: expect.stringMatching(/retention horizon/),
+    });
     expect(refusal(newTxnId(T0 + 1, bytes(2)))).toBeNull();
-    expect(refusal(newTxnId(w.now + 10 * 60_000, bytes(3)))).toMatchObject({ code: 'invalid', message: expect.stringMatching(/client's clock/) });
+    expect(refusal(newTxnId(w.now + 10 * 60_000, bytes(3)))).toMatchObject({
+      code: 'invalid',
+      message: expect.stringMatching(/client's clock/),
+    });
     // The same through a Commit that begins.
     let err: EngineError | null = null;
-    w.engine.commit(newTxnId(T0 - 1, bytes(4)), [{ participantId: 'a', payload: new Uint8Array() }], (e) => (err = e), { timeoutMs: 1_000 });
+    w.engine.commit(newTxnId(T0 - 1, bytes(4)), [{ participantId: 'a', payload: new Uint8Array() }], (e) => (err = e), {
+      timeoutMs: 1_000,
+    });
     expect(err).toMatchObject({ code: 'precondition' });
     expect(w.prepares.map((p) => p.req.txnId)).toEqual([]);
   });

@@ -23,6 +23,9 @@ describe('the groups key', () => {
   });
 
   it('refuses 0, 65 and a fraction, naming the key', () => {
-    for (const groups of [0, 65, 1.5, '4']) expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, groups }, FILE))).toMatch(/"groups".*expected an integer from 1 to 64/);
+    for (const groups of [0, 65, 1.5, '4'])
+      expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, groups }, FILE))).toMatch(
+        /"groups".*expected an integer from 1 to 64/,
+      );
   });
 });

@@ -16,9 +16,15 @@ describe('config peerDial', () => {
   });
 
   it('refuses an entry for this node, for a non-member, or without host:port, naming the key', () => {
-    expect(() => parseConfig({ ...base, peerDial: { n1: '127.0.0.1:17001' } }, 'n1.json')).toThrow(/peerDial\.n1.*not another voter/);
-    expect(() => parseConfig({ ...base, peerDial: { n9: '127.0.0.1:17009' } }, 'n1.json')).toThrow(/peerDial\.n9.*not another voter.*n2, n3/);
-    expect(() => parseConfig({ ...base, peerDial: { n2: 'nowhere' } }, 'n1.json')).toThrow(/peerDial\.n2.*expected host:port/);
+    expect(() => parseConfig({ ...base, peerDial: { n1: '127.0.0.1:17001' } }, 'n1.json')).toThrow(
+      /peerDial\.n1.*not another voter/,
+    );
+    expect(() => parseConfig({ ...base, peerDial: { n9: '127.0.0.1:17009' } }, 'n1.json')).toThrow(
+      /peerDial\.n9.*not another voter.*n2, n3/,
+    );
+    expect(() => parseConfig({ ...base, peerDial: { n2: 'nowhere' } }, 'n1.json')).toThrow(
+      /peerDial\.n2.*expected host:port/,
+    );
     expect(() => parseConfig({ ...base, peerDial: ['127.0.0.1:1'] }, 'n1.json')).toThrow(/peerDial.*must be an object/);
   });
 });

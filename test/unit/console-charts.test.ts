@@ -3,7 +3,13 @@
 import { describe, expect, it } from 'vitest';
 import { CHART_EVERY_MS, CHART_WINDOW_MS, CommitCharts } from '../../src/console/charts.ts';
 
-const counters = (committed: number, aborted: Record<string, number> = {}) => ({ committed, aborted, inDoubt: 1, unacked: 2, leader: true });
+const counters = (committed: number, aborted: Record<string, number> = {}) => ({
+  committed,
+  aborted,
+  inDoubt: 1,
+  unacked: 2,
+  leader: true,
+});
 
 describe('console charts', () => {
   it('turns counter deltas into rates per second, and aborts by reason per interval', () => {
@@ -12,7 +18,16 @@ describe('console charts', () => {
     expect(c.list()).toEqual([]);
     c.sample(5_000, counters(150, { timeout: 5, participant_no: 1 }));
     const [s] = c.list();
-    expect(s).toMatchObject({ atMs: 5_000, commitsPerS: 10, aborts: { timeout: 2, participant_no: 1 }, inDoubt: 1, unacked: 2, leader: true, p50Ms: null, p99Ms: null });
+    expect(s).toMatchObject({
+      atMs: 5_000,
+      commitsPerS: 10,
+      aborts: { timeout: 2, participant_no: 1 },
+      inDoubt: 1,
+      unacked: 2,
+      leader: true,
+      p50Ms: null,
+      p99Ms: null,
+    });
   });
 
   it('begun at zero, counts in the first sample what happened before it', () => {

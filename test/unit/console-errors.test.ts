@@ -6,12 +6,16 @@ import { errorSentence, grpcErrorSentence } from '../../src/console/errors.ts';
 
 describe('console error sentences', () => {
   it('turns grpc-js text into the code name and what it means for the callee', () => {
-    const raw = '14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7001 (2026-12-05T19:00:00.000Z)';
+    const raw =
+      '14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7001 (2026-12-05T19:00:00.000Z)';
     expect(errorSentence(raw, 'participant shop')).toEqual({
       code: 'UNAVAILABLE',
       sentence: 'UNAVAILABLE: participant shop did not answer (not running, unreachable, or refusing connections)',
     });
-    expect(errorSentence('4 DEADLINE_EXCEEDED: Deadline exceeded after 10.001s,LB pick: 0.001s', 'participant shop').sentence).toBe('DEADLINE_EXCEEDED: participant shop did not answer in time');
+    expect(
+      errorSentence('4 DEADLINE_EXCEEDED: Deadline exceeded after 10.001s,LB pick: 0.001s', 'participant shop')
+        .sentence,
+    ).toBe('DEADLINE_EXCEEDED: participant shop did not answer in time');
   });
 
   it("keeps a participant's own refusal in its words, after the code name", () => {
@@ -22,12 +26,14 @@ describe('console error sentences', () => {
   });
 
   it('keeps the words of a participant that answered UNAVAILABLE itself (its disk failed), unlike a call that got no answer', () => {
-    expect(errorSentence('14 UNAVAILABLE: resource failed to commit t-1: the ledger disk is full', 'participant ledger').sentence).toBe(
-      'UNAVAILABLE: resource failed to commit t-1: the ledger disk is full',
-    );
-    expect(errorSentence('14 UNAVAILABLE: the connection to participant 127.0.0.1:7001 is closed', 'participant ledger').sentence).toBe(
-      'UNAVAILABLE: participant ledger did not answer (not running, unreachable, or refusing connections)',
-    );
+    expect(
+      errorSentence('14 UNAVAILABLE: resource failed to commit t-1: the ledger disk is full', 'participant ledger')
+        .sentence,
+    ).toBe('UNAVAILABLE: resource failed to commit t-1: the ledger disk is full');
+    expect(
+      errorSentence('14 UNAVAILABLE: the connection to participant 127.0.0.1:7001 is closed', 'participant ledger')
+        .sentence,
+    ).toBe('UNAVAILABLE: participant ledger did not answer (not running, unreachable, or refusing connections)');
   });
 
   it('leaves text without a gRPC code as it is, on one line', () => {
@@ -41,6 +47,9 @@ describe('console error sentences', () => {
       details: 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7002',
       metadata: new grpc.Metadata(),
     });
-    expect(grpcErrorSentence(e, 'node n2')).toEqual({ code: 'UNAVAILABLE', sentence: 'UNAVAILABLE: node n2 did not answer (not running, unreachable, or refusing connections)' });
+    expect(grpcErrorSentence(e, 'node n2')).toEqual({
+      code: 'UNAVAILABLE',
+      sentence: 'UNAVAILABLE: node n2 did not answer (not running, unreachable, or refusing connections)',
+    });
   });
 });

@@ -17,7 +17,16 @@ describe('the console answers only to its own names', () => {
   });
 
   it('takes localhost, the names in its addresses (any case) and IP literals, with or without a port', () => {
-    for (const host of ['localhost:9101', 'verdict.example.com', 'node1.internal', 'NODE2.internal:9101', '127.0.0.1:9101', '10.1.2.3', '[::1]:9101', '[fe80::1]']) {
+    for (const host of [
+      'localhost:9101',
+      'verdict.example.com',
+      'node1.internal',
+      'NODE2.internal:9101',
+      '127.0.0.1:9101',
+      '10.1.2.3',
+      '[::1]:9101',
+      '[fe80::1]',
+    ]) {
       expect(hostRefusal(host, names), host).toBeNull();
     }
   });
@@ -32,11 +41,25 @@ describe('the console answers only to its own names', () => {
   });
 
   it('takes extra names from the config (consoleHosts; a list in the environment and --set), and refuses what is not a host name', () => {
-    const base = { clusterId: 'c', nodeId: 'n1', listen: '127.0.0.1:7001', dataDir: 'd', peers: { n1: '127.0.0.1:7001' } };
+    const base = {
+      clusterId: 'c',
+      nodeId: 'n1',
+      listen: '127.0.0.1:7001',
+      dataDir: 'd',
+      peers: { n1: '127.0.0.1:7001' },
+    };
     expect(parseConfig(base, 'x.json').consoleHosts).toEqual([]);
-    expect(parseConfig({ ...base, consoleHosts: ['Verdict.example.com', 'proxy'] }, 'x.json').consoleHosts).toEqual(['verdict.example.com', 'proxy']);
-    expect(parseConfig(base, 'x.json', { sets: ['consoleHosts=a.example,b.example'] }).consoleHosts).toEqual(['a.example', 'b.example']);
+    expect(parseConfig({ ...base, consoleHosts: ['Verdict.example.com', 'proxy'] }, 'x.json').consoleHosts).toEqual([
+      'verdict.example.com',
+      'proxy',
+    ]);
+    expect(parseConfig(base, 'x.json', { sets: ['consoleHosts=a.example,b.example'] }).consoleHosts).toEqual([
+      'a.example',
+      'b.example',
+    ]);
     for (const bad of ['x.example', ['a b'], ['evil.example:80'], [''], Array.from({ length: 33 }, (_, i) => `h${i}`)])
-      expect(() => parseConfig({ ...base, consoleHosts: bad }, 'x.json'), JSON.stringify(bad)).toThrow(/"consoleHosts" is .*expected a list of host names/);
+      expect(() => parseConfig({ ...base, consoleHosts: bad }, 'x.json'), JSON.stringify(bad)).toThrow(
+        /"consoleHosts" is .*expected a list of host names/,
+      );
   });
 });

@@ -36,7 +36,12 @@ describe('console timeline', () => {
     t.record('r', { atMs: 1, kind: 'decided', index: 5, detail: 'COMMIT' });
     for (let i = 0; i < 64; i++) {
       t.record('r', { atMs: 10 + 2 * i, kind: 'decision-sent', participantId: 'shop', detail: 'COMMIT' });
-      t.record('r', { atMs: 11 + 2 * i, kind: 'no-ack', participantId: 'shop', detail: `14 UNAVAILABLE: attempt ${i}` });
+      t.record('r', {
+        atMs: 11 + 2 * i,
+        kind: 'no-ack',
+        participantId: 'shop',
+        detail: `14 UNAVAILABLE: attempt ${i}`,
+      });
     }
     t.record('r', { atMs: 500, kind: 'decision-sent', participantId: 'ledger', detail: 'COMMIT' });
     t.record('r', { atMs: 501, kind: 'ack', participantId: 'ledger' });
@@ -77,7 +82,8 @@ describe('console leader history', () => {
       { atMs: 4, term: 2, leaderId: '' },
       { atMs: 5, term: 2, leaderId: 'n2' },
     ]);
-    // Leaders seen taking office (verdict_leader_changes_seen_total): n1 in term 1, n2 in term 2; not bounded by the list.
+    // Leaders seen taking office (verdict_leader_changes_seen_total): n1 in term 1, n2 in term 2; not bounded by the
+    // list.
     expect(h.leadersSeenTotal).toBe(2);
     for (let term = 3; term < 10; term++) h.note(term * 10, term, 'n3');
     expect(h.list()).toHaveLength(3);
@@ -90,12 +96,20 @@ describe('consoleListen', () => {
   it('is null unless set, and takes host:port', () => {
     expect(parseConfig(N1_CONFIG, file).consoleListen).toBeNull();
     expect(parseConfig({ ...N1_CONFIG, consoleListen: '127.0.0.1:9201' }, file).consoleListen).toBe('127.0.0.1:9201');
-    expect(parseConfig(N1_CONFIG, file, { sets: ['consoleListen=127.0.0.1:9202'] }).consoleListen).toBe('127.0.0.1:9202');
+    expect(parseConfig(N1_CONFIG, file, { sets: ['consoleListen=127.0.0.1:9202'] }).consoleListen).toBe(
+      '127.0.0.1:9202',
+    );
   });
 
   it('refuses a bad address, or one another listener has', () => {
-    expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, consoleListen: 'nowhere' }, file))).toMatch(/"consoleListen"/);
-    expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, consoleListen: '127.0.0.1:0' }, file))).toMatch(/the port must be 1–65535/);
-    expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, consoleListen: N1_CONFIG.listen }, file))).toMatch(/give the console a port of its own/);
+    expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, consoleListen: 'nowhere' }, file))).toMatch(
+      /"consoleListen"/,
+    );
+    expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, consoleListen: '127.0.0.1:0' }, file))).toMatch(
+      /the port must be 1–65535/,
+    );
+    expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, consoleListen: N1_CONFIG.listen }, file))).toMatch(
+      /give the console a port of its own/,
+    );
   });
 });

@@ -45,12 +45,48 @@ const SERIES: Record<string, string> = {
 
 /** Each alert: when it must be quiet, when it must fire, with which labels and summary. */
 const CASES: { alert: string; quietAt: string; firesAt: string; labels: Record<string, string>; summary: string }[] = [
-  { alert: 'VerdictNoLeader', quietAt: '1m', firesAt: '3m', labels: { severity: 'critical', node: 'n1' }, summary: 'Verdict node n1 has seen no leader for 1 minute' },
-  { alert: 'VerdictLeaderFlapping', quietAt: '1m', firesAt: '4m', labels: { severity: 'warning', node: 'n1' }, summary: 'Verdict node n1 saw 4 leaders take office in 15 minutes' },
-  { alert: 'VerdictDecisionsUnacked', quietAt: '9m', firesAt: '11m', labels: { severity: 'warning', node: 'n1' }, summary: "3 decisions on leader n1 wait for a participant's ACK for 10 minutes" },
-  { alert: 'VerdictDecisionRetries', quietAt: '10m', firesAt: '16m', labels: { severity: 'warning', node: 'n1' }, summary: 'Leader n1 retries DECISION deliveries at 2.0/s' },
-  { alert: 'VerdictHeuristicMixed', quietAt: '30s', firesAt: '2m', labels: { severity: 'critical', node: 'n1', kind: 'HEURMIX' }, summary: 'A heuristic outcome HEURMIX was recorded' },
-  { alert: 'VerdictInDoubtTooLong', quietAt: '1m', firesAt: '2m30s', labels: { severity: 'warning', participant: 'shop' }, summary: 'Participant shop holds a transaction in doubt for 220s' },
+  {
+    alert: 'VerdictNoLeader',
+    quietAt: '1m',
+    firesAt: '3m',
+    labels: { severity: 'critical', node: 'n1' },
+    summary: 'Verdict node n1 has seen no leader for 1 minute',
+  },
+  {
+    alert: 'VerdictLeaderFlapping',
+    quietAt: '1m',
+    firesAt: '4m',
+    labels: { severity: 'warning', node: 'n1' },
+    summary: 'Verdict node n1 saw 4 leaders take office in 15 minutes',
+  },
+  {
+    alert: 'VerdictDecisionsUnacked',
+    quietAt: '9m',
+    firesAt: '11m',
+    labels: { severity: 'warning', node: 'n1' },
+    summary: "3 decisions on leader n1 wait for a participant's ACK for 10 minutes",
+  },
+  {
+    alert: 'VerdictDecisionRetries',
+    quietAt: '10m',
+    firesAt: '16m',
+    labels: { severity: 'warning', node: 'n1' },
+    summary: 'Leader n1 retries DECISION deliveries at 2.0/s',
+  },
+  {
+    alert: 'VerdictHeuristicMixed',
+    quietAt: '30s',
+    firesAt: '2m',
+    labels: { severity: 'critical', node: 'n1', kind: 'HEURMIX' },
+    summary: 'A heuristic outcome HEURMIX was recorded',
+  },
+  {
+    alert: 'VerdictInDoubtTooLong',
+    quietAt: '1m',
+    firesAt: '2m30s',
+    labels: { severity: 'warning', participant: 'shop' },
+    summary: 'Participant shop holds a transaction in doubt for 220s',
+  },
   {
     alert: 'VerdictStuckPreparedTransactions',
     quietAt: '4m',
@@ -58,7 +94,13 @@ const CASES: { alert: string; quietAt: string; firesAt: string; labels: Record<s
     labels: { severity: 'critical', participant: 'shop' },
     summary: 'Participant shop has 1 prepared database transactions past the threshold',
   },
-  { alert: 'VerdictDiskFilling', quietAt: '12m', firesAt: '13m', labels: { severity: 'warning', node: 'n1' }, summary: 'Node n1 has 9% of its data volume free' },
+  {
+    alert: 'VerdictDiskFilling',
+    quietAt: '12m',
+    firesAt: '13m',
+    labels: { severity: 'warning', node: 'n1' },
+    summary: 'Node n1 has 9% of its data volume free',
+  },
   {
     alert: 'VerdictCertificateExpiresSoon',
     quietAt: '5m',
@@ -66,14 +108,33 @@ const CASES: { alert: string; quietAt: string; firesAt: string; labels: Record<s
     labels: { severity: 'warning', node: 'n1' },
     summary: 'The TLS certificate of node n1 expires in 6d 23h 49m 0s',
   },
-  { alert: 'VerdictSagasStuck', quietAt: '4m', firesAt: '6m', labels: { severity: 'warning', type: 'order-refund' }, summary: '2 sagas of type order-refund are stuck' },
-  { alert: 'VerdictOutboxLagging', quietAt: '4m', firesAt: '6m', labels: { severity: 'warning', instance: 'relay-1' }, summary: "The outbox relay's lag is above its warning threshold" },
-  { alert: 'VerdictOutboxSlotRetention', quietAt: '9m', firesAt: '11m', labels: { severity: 'critical', instance: 'relay-1' }, summary: 'The outbox replication slot retains 2GiB of WAL' },
+  {
+    alert: 'VerdictSagasStuck',
+    quietAt: '4m',
+    firesAt: '6m',
+    labels: { severity: 'warning', type: 'order-refund' },
+    summary: '2 sagas of type order-refund are stuck',
+  },
+  {
+    alert: 'VerdictOutboxLagging',
+    quietAt: '4m',
+    firesAt: '6m',
+    labels: { severity: 'warning', instance: 'relay-1' },
+    summary: "The outbox relay's lag is above its warning threshold",
+  },
+  {
+    alert: 'VerdictOutboxSlotRetention',
+    quietAt: '9m',
+    firesAt: '11m',
+    labels: { severity: 'critical', instance: 'relay-1' },
+    summary: 'The outbox replication slot retains 2GiB of WAL',
+  },
 ];
 
 function promtool(args: string[]): { code: number | null; out: string } {
   const r = spawnSync('promtool', args, { cwd: dir, encoding: 'utf8', timeout: 60_000 });
-  if (r.error) throw new Error(`promtool: ${r.error.message} (Debian's prometheus package; scripts/test-deps.mjs installs it)`);
+  if (r.error)
+    throw new Error(`promtool: ${r.error.message} (Debian's prometheus package; scripts/test-deps.mjs installs it)`);
   return { code: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
@@ -93,13 +154,23 @@ describe('deploy/prometheus/verdict-rules.yaml', () => {
     const runbook = (alert: string): string => rules.find((r) => r.alert === alert)?.annotations.runbook;
     const alertTests = CASES.flatMap((c) => [
       { eval_time: c.quietAt, alertname: c.alert, exp_alerts: [] },
-      { eval_time: c.firesAt, alertname: c.alert, exp_alerts: [{ exp_labels: c.labels, exp_annotations: { summary: c.summary, runbook: runbook(c.alert) } }] },
+      {
+        eval_time: c.firesAt,
+        alertname: c.alert,
+        exp_alerts: [{ exp_labels: c.labels, exp_annotations: { summary: c.summary, runbook: runbook(c.alert) } }],
+      },
     ]);
     copyFileSync(RULES, join(dir, 'verdict-rules.yaml'));
     const test = {
       rule_files: ['verdict-rules.yaml'],
       evaluation_interval: '30s',
-      tests: [{ interval: '30s', input_series: Object.entries(SERIES).map(([series, values]) => ({ series, values })), alert_rule_test: alertTests }],
+      tests: [
+        {
+          interval: '30s',
+          input_series: Object.entries(SERIES).map(([series, values]) => ({ series, values })),
+          alert_rule_test: alertTests,
+        },
+      ],
     };
     // JSON is YAML: promtool reads it as it is.
     writeFileSync(join(dir, 'verdict-rules.test.yaml'), JSON.stringify(test, null, 2));

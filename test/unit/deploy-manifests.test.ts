@@ -15,13 +15,19 @@ const { kustomization, objects } = kubernetesObjects();
 const sts = findObject(objects, 'StatefulSet', 'verdict');
 const pod = sts.spec.template.spec as Doc;
 const podLabels = sts.spec.template.metadata.labels as Record<string, string>;
-const matches = (selector: Record<string, string>): boolean => Object.entries(selector).every(([k, v]) => podLabels[k] === v);
+const matches = (selector: Record<string, string>): boolean =>
+  Object.entries(selector).every(([k, v]) => podLabels[k] === v);
 
 describe('deploy/kubernetes', () => {
   it('the kustomization lists every manifest, each object with a known kind and API version', () => {
     expect(kustomization.kind).toBe('Kustomization');
     expect(kustomization.apiVersion).toBe('kustomize.config.k8s.io/v1beta1');
-    const apiVersions: Record<string, string> = { StatefulSet: 'apps/v1', Service: 'v1', ConfigMap: 'v1', PodDisruptionBudget: 'policy/v1' };
+    const apiVersions: Record<string, string> = {
+      StatefulSet: 'apps/v1',
+      Service: 'v1',
+      ConfigMap: 'v1',
+      PodDisruptionBudget: 'policy/v1',
+    };
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
       'ConfigMap/verdict-config',
       'PodDisruptionBudget/verdict',
@@ -70,7 +76,8 @@ describe('deploy/kubernetes', () => {
         mounted.add(m.name);
       }
     }
-    for (const name of [...volumes.keys(), ...claims] as string[]) expect(mounted.has(name), `volume ${name} is mounted`).toBe(true);
+    for (const name of [...volumes.keys(), ...claims] as string[])
+      expect(mounted.has(name), `volume ${name} is mounted`).toBe(true);
     expect(volumes.get('config')?.configMap.name).toBe('verdict-config');
     expect(volumes.get('tls')?.secret.secretName).toBe('verdict-tls');
     expect(findObject(objects, 'ConfigMap', volumes.get('config')?.configMap.name).kind).toBe('ConfigMap');
@@ -103,7 +110,11 @@ describe('deploy/kubernetes', () => {
     for (let ordinal = 0; ordinal < 3; ordinal++) {
       const nodeId = `n${ordinal + 1}`;
       const cfg = parseConfig(raw, 'verdict.json', {
-        env: { VERDICT_NODE_ID: nodeId, VERDICT_TLS_CERT: `/etc/verdict/tls/${nodeId}.crt`, VERDICT_TLS_KEY: `/etc/verdict/tls/${nodeId}.key` },
+        env: {
+          VERDICT_NODE_ID: nodeId,
+          VERDICT_TLS_CERT: `/etc/verdict/tls/${nodeId}.crt`,
+          VERDICT_TLS_KEY: `/etc/verdict/tls/${nodeId}.key`,
+        },
       });
       expect(cfg.peers.get(nodeId)).toBe(`verdict-${ordinal}.${sts.spec.serviceName}:7001`);
       expect(cfg.tls?.cert).toBe(`/etc/verdict/tls/${nodeId}.crt`);

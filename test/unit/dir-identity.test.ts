@@ -6,7 +6,13 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { claimDir, IDENTITY_FILE, readDirIdentity, StorageIdentityError, type DirOwner } from '../../src/storage/dir-identity.ts';
+import {
+  claimDir,
+  IDENTITY_FILE,
+  readDirIdentity,
+  StorageIdentityError,
+  type DirOwner,
+} from '../../src/storage/dir-identity.ts';
 import { DiskLogStore } from '../../src/storage/store.ts';
 
 const P1: DirOwner = { clusterId: 'alpha', role: 'participant', id: 'p1' };
@@ -52,7 +58,9 @@ describe('R7: a data directory names its one owner in identity.json', () => {
     await claimDir(dir, P1, FIX);
     const before = await readFile(join(dir, IDENTITY_FILE), 'utf8');
     const msg = await refusal(claimDir(dir, other, FIX));
-    expect(msg).toBe(`data directory ${dir} belongs to participant "p1" of cluster "alpha", but the config says ${other.role} "${other.id}" of cluster "${other.clusterId}"; ${FIX}`);
+    expect(msg).toBe(
+      `data directory ${dir} belongs to participant "p1" of cluster "alpha", but the config says ${other.role} "${other.id}" of cluster "${other.clusterId}"; ${FIX}`,
+    );
     expect(await readFile(join(dir, IDENTITY_FILE), 'utf8')).toBe(before);
   });
 
@@ -67,7 +75,11 @@ describe('R7: a data directory names its one owner in identity.json', () => {
     ['an array', '["alpha","p1"]', /is damaged \(it is not a JSON object\)/],
     ['no cluster id', '{"participantId":"p1"}', /is damaged \(it has no clusterId\)/],
     ['an empty participant id', '{"clusterId":"alpha","participantId":""}', /neither a nodeId nor a participantId/],
-    ['both ids', '{"clusterId":"alpha","participantId":"p1","nodeId":"n1"}', /neither a nodeId nor a participantId, or both/],
+    [
+      'both ids',
+      '{"clusterId":"alpha","participantId":"p1","nodeId":"n1"}',
+      /neither a nodeId nor a participantId, or both/,
+    ],
     ['a huge file', `{"clusterId":"${'a'.repeat(10_000)}","participantId":"p1"}`, /more than 4096/],
   ])('a damaged identity file (%s) is refused, naming the file, and left as it was', async (_name, text, why) => {
     const dir = await tempDir();
@@ -85,7 +97,9 @@ describe("R7: a node and a participant never take each other's directory", () =>
     const dir = await tempDir();
     await claimDir(dir, P1, FIX);
     const msg = await refusal(DiskLogStore.open(dir, { clusterId: 'alpha', nodeId: 'n1' }));
-    expect(msg).toMatch(/belongs to participant "p1" of cluster "alpha", but the config says node "n1" of cluster "alpha"/);
+    expect(msg).toMatch(
+      /belongs to participant "p1" of cluster "alpha", but the config says node "n1" of cluster "alpha"/,
+    );
     expect(await readdir(dir)).toEqual([IDENTITY_FILE]);
   });
 
@@ -94,7 +108,9 @@ describe("R7: a node and a participant never take each other's directory", () =>
     const { store } = await DiskLogStore.open(dir, { clusterId: 'alpha', nodeId: 'n1' });
     await store.close();
     expect(await readFile(join(dir, IDENTITY_FILE), 'utf8')).toBe('{"clusterId":"alpha","nodeId":"n1"}\n');
-    await expect(refusal(claimDir(dir, P1, FIX))).resolves.toMatch(/belongs to node "n1" of cluster "alpha", but the config says participant "p1"/);
+    await expect(refusal(claimDir(dir, P1, FIX))).resolves.toMatch(
+      /belongs to node "n1" of cluster "alpha", but the config says participant "p1"/,
+    );
   });
 
   it("a node's damaged identity file is rewritten from LevelDB, which holds the authoritative copy", async () => {
@@ -107,6 +123,8 @@ describe("R7: a node and a participant never take each other's directory", () =>
     expect(await readFile(join(dir, IDENTITY_FILE), 'utf8')).toBe('{"clusterId":"alpha","nodeId":"n1"}\n');
     // With the file damaged, LevelDB's record still refuses another node.
     await writeFile(join(dir, IDENTITY_FILE), 'garbage');
-    await expect(refusal(DiskLogStore.open(dir, { clusterId: 'alpha', nodeId: 'n2' }))).resolves.toMatch(/belongs to node "n1" of cluster "alpha"/);
+    await expect(refusal(DiskLogStore.open(dir, { clusterId: 'alpha', nodeId: 'n2' }))).resolves.toMatch(
+      /belongs to node "n1" of cluster "alpha"/,
+    );
   });
 });

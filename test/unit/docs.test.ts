@@ -37,7 +37,13 @@ describe('docs/correctness.md rule index', () => {
         const code = readFileSync(join(ROOT, file!), 'utf8');
         for (const [, fn] of fns!.matchAll(/`([A-Za-z_]+)\(\)`/g)) {
           // A definition: `name(`, `name<`, or `function name(`, at the start of a (method) line.
-          expect(new RegExp(`^\\s*(?:export )?(?:async )?(?:private |protected |static )*(?:function )?${fn}\\s*[(<]`, 'm').test(code), `${rule}: ${file} defines no ${fn}()`).toBe(true);
+          expect(
+            new RegExp(
+              `^\\s*(?:export )?(?:async )?(?:private |protected |static )*(?:function )?${fn}\\s*[(<]`,
+              'm',
+            ).test(code),
+            `${rule}: ${file} defines no ${fn}()`,
+          ).toBe(true);
         }
       }
       const tests = [...proved.matchAll(/`(test\/[^`]+\.test\.ts)`/g)].map((m) => m[1]!);
@@ -45,7 +51,10 @@ describe('docs/correctness.md rule index', () => {
       for (const file of tests) {
         expect(existsSync(join(ROOT, file)), `${rule}: ${file} is gone`).toBe(true);
         const code = readFileSync(join(ROOT, file), 'utf8');
-        expect(new RegExp(`\\b(?:it|test)\\(\\s*['"\`](?:[A-Z0-9/]*/)?${rule}\\b`).test(code), `${rule}: ${file} has no test whose name cites ${rule}`).toBe(true);
+        expect(
+          new RegExp(`\\b(?:it|test)\\(\\s*['"\`](?:[A-Z0-9/]*/)?${rule}\\b`).test(code),
+          `${rule}: ${file} has no test whose name cites ${rule}`,
+        ).toBe(true);
       }
     });
   }
@@ -70,7 +79,9 @@ function headingSlug(heading: string): string {
     .replace(/ /g, '-');
 }
 
-/** The anchors a Markdown file's headings make (outside code blocks); a repeated heading gets -1, -2, … as on GitHub. */
+/**
+ * The anchors a Markdown file's headings make (outside code blocks); a repeated heading gets -1, -2, … as on GitHub.
+ */
 function anchorsOf(file: string): Set<string> {
   const text = readFileSync(file, 'utf8').replace(/```[\s\S]*?```/g, '');
   const seen = new Map<string, number>();
@@ -94,7 +105,9 @@ describe('links in the repository', () => {
   });
 
   it('finds the front door and the docs', () => {
-    expect(files.map((f) => relative(ROOT, f))).toEqual(expect.arrayContaining(['README.md', 'docs/correctness.md', 'docs/protocol.md', 'docs/architecture.md']));
+    expect(files.map((f) => relative(ROOT, f))).toEqual(
+      expect.arrayContaining(['README.md', 'docs/correctness.md', 'docs/protocol.md', 'docs/architecture.md']),
+    );
   });
 
   it('no link leaves the repository, and every relative link names a file in it', () => {
@@ -114,7 +127,8 @@ describe('links in the repository', () => {
         const rel = relative(ROOT, path);
         if (rel.startsWith('..')) bad.push(`${where} points outside the repository`);
         else if (!existsSync(path)) bad.push(`${where} names a file that is not there`);
-        else if (fragment !== undefined && path.endsWith('.md') && !anchorsOf(path).has(fragment)) bad.push(`${where} names a heading that is not there`);
+        else if (fragment !== undefined && path.endsWith('.md') && !anchorsOf(path).has(fragment))
+          bad.push(`${where} names a heading that is not there`);
       }
     }
     expect(bad).toEqual([]);

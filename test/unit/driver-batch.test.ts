@@ -20,7 +20,12 @@ class Machine implements StateMachine<string> {
   restore(): void {}
 }
 
-function cluster(ids: NodeId[]): { q: EventQueue; drivers: Map<NodeId, Driver<string>>; machines: Map<NodeId, Machine>; sent: Message[] } {
+function cluster(ids: NodeId[]): {
+  q: EventQueue;
+  drivers: Map<NodeId, Driver<string>>;
+  machines: Map<NodeId, Machine>;
+  sent: Message[];
+} {
   const machines = new Map<NodeId, Machine>();
   const { q, drivers, sent } = driverCluster<string>({
     ids,

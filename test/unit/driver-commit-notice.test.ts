@@ -96,7 +96,8 @@ function appliedOnLeader(c: Cluster, text: string): number {
 }
 
 const followers = (c: Cluster): Machine[] => IDS.filter((id) => id !== c.leaderId).map((id) => c.machines.get(id)!);
-const emptyAppendsSince = (c: Cluster, mark: number): Message[] => c.sent.slice(mark).filter((m) => m.type === MT.App && m.entries.length === 0);
+const emptyAppendsSince = (c: Cluster, mark: number): Message[] =>
+  c.sent.slice(mark).filter((m) => m.type === MT.App && m.entries.length === 0);
 
 describe('driver: the bound on a lazy commit notice', () => {
   it('alone, a committed entry reaches the followers after commitNotice.delayMs, in one empty append each', () => {

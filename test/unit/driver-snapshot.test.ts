@@ -34,12 +34,23 @@ interface Taken {
 }
 
 /** Proposes `commands` commands of `commandBytes` bytes, one at a time, and returns the snapshots taken. */
-function run(o: { snapshotEntries: number; snapshotLogRatio?: number; snapshotStagger?: number; stateFactor: number; commands: number; commandBytes: number }): Taken[] {
+function run(o: {
+  snapshotEntries: number;
+  snapshotLogRatio?: number;
+  snapshotStagger?: number;
+  stateFactor: number;
+  commands: number;
+  commandBytes: number;
+}): Taken[] {
   const q = new EventQueue();
   const rng = new Rng(7);
   const disk = new SimDisk(q, new Rng(rng.u32()));
   disk.found();
-  const raw = RawNode.restart({ id: 'a', random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, disk.recover(), { voters: ['a'], learners: [], votersOutgoing: [] });
+  const raw = RawNode.restart(
+    { id: 'a', random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 },
+    disk.recover(),
+    { voters: ['a'], learners: [], votersOutgoing: [] },
+  );
   const sm = new Machine(o.stateFactor);
   const taken: Taken[] = [];
   const d = new Driver<null>({
@@ -99,7 +110,9 @@ describe('driver: when a local snapshot is taken', () => {
     const g = gaps(taken);
     for (let i = 1; i < g.length; i++) expect(g[i]).toBeGreaterThan(g[i - 1]);
     // By count alone the same load takes a snapshot every 10 entries.
-    expect(run({ snapshotEntries: 10, snapshotLogRatio: 0, stateFactor: 3, commands: 200, commandBytes: 20 }).length).toBeGreaterThan(taken.length * 4);
+    expect(
+      run({ snapshotEntries: 10, snapshotLogRatio: 0, stateFactor: 3, commands: 200, commandBytes: 20 }).length,
+    ).toBeGreaterThan(taken.length * 4);
   });
 
   it('a small state still snapshots every snapshotEntries entries with the ratio on', () => {
@@ -110,12 +123,27 @@ describe('driver: when a local snapshot is taken', () => {
   });
 
   it('the stagger stretches both bounds by the node share', () => {
-    const taken = run({ snapshotEntries: 10, snapshotLogRatio: 0, snapshotStagger: 0.5, stateFactor: 10, commands: 60, commandBytes: 20 });
+    const taken = run({
+      snapshotEntries: 10,
+      snapshotLogRatio: 0,
+      snapshotStagger: 0.5,
+      stateFactor: 10,
+      commands: 60,
+      commandBytes: 20,
+    });
     expect(taken.length).toBeGreaterThanOrEqual(3);
     for (const g of gaps(taken)) expect(g).toBe(15);
-    const ratio = run({ snapshotEntries: 1, snapshotLogRatio: 1, snapshotStagger: 0.5, stateFactor: 3, commands: 100, commandBytes: 20 });
+    const ratio = run({
+      snapshotEntries: 1,
+      snapshotLogRatio: 1,
+      snapshotStagger: 0.5,
+      stateFactor: 3,
+      commands: 100,
+      commandBytes: 20,
+    });
     expect(ratio.length).toBeGreaterThanOrEqual(3);
-    for (let i = 1; i < ratio.length; i++) expect(ratio[i].appliedBytes - ratio[i - 1].appliedBytes).toBeGreaterThanOrEqual(ratio[i - 1].bytes * 1.5);
+    for (let i = 1; i < ratio.length; i++)
+      expect(ratio[i].appliedBytes - ratio[i - 1].appliedBytes).toBeGreaterThanOrEqual(ratio[i - 1].bytes * 1.5);
   });
 
   it('snapshotStagger gives each node id its own share in [0, 0.5), the same on every call', () => {

@@ -15,16 +15,24 @@ describe('a PREPARE without a vote tells the abort reason nothing of the connect
     const failures = [
       serviceError(grpc.status.UNAVAILABLE, 'No connection established. Last error: connect ECONNREFUSED 10.0.0.5:22'),
       serviceError(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded after 10.001s'),
-      serviceError(grpc.status.INTERNAL, 'Received RST_STREAM with code 2 triggered by internal client error: Protocol error'),
+      serviceError(
+        grpc.status.INTERNAL,
+        'Received RST_STREAM with code 2 triggered by internal client error: Protocol error',
+      ),
       serviceError(grpc.status.UNIMPLEMENTED, 'unknown service verdict.participant.Participant'),
       new Error('participant probe answered PREPARE without a vote'),
     ];
     const reasons = new Set(failures.map((e) => noVoteError(probe, e).message));
-    expect([...reasons]).toEqual(["no answer from participant probe at its registered endpoint (unreachable, not a participant, or too slow; the leader's log names the error)"]);
+    expect([...reasons]).toEqual([
+      "no answer from participant probe at its registered endpoint (unreachable, not a participant, or too slow; the leader's log names the error)",
+    ]);
   });
 
   it("a participant's own refusal keeps its words", () => {
-    const own = serviceError(grpc.status.FAILED_PRECONDITION, 'PREPARE for cluster "a", this participant belongs to "b"');
+    const own = serviceError(
+      grpc.status.FAILED_PRECONDITION,
+      'PREPARE for cluster "a", this participant belongs to "b"',
+    );
     expect(noVoteError(probe, own)).toBe(own);
   });
 });

@@ -2,7 +2,13 @@
 // are applied to a real DecisionTable when the test says so, participants
 // vote and acknowledge DECISIONs when the test says so.
 
-import { CoordinatorEngine, type DecisionRequest, type EngineConfig, type EngineIO, type PrepareRequest } from '../../src/commit/engine.ts';
+import {
+  CoordinatorEngine,
+  type DecisionRequest,
+  type EngineConfig,
+  type EngineIO,
+  type PrepareRequest,
+} from '../../src/commit/engine.ts';
 import type { Vote } from '../../src/domain/protocol.ts';
 import { DecisionTable, type ApplyResult, type Command, type DecisionCommand } from '../../src/commit/state.ts';
 import type { TxnStatus } from '../../src/participant/types.ts';
@@ -54,7 +60,12 @@ export class EngineWorld {
       nowMs: () => this.now,
       random: () => 0.5,
       propose: (cmd, cb, lingerMs = 0) => this.proposals.push({ cmd, cb, lingerMs }),
-      sendPrepare: (to, req, _deadline, cb) => this.prepares.push({ to: to.id, req, answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })) }),
+      sendPrepare: (to, req, _deadline, cb) =>
+        this.prepares.push({
+          to: to.id,
+          req,
+          answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })),
+        }),
       sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
       sendStatus: (to, txnId, _timeoutMs, cb) => this.statuses.push({ to: to.id, txnId, cb }),
       faultPoint: (point, txnId) => this.faultPoint?.(point, txnId) ?? 'go-on',
@@ -62,7 +73,10 @@ export class EngineWorld {
     this.engine = new CoordinatorEngine(this.table, io, config);
     for (const id of participants) {
       const serves = oldProtocol.includes(id) ? undefined : ['Exchange', 'Status'];
-      this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0, kind: 'memory', serves }, ++this.index);
+      this.table.apply(
+        { t: 'register', id, endpoint: `127.0.0.1:1${id.charCodeAt(0)}`, atMs: 0, kind: 'memory', serves },
+        ++this.index,
+      );
     }
     this.engine.setLeadership(1);
   }

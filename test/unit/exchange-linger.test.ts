@@ -25,17 +25,23 @@ afterEach(() => {
 async function participant(): Promise<{ exchange: ParticipantExchange; received: Received[] }> {
   const received: Received[] = [];
   const server = new grpc.Server();
-  const unimplemented = (_call: unknown, cb: grpc.sendUnaryData<unknown>): void => cb({ code: grpc.status.UNIMPLEMENTED, details: 'not here' });
+  const unimplemented = (_call: unknown, cb: grpc.sendUnaryData<unknown>): void =>
+    cb({ code: grpc.status.UNIMPLEMENTED, details: 'not here' });
   server.addService(participantService, {
     Prepare: unimplemented,
     Decide: unimplemented,
     Status: unimplemented,
     Exchange: (call: grpc.ServerDuplexStream<ExchangeBatch, AnswerBatch>) => {
       call.on('data', (b: ExchangeBatch) => {
-        received.push({ atMs: performance.now(), kinds: b.requests.map((r) => (r.prepare ? `prepare:${r.prepare.txnId}` : `decision:${r.decision?.txnId}`)) });
+        received.push({
+          atMs: performance.now(),
+          kinds: b.requests.map((r) => (r.prepare ? `prepare:${r.prepare.txnId}` : `decision:${r.decision?.txnId}`)),
+        });
         call.write({
           answers: b.requests.map((r) =>
-            r.prepare ? { id: r.id, vote: { txnId: r.prepare.txnId, participantId: 'p1', vote: 'VOTE_YES', reason: '' } } : { id: r.id, ack: { txnId: r.decision?.txnId ?? '', participantId: 'p1' } },
+            r.prepare
+              ? { id: r.id, vote: { txnId: r.prepare.txnId, participantId: 'p1', vote: 'VOTE_YES', reason: '' } }
+              : { id: r.id, ack: { txnId: r.decision?.txnId ?? '', participantId: 'p1' } },
           ),
           closing: false,
         });
@@ -44,14 +50,31 @@ async function participant(): Promise<{ exchange: ParticipantExchange; received:
     },
   });
   servers.add(server);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
   const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   clients.add(client);
   return { exchange: new ParticipantExchange(client, `127.0.0.1:${port}`), received };
 }
 
-const prepare = (txnId: string) => ({ clusterId: 'c', txnId, participantId: 'p1', participants: ['p1'], payload: Buffer.alloc(0), timeoutMs: 1000 });
-const decision = (txnId: string) => ({ clusterId: 'c', txnId, participantId: 'p1', decision: 'DECISION_COMMIT' as const, reason: '' });
+const prepare = (txnId: string) => ({
+  clusterId: 'c',
+  txnId,
+  participantId: 'p1',
+  participants: ['p1'],
+  payload: Buffer.alloc(0),
+  timeoutMs: 1000,
+});
+const decision = (txnId: string) => ({
+  clusterId: 'c',
+  txnId,
+  participantId: 'p1',
+  decision: 'DECISION_COMMIT' as const,
+  reason: '',
+});
 
 function answered<T>(send: (cb: (err: grpc.ServiceError | null, res?: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => send((err, res) => (err ? reject(err) : resolve(res as T))));

@@ -26,7 +26,17 @@ async function config(extra: Record<string, unknown> = {}): Promise<{ file: stri
   dirs.push(d);
   const dataDir = join(d, 'n1');
   const file = join(d, 'n1.json');
-  await writeFile(file, JSON.stringify({ clusterId: 'c1', nodeId: 'n1', listen: '127.0.0.1:7001', dataDir, peers: { n1: '127.0.0.1:7001' }, ...extra }));
+  await writeFile(
+    file,
+    JSON.stringify({
+      clusterId: 'c1',
+      nodeId: 'n1',
+      listen: '127.0.0.1:7001',
+      dataDir,
+      peers: { n1: '127.0.0.1:7001' },
+      ...extra,
+    }),
+  );
   return { file, dataDir };
 }
 
@@ -57,8 +67,12 @@ describe('cluster init --groups: G is part of the founding', () => {
     } finally {
       await s.close();
     }
-    await expect(openGroupStorage(dataDir, ID, loadConfig(file, { sets: ['groups=1'] }).groups)).rejects.toThrow(StorageIdentityError);
-    await expect(openGroupStorage(dataDir, ID, 1)).rejects.toThrow(/founded with 4 decision groups, but the config says 1 \("groups"\)/);
+    await expect(openGroupStorage(dataDir, ID, loadConfig(file, { sets: ['groups=1'] }).groups)).rejects.toThrow(
+      StorageIdentityError,
+    );
+    await expect(openGroupStorage(dataDir, ID, 1)).rejects.toThrow(
+      /founded with 4 decision groups, but the config says 1 \("groups"\)/,
+    );
     // Founded once: a second init is refused, with the directory's own G.
     await expect(init(['--config', file])).rejects.toThrow(FoundingRefusedError);
     expect(await raftStateIn(dataDir, ID, 4)).toMatchObject({ kind: 'state', term: 1 });
@@ -69,14 +83,18 @@ describe('cluster init --groups: G is part of the founding', () => {
     expect(loadConfig(file).groups).toBe(1);
     const out = await init(['--config', file]);
     expect(out).not.toMatch(/decision groups/);
-    await expect(openGroupStorage(dataDir, ID, 2)).rejects.toThrow(/founded with 1 decision group, but the config says 2/);
+    await expect(openGroupStorage(dataDir, ID, 2)).rejects.toThrow(
+      /founded with 1 decision group, but the config says 2/,
+    );
   });
 
   it('--groups out of range, or disagreeing with the config, is a usage error before anything is written', async () => {
     const { file } = await config({ groups: 2 });
     await expect(init(['--config', file, '--groups', '0'])).rejects.toThrow(UsageError);
     await expect(init(['--config', file, '--groups', '65'])).rejects.toThrow(/from 1 to 64/);
-    await expect(init(['--config', file, '--groups', '4'])).rejects.toThrow(/--groups 4 but the config says "groups": 2/);
+    await expect(init(['--config', file, '--groups', '4'])).rejects.toThrow(
+      /--groups 4 but the config says "groups": 2/,
+    );
     const { file: other } = await config({ groups: 99 });
     expect(() => loadConfig(other)).toThrow(/groups/);
   });

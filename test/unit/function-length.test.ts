@@ -33,17 +33,25 @@ function longFunctions(file: string, text: string, max: number): string[] {
 }
 
 const tsFiles = (dir: string): string[] =>
-  readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? tsFiles(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : []));
+  readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((d) =>
+    d.isDirectory() ? tsFiles(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : [],
+  );
 
 describe('function length in the pure layers', () => {
   it(`no function in ${PURE.join(', ')} is over ${LINES_MAX} lines`, () => {
-    const long = PURE.flatMap(tsFiles).flatMap((f) => longFunctions(relative(ROOT, join(ROOT, f)), readFileSync(join(ROOT, f), 'utf8'), LINES_MAX));
+    const long = PURE.flatMap(tsFiles).flatMap((f) =>
+      longFunctions(relative(ROOT, join(ROOT, f)), readFileSync(join(ROOT, f), 'utf8'), LINES_MAX),
+    );
     expect(long).toEqual([]);
   });
 
   it('the check sees functions, methods and arrows, nested ones on their own', () => {
     const body = (n: number): string => Array.from({ length: n }, (_, i) => `  const v${i} = ${i};`).join('\n');
     const text = `function big() {\n${body(70)}\n}\nclass C {\n  m() {\n${body(10)}\n  }\n}\nconst f = () => {\n${body(68)}\n};\nfunction outer() {\n  const inner = () => {\n${body(80)}\n  };\n}\n`;
-    expect(longFunctions('x.ts', text, LINES_MAX)).toEqual(['x.ts:1 big (72 lines)', 'x.ts:157 outer (84 lines)', 'x.ts:158 (anonymous) (82 lines)']);
+    expect(longFunctions('x.ts', text, LINES_MAX)).toEqual([
+      'x.ts:1 big (72 lines)',
+      'x.ts:157 outer (84 lines)',
+      'x.ts:158 (anonymous) (82 lines)',
+    ]);
   });
 });

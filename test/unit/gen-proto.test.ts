@@ -27,8 +27,11 @@ function drift(checkedIn: string, fresh: string): string[] {
   const want = filesUnder(fresh);
   const out: string[] = [];
   for (const f of want) if (!have.includes(f)) out.push(`src/transport/gen/${f} is missing`);
-  for (const f of have) if (!want.includes(f)) out.push(`src/transport/gen/${f} is left over (its message or proto is gone)`);
-  for (const f of want) if (have.includes(f) && readFileSync(join(checkedIn, f), 'utf8') !== readFileSync(join(fresh, f), 'utf8')) out.push(`src/transport/gen/${f} is stale`);
+  for (const f of have)
+    if (!want.includes(f)) out.push(`src/transport/gen/${f} is left over (its message or proto is gone)`);
+  for (const f of want)
+    if (have.includes(f) && readFileSync(join(checkedIn, f), 'utf8') !== readFileSync(join(fresh, f), 'utf8'))
+      out.push(`src/transport/gen/${f} is stale`);
   return out;
 }
 
@@ -39,7 +42,13 @@ function spelled(o: protoLoader.Options): ProtoOptions {
     if (v === String) return 'String';
     throw new Error(`unexpected option value ${String(v)}`);
   };
-  return { keepCase: o.keepCase === true, longs: name(o.longs), enums: name(o.enums), defaults: o.defaults === true, oneofs: o.oneofs === true };
+  return {
+    keepCase: o.keepCase === true,
+    longs: name(o.longs),
+    enums: name(o.enums),
+    defaults: o.defaults === true,
+    oneofs: o.oneofs === true,
+  };
 }
 
 describe('generated wire types (npm run gen:proto)', () => {
@@ -72,7 +81,10 @@ describe('generated wire types (npm run gen:proto)', () => {
       expect(drift(a, GEN_DIR)).toEqual([`src/transport/gen/${msg} is missing`]);
       writeFileSync(join(a, msg), text.replace("'reject'", "'rejected'"));
       writeFileSync(join(a, 'raft', 'Old.ts'), '');
-      expect(drift(a, GEN_DIR)).toEqual([`src/transport/gen/${join('raft', 'Old.ts')} is left over (its message or proto is gone)`, `src/transport/gen/${msg} is stale`]);
+      expect(drift(a, GEN_DIR)).toEqual([
+        `src/transport/gen/${join('raft', 'Old.ts')} is left over (its message or proto is gone)`,
+        `src/transport/gen/${msg} is stale`,
+      ]);
     } finally {
       rmSync(a, { recursive: true, force: true });
     }

@@ -6,7 +6,13 @@
 
 import { describe, expect, it } from 'vitest';
 import { NodeCore } from '../../src/node/core.ts';
-import { coreReplica, GroupHost, preferredLeader, type GroupReplica, type LeaderView } from '../../src/node/group-host.ts';
+import {
+  coreReplica,
+  GroupHost,
+  preferredLeader,
+  type GroupReplica,
+  type LeaderView,
+} from '../../src/node/group-host.ts';
 import { encodeMemberContext, encodePut, NodeStateMachine } from '../../src/node/machine.ts';
 import { ConfChangeType } from '../../src/raft/confchange.ts';
 import { groupOf } from '../../src/domain/group.ts';
@@ -43,7 +49,12 @@ class Stub implements GroupReplica {
 function stubHost(groups: number) {
   const sent: GroupMessage[][] = [];
   const refused: string[] = [];
-  const host = new GroupHost<Stub>({ groups, replica: (_g, t) => new Stub(t), transport: { send: (ms) => sent.push(ms) }, onRefused: (_gm, why) => refused.push(why) });
+  const host = new GroupHost<Stub>({
+    groups,
+    replica: (_g, t) => new Stub(t),
+    transport: { send: (ms) => sent.push(ms) },
+    onRefused: (_gm, why) => refused.push(why),
+  });
   return { host, sent, refused };
 }
 
@@ -58,7 +69,10 @@ describe('the group host', () => {
       { group: -1, message: hb(5) },
     ]);
     expect(host.replicas.map((r) => r.got.map((b) => b.map((m) => m.term)))).toEqual([[[2]], [], [[1, 3]], []]);
-    expect(refused).toEqual(['group 4 is not a group of this node (it has 4)', 'group -1 is not a group of this node (it has 4)']);
+    expect(refused).toEqual([
+      'group 4 is not a group of this node (it has 4)',
+      'group -1 is not a group of this node (it has 4)',
+    ]);
   });
 
   it("tags what each replica sends with the replica's group, on the one transport", () => {
@@ -138,11 +152,22 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
   }
   const hold = 5;
   function leadingHost(groups: number) {
-    const host = new GroupHost<Leading>({ groups, replica: (_g, t) => new Leading(t), transport: { send: () => {} }, spread: { holdOffTicks: hold, lagEntriesMax: 4, heardWithinTicks: 3 } });
-    const heard = (from: string) => host.receive([{ group: 0, message: message({ type: MT.HeartbeatResp, from, to: 'n1', term: 1 }) }]);
+    const host = new GroupHost<Leading>({
+      groups,
+      replica: (_g, t) => new Leading(t),
+      transport: { send: () => {} },
+      spread: { holdOffTicks: hold, lagEntriesMax: 4, heardWithinTicks: 3 },
+    });
+    const heard = (from: string) =>
+      host.receive([{ group: 0, message: message({ type: MT.HeartbeatResp, from, to: 'n1', term: 1 }) }]);
     return { host, heard };
   }
-  const view = (lastIndex: number, match: Record<string, number>): LeaderView => ({ self: 'n1', voters: ['n3', 'n1', 'n2'], lastIndex, match: new Map(Object.entries(match)) });
+  const view = (lastIndex: number, match: Record<string, number>): LeaderView => ({
+    self: 'n1',
+    voters: ['n3', 'n1', 'n2'],
+    lastIndex,
+    match: new Map(Object.entries(match)),
+  });
 
   it('preferredLeader: g mod N of the voters sorted, whatever order they come in', () => {
     expect([0, 1, 2, 3, 4].map((g) => preferredLeader(g, ['n3', 'n1', 'n2']))).toEqual(['n1', 'n2', 'n3', 'n1', 'n2']);
@@ -265,7 +290,10 @@ describe("membership across groups: every group follows the operator's change to
       const d = leaderOf(0)?.driver;
       expect(d, 'group 0 has a leader').toBeDefined();
       let err: Error | null | undefined;
-      d?.proposeConfChange({ type, nodeId: id, context: encodeMemberContext(new Map(members.map((m) => [m, m]))) }, (e) => (err = e));
+      d?.proposeConfChange(
+        { type, nodeId: id, context: encodeMemberContext(new Map(members.map((m) => [m, m]))) },
+        (e) => (err = e),
+      );
       q.runUntil(q.now + 10_000, () => err !== undefined);
       expect(err).toBeNull();
     };
@@ -301,7 +329,8 @@ function coreCluster(G: number, spread: boolean) {
         send: (gms) => {
           for (const to of new Set(gms.map((gm) => gm.message.to))) {
             const batch = gms.filter((gm) => gm.message.to === to);
-            if (!cut.has(id) && !cut.has(to)) q.after(1, () => !cut.has(id) && !cut.has(to) && hosts.get(to)?.receive(batch));
+            if (!cut.has(id) && !cut.has(to))
+              q.after(1, () => !cut.has(id) && !cut.has(to) && hosts.get(to)?.receive(batch));
           }
         },
       },
@@ -310,7 +339,11 @@ function coreCluster(G: number, spread: boolean) {
         disk.found();
         const sm = new NodeStateMachine();
         ms.push(sm);
-        const node = RawNode.restart({ id, random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, disk.recover(), { voters: ids, learners: [], votersOutgoing: [] });
+        const node = RawNode.restart(
+          { id, random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 },
+          disk.recover(),
+          { voters: ids, learners: [], votersOutgoing: [] },
+        );
         return coreReplica(
           new NodeCore({
             id,
@@ -349,6 +382,9 @@ function coreCluster(G: number, spread: boolean) {
     };
     q.after(rng.int(100), tick);
   }
-  const leaderOf = (g: number) => [...hosts.values()].map((h) => h.replica(g).core).find((c) => c.driver.isLeader() && !cut.has(c.driver.node.raft.id));
+  const leaderOf = (g: number) =>
+    [...hosts.values()]
+      .map((h) => h.replica(g).core)
+      .find((c) => c.driver.isLeader() && !cut.has(c.driver.node.raft.id));
   return { q, hosts, machines, ids, cut, leaderOf };
 }

@@ -63,7 +63,8 @@ describe('decision group placement', () => {
   });
 
   test('a group count outside 1..GROUPS_MAX is refused with a reason', () => {
-    for (const bad of [0, -1, 1.5, GROUPS_MAX + 1, '2', null]) expect(groupsProblem(bad)).toMatch(/whole number from 1 to/);
+    for (const bad of [0, -1, 1.5, GROUPS_MAX + 1, '2', null])
+      expect(groupsProblem(bad)).toMatch(/whole number from 1 to/);
     expect(groupsProblem(4)).toBeNull();
     expect(() => groupOf('t1', 0)).toThrow(/whole number from 1 to/);
   });

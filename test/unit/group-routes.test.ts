@@ -81,6 +81,11 @@ describe('GroupRoutes', () => {
     r.learn({ groupCount: 4, groups: [] });
     expect(r.stale('3')).toBe(false);
     expect(r.stale('4')).toBe(true);
-    expect([parseGroup('12'), parseGroup('123'), parseGroup('-1'), parseGroup('')]).toEqual([12, undefined, undefined, undefined]);
+    expect([parseGroup('12'), parseGroup('123'), parseGroup('-1'), parseGroup('')]).toEqual([
+      12,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 });

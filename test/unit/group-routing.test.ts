@@ -17,11 +17,18 @@ function notLeader(leader: string): grpc.ServiceError {
   const md = new grpc.Metadata();
   md.set('verdict-reason', 'NOT_LEADER');
   md.set('verdict-leader-id', leader);
-  return Object.assign(new Error('not the leader'), { code: grpc.status.UNAVAILABLE, details: 'not the leader', metadata: md });
+  return Object.assign(new Error('not the leader'), {
+    code: grpc.status.UNAVAILABLE,
+    details: 'not the leader',
+    metadata: md,
+  });
 }
 
 /** Group g's stand-in: it leads unless g is in `follows`; it records what it was asked. */
-function fakeGroups(follows: ReadonlySet<number>): { handlers: CoordinatorHandlers[]; asked: [number, string, unknown][] } {
+function fakeGroups(follows: ReadonlySet<number>): {
+  handlers: CoordinatorHandlers[];
+  asked: [number, string, unknown][];
+} {
   const asked: [number, string, unknown][] = [];
   const handlers = Array.from({ length: G }, (_, g) => {
     const h: Record<string, (call: { request: unknown }, cb: Cb) => void> = {};
@@ -31,7 +38,13 @@ function fakeGroups(follows: ReadonlySet<number>): { handlers: CoordinatorHandle
         if (follows.has(g)) return cb(notLeader(`leader-of-${g}`));
         if (method === 'GetOutcomes') {
           const ids = (call.request as { txnIds: string[] }).txnIds;
-          return cb(null, { answers: ids.map((txnId) => ({ outcome: { txnId, outcome: 'OUTCOME_COMMITTED', reason: `group ${g}`, decisionIndex: 1 }, code: 0, details: '' })) });
+          return cb(null, {
+            answers: ids.map((txnId) => ({
+              outcome: { txnId, outcome: 'OUTCOME_COMMITTED', reason: `group ${g}`, decisionIndex: 1 },
+              code: 0,
+              details: '',
+            })),
+          });
         }
         cb(null, { group: g });
       };
@@ -41,9 +54,16 @@ function fakeGroups(follows: ReadonlySet<number>): { handlers: CoordinatorHandle
   return { handlers, asked };
 }
 
-function call<T>(h: CoordinatorHandlers, method: string, request: unknown): Promise<{ err: Partial<grpc.StatusObject> | null; value: T }> {
+function call<T>(
+  h: CoordinatorHandlers,
+  method: string,
+  request: unknown,
+): Promise<{ err: Partial<grpc.StatusObject> | null; value: T }> {
   return new Promise((resolve) =>
-    (h as unknown as Record<string, (c: unknown, cb: Cb) => void>)[method]({ request, metadata: new grpc.Metadata(), getPeer: () => 'test' }, (err, value) => resolve({ err, value: value as T })),
+    (h as unknown as Record<string, (c: unknown, cb: Cb) => void>)[method](
+      { request, metadata: new grpc.Metadata(), getPeer: () => 'test' },
+      (err, value) => resolve({ err, value: value as T }),
+    ),
   );
 }
 
@@ -70,10 +90,20 @@ describe('routing calls over decision groups', () => {
     const { handlers } = fakeGroups(new Set([1]));
     const door = routeCoordinator(handlers, () => false);
     const ids = [idIn(3, 'o'), idIn(1, 'o'), idIn(0, 'o'), idIn(3, 'p'), idIn(2, 'o')];
-    const r = await call<{ answers: { outcome: { txnId: string; reason: string } | null; code: number }[] }>(door, 'GetOutcomes', { txnIds: ids, participantId: 'p1' });
+    const r = await call<{ answers: { outcome: { txnId: string; reason: string } | null; code: number }[] }>(
+      door,
+      'GetOutcomes',
+      { txnIds: ids, participantId: 'p1' },
+    );
     expect(r.err).toBeNull();
     expect(r.value.answers.map((a) => a.outcome?.txnId ?? null)).toEqual([ids[0], null, ids[2], ids[3], ids[4]]);
-    expect(r.value.answers.map((a) => a.outcome?.reason ?? a.code)).toEqual(['group 3', grpc.status.UNAVAILABLE, 'group 0', 'group 3', 'group 2']);
+    expect(r.value.answers.map((a) => a.outcome?.reason ?? a.code)).toEqual([
+      'group 3',
+      grpc.status.UNAVAILABLE,
+      'group 0',
+      'group 3',
+      'group 2',
+    ]);
   });
 
   it('makes a registration in every group and answers once every group did; a group led elsewhere makes it a redirect', async () => {

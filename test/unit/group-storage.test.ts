@@ -58,14 +58,20 @@ function persist(store: LogStore, b: Partial<PersistBatch>): Promise<void> {
 function ents(from: number, to: number, term: number, tag = 0): Entry[] {
   const out: Entry[] = [];
   for (let i = from; i <= to; i++) {
-    const data = Uint8Array.from({ length: (i + tag) % 5 === 0 ? 0 : 3 + (i % 7) }, (_, j) => (i * 37 + j * 101 + tag) & 0xff);
+    const data = Uint8Array.from(
+      { length: (i + tag) % 5 === 0 ? 0 : 3 + (i % 7) },
+      (_, j) => (i * 37 + j * 101 + tag) & 0xff,
+    );
     out.push({ term, index: i, type: i % 4 === 0 ? EntryType.ConfChange : EntryType.Normal, data });
   }
   return out;
 }
 
 function snap(index: number, term: number, tag = 0): Snapshot {
-  return { metadata: { index, term, confState: { voters: ['n1', 'n2', 'n3'], learners: [], votersOutgoing: [] } }, data: Uint8Array.from([tag, index & 0xff]) };
+  return {
+    metadata: { index, term, confState: { voters: ['n1', 'n2', 'n3'], learners: [], votersOutgoing: [] } },
+    data: Uint8Array.from([tag, index & 0xff]),
+  };
 }
 
 const hs = (term: number, commit: number, vote = 'n1'): HardState => ({ term, vote, commit });
@@ -75,7 +81,12 @@ async function groupSegments(dir: string): Promise<string[]> {
 }
 
 describe('group log records: the encoder asserts what the reader refuses (paired)', () => {
-  const e = (index: number, term: number, type = EntryType.Normal): Entry => ({ index, term, type, data: new Uint8Array([7, 8]) });
+  const e = (index: number, term: number, type = EntryType.Normal): Entry => ({
+    index,
+    term,
+    type,
+    data: new Uint8Array([7, 8]),
+  });
 
   it("group 0's record is byte for byte the one-group record; another group's names its group and reads back", () => {
     const zero = encodeGroupRecords([{ group: 0, entries: [e(5, 1), e(6, 2)] }], 4);
@@ -105,13 +116,22 @@ describe('group log records: the encoder asserts what the reader refuses (paired
     expect(() => encodeGroupRecords([{ group: 1, entries: [e(1, 1, 9 as EntryType)] }], 4)).toThrow(/known type/);
     expect(() => encodeGroupRecords([{ group: 1, entries: [e(1, 1), e(3, 1)] }], 4)).toThrow(/follows entry 1/);
     // The reader refuses the same: group 3's record read by a node of 2 groups, and a tag naming group 0.
-    const three = Buffer.concat([encodeGroupSegmentHeader(1), encodeGroupRecords([{ group: 3, entries: [e(1, 1)] }], 4)]);
-    expect(scanGroupRecords(three, 2).problem).toMatchObject({ kind: 'invalid', detail: expect.stringMatching(/names group 3, the node has 2/) });
+    const three = Buffer.concat([
+      encodeGroupSegmentHeader(1),
+      encodeGroupRecords([{ group: 3, entries: [e(1, 1)] }], 4),
+    ]);
+    expect(scanGroupRecords(three, 2).problem).toMatchObject({
+      kind: 'invalid',
+      detail: expect.stringMatching(/names group 3, the node has 2/),
+    });
     const taggedZero = Buffer.from(three);
     taggedZero.writeUInt16BE(0, SEGMENT_HEADER_BYTES + 8 + 17);
     // Re-seal the checksum so that only the tag is wrong.
     const fixed = Buffer.concat([encodeGroupSegmentHeader(1), resealed(taggedZero.subarray(SEGMENT_HEADER_BYTES))]);
-    expect(scanGroupRecords(fixed, 4).problem).toMatchObject({ kind: 'invalid', detail: expect.stringMatching(/tagged record names group 0/) });
+    expect(scanGroupRecords(fixed, 4).problem).toMatchObject({
+      kind: 'invalid',
+      detail: expect.stringMatching(/tagged record names group 0/),
+    });
   });
 });
 
@@ -143,12 +163,16 @@ describe('openGroupStorage at G = 1 is the one-group store, byte for byte', () =
     await store.close();
     const files = async (d: string): Promise<Array<[string, string]>> => {
       const out: Array<[string, string]> = [];
-      for (const n of (await readdir(join(d, 'wal'))).sort()) out.push([n, (await readFile(join(d, 'wal', n))).toString('hex')]);
+      for (const n of (await readdir(join(d, 'wal'))).sort())
+        out.push([n, (await readFile(join(d, 'wal', n))).toString('hex')]);
       out.push(['high-water', (await readFile(join(d, 'raft', 'high-water'))).toString('hex')]);
       return out;
     };
     expect(await files(a)).toEqual(await files(b));
-    const dump = (d: string) => withRawDb(d, async (db) => (await db.iterator().all()).map(([k, v]) => [Buffer.from(k).toString('hex'), Buffer.from(v).toString('hex')]));
+    const dump = (d: string) =>
+      withRawDb(d, async (db) =>
+        (await db.iterator().all()).map(([k, v]) => [Buffer.from(k).toString('hex'), Buffer.from(v).toString('hex')]),
+      );
     expect(await dump(a)).toEqual(await dump(b));
     // And no groups record: a directory of one group holds no key it did not hold before.
     expect((await dump(a)).map(([k]) => k)).not.toContain('05');
@@ -160,11 +184,18 @@ describe('the shared writer at G = 4', () => {
     const dir = await tempDir();
     const s = await openG(dir, 4);
     const order: number[] = [];
-    await Promise.all(s.groups.map((g, i) => persist(g.store, { hardState: hs(1, 0), entries: ents(1, 3, 1, i) }).then(() => order.push(i))));
+    await Promise.all(
+      s.groups.map((g, i) =>
+        persist(g.store, { hardState: hs(1, 0), entries: ents(1, 3, 1, i) }).then(() => order.push(i)),
+      ),
+    );
     expect(s.stats()).toEqual({ batches: 1, groupBatches: 4, segmentSyncs: 1, levelSyncs: 1 });
     expect(order).toEqual([0, 1, 2, 3]);
     // Ten more turns of all four groups: still one fdatasync per batch.
-    for (let t = 0; t < 10; t++) await Promise.all(s.groups.map((g, i) => persist(g.store, { hardState: hs(1, 3 + t), entries: ents(4 + t, 4 + t, 1, i) })));
+    for (let t = 0; t < 10; t++)
+      await Promise.all(
+        s.groups.map((g, i) => persist(g.store, { hardState: hs(1, 3 + t), entries: ents(4 + t, 4 + t, 1, i) })),
+      );
     const st = s.stats()!;
     expect(st.batches).toBe(11);
     expect(st.segmentSyncs / st.batches).toBe(1);
@@ -181,15 +212,33 @@ describe('the shared writer at G = 4', () => {
       persist(g2, { hardState: hs(3, 0, 'n3'), entries: ents(1, 4, 2, 2) }),
     ]);
     // Group 1's new leader replaces entries 4..6; group 2 installs a leader's snapshot at 20 and appends after it.
-    await Promise.all([persist(g1, { hardState: hs(2, 3, 'n3'), entries: ents(4, 5, 2, 9) }), persist(g2, { snapshot: snap(20, 3, 2), hardState: hs(3, 20, 'n3'), entries: ents(21, 22, 3, 2) })]);
+    await Promise.all([
+      persist(g1, { hardState: hs(2, 3, 'n3'), entries: ents(4, 5, 2, 9) }),
+      persist(g2, { snapshot: snap(20, 3, 2), hardState: hs(3, 20, 'n3'), entries: ents(21, 22, 3, 2) }),
+    ]);
     await persist(g0, { hardState: hs(1, 8), localSnapshot: snap(8, 1, 0), compactTo: 8 });
     await closeG(s);
     s = await openG(dir, 4);
     const r = s.groups.map((g) => g.recovered);
     expect(r[0]).toEqual({ hardState: hs(1, 8), snapshot: snap(8, 1, 0), entries: ents(9, 10, 1), recoverIndex: 0 });
-    expect(r[1]).toEqual({ hardState: hs(2, 3, 'n3'), snapshot: emptySnapshot(), entries: [...ents(1, 3, 1, 1), ...ents(4, 5, 2, 9)], recoverIndex: 0 });
-    expect(r[2]).toEqual({ hardState: hs(3, 20, 'n3'), snapshot: snap(20, 3, 2), entries: ents(21, 22, 3, 2), recoverIndex: 0 });
-    expect(r[3]).toEqual({ hardState: { term: 0, vote: NONE, commit: 0 }, snapshot: emptySnapshot(), entries: [], recoverIndex: 0 });
+    expect(r[1]).toEqual({
+      hardState: hs(2, 3, 'n3'),
+      snapshot: emptySnapshot(),
+      entries: [...ents(1, 3, 1, 1), ...ents(4, 5, 2, 9)],
+      recoverIndex: 0,
+    });
+    expect(r[2]).toEqual({
+      hardState: hs(3, 20, 'n3'),
+      snapshot: snap(20, 3, 2),
+      entries: ents(21, 22, 3, 2),
+      recoverIndex: 0,
+    });
+    expect(r[3]).toEqual({
+      hardState: { term: 0, vote: NONE, commit: 0 },
+      snapshot: emptySnapshot(),
+      entries: [],
+      recoverIndex: 0,
+    });
     // Appends continue after the reopen.
     await persist(s.groups[3].store, { hardState: hs(1, 0), entries: ents(1, 2, 1, 3) });
     await persist(s.groups[1].store, { entries: ents(6, 6, 2, 9) });
@@ -210,7 +259,11 @@ describe('the shared writer at G = 4', () => {
     const dir = await tempDir();
     const s = await openG(dir, 2, 128);
     const [a, b] = s.groups.map((g) => g.store);
-    for (let i = 1; i <= 12; i++) await Promise.all([persist(a, { hardState: hs(1, i - 1), entries: ents(i, i, 1) }), persist(b, { hardState: hs(1, i - 1), entries: ents(i, i, 1, 1) })]);
+    for (let i = 1; i <= 12; i++)
+      await Promise.all([
+        persist(a, { hardState: hs(1, i - 1), entries: ents(i, i, 1) }),
+        persist(b, { hardState: hs(1, i - 1), entries: ents(i, i, 1, 1) }),
+      ]);
     const before = await groupSegments(dir);
     expect(before.length).toBeGreaterThan(3);
     // Group 0 snapshots and compacts everything: group 1 still needs every segment.
@@ -229,7 +282,12 @@ describe('the shared writer at G = 4', () => {
   });
 
   it('after any interleaving of valid batches across groups, reopening recovers what the reference disk holds, group by group', async () => {
-    type Step = { group: number; kind: 'append' | 'replace' | 'leaderSnap' | 'localSnap' | 'vote'; n: number; reopen: boolean };
+    type Step = {
+      group: number;
+      kind: 'append' | 'replace' | 'leaderSnap' | 'localSnap' | 'vote';
+      n: number;
+      reopen: boolean;
+    };
     const stepArb: fc.Arbitrary<Step> = fc.record({
       group: fc.integer({ min: 0, max: 2 }),
       kind: fc.constantFrom('append', 'append', 'replace', 'leaderSnap', 'localSnap', 'vote'),
@@ -240,7 +298,12 @@ describe('the shared writer at G = 4', () => {
       fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 30 }), async (steps) => {
         const dir = await tempDir();
         let s = await openG(dir, 3, 512);
-        const sims: RecoveredState[] = [0, 1, 2].map(() => ({ hardState: { term: 0, vote: NONE, commit: 0 }, snapshot: emptySnapshot(), entries: [], recoverIndex: 0 }));
+        const sims: RecoveredState[] = [0, 1, 2].map(() => ({
+          hardState: { term: 0, vote: NONE, commit: 0 },
+          snapshot: emptySnapshot(),
+          entries: [],
+          recoverIndex: 0,
+        }));
         const terms = [1, 1, 1];
         // One vote per term, as Raft keeps it.
         const votes = ['n1', 'n1', 'n1'];
@@ -250,21 +313,35 @@ describe('the shared writer at G = 4', () => {
             const last = sim.entries.at(-1)?.index ?? sim.snapshot.metadata.index;
             const commit = sim.hardState.commit;
             let b: PersistBatch;
-            if (st.kind === 'append') b = batchOf({ hardState: hs(terms[st.group], commit, votes[st.group]), entries: ents(last + 1, last + st.n, terms[st.group], st.group) });
+            if (st.kind === 'append')
+              b = batchOf({
+                hardState: hs(terms[st.group], commit, votes[st.group]),
+                entries: ents(last + 1, last + st.n, terms[st.group], st.group),
+              });
             else if (st.kind === 'replace') {
               terms[st.group] += 1;
               votes[st.group] = 'n2';
               const from = Math.max(commit + 1, last - st.n + 1, sim.snapshot.metadata.index + 1);
-              b = batchOf({ hardState: hs(terms[st.group], commit, votes[st.group]), entries: ents(from, from + st.n, terms[st.group], st.group + 7) });
+              b = batchOf({
+                hardState: hs(terms[st.group], commit, votes[st.group]),
+                entries: ents(from, from + st.n, terms[st.group], st.group + 7),
+              });
             } else if (st.kind === 'leaderSnap') {
               const at = last + st.n;
-              b = batchOf({ snapshot: snap(at, terms[st.group], st.group), hardState: hs(terms[st.group], at, votes[st.group]) });
+              b = batchOf({
+                snapshot: snap(at, terms[st.group], st.group),
+                hardState: hs(terms[st.group], at, votes[st.group]),
+              });
             } else if (st.kind === 'localSnap') {
               const newCommit = Math.min(last, commit + st.n);
               const at = Math.max(sim.snapshot.metadata.index, newCommit);
               b = batchOf({
                 hardState: hs(terms[st.group], newCommit, votes[st.group]),
-                localSnapshot: snap(at, sim.entries.find((e) => e.index === at)?.term ?? sim.snapshot.metadata.term, st.group),
+                localSnapshot: snap(
+                  at,
+                  sim.entries.find((e) => e.index === at)?.term ?? sim.snapshot.metadata.term,
+                  st.group,
+                ),
                 compactTo: at,
               });
             } else {
@@ -297,7 +374,10 @@ describe('the shared writer: torn tails and damage', () => {
   async function written(): Promise<string> {
     const dir = await tempDir();
     const s = await openG(dir, 2);
-    await Promise.all([persist(s.groups[0].store, { hardState: hs(1, 0), entries: ents(1, 3, 1) }), persist(s.groups[1].store, { hardState: hs(1, 0), entries: ents(1, 3, 1, 1) })]);
+    await Promise.all([
+      persist(s.groups[0].store, { hardState: hs(1, 0), entries: ents(1, 3, 1) }),
+      persist(s.groups[1].store, { hardState: hs(1, 0), entries: ents(1, 3, 1, 1) }),
+    ]);
     await closeG(s);
     return dir;
   }
@@ -329,7 +409,10 @@ describe('the shared writer: torn tails and damage', () => {
     expect(s.groups[1].recovered.recoverIndex).toBe(3);
     expect(s.groups[1].recovered.entries).toEqual(ents(1, 2, 1, 1));
     expect(s.groups[0].recovered.recoverIndex).toBe(0);
-    expect(s.groups[0].report.truncated[0]).toMatchObject({ belowHighWater: true, savedAs: expect.stringMatching(/\.cut-\d+$/) });
+    expect(s.groups[0].report.truncated[0]).toMatchObject({
+      belowHighWater: true,
+      savedAs: expect.stringMatching(/\.cut-\d+$/),
+    });
   });
 
   it('a flipped byte in the middle of the log is refused with the file and the byte offset, and nothing is cut', async () => {
@@ -360,7 +443,11 @@ describe('the number of groups is fixed at the founding', () => {
         () => null,
         (e: unknown) => e,
       );
-    for (const open of [() => openGroupStorage(dir, ID, 1), () => DiskLogStore.open(dir, ID), () => openGroupStorage(dir, ID, 2)]) {
+    for (const open of [
+      () => openGroupStorage(dir, ID, 1),
+      () => DiskLogStore.open(dir, ID),
+      () => openGroupStorage(dir, ID, 2),
+    ]) {
       const err = await refusal(open());
       expect(err).toBeInstanceOf(StorageIdentityError);
       expect(String(err)).toMatch(/was founded with 4 decision groups, but the config says [12] \("groups"\)/);
@@ -374,6 +461,8 @@ describe('the number of groups is fixed at the founding', () => {
     const { store } = await DiskLogStore.open(dir, ID);
     await persist(store, { hardState: hs(1, 0) });
     await store.close();
-    await expect(openGroupStorage(dir, ID, 4)).rejects.toThrow(/was founded with 1 decision group, but the config says 4/);
+    await expect(openGroupStorage(dir, ID, 4)).rejects.toThrow(
+      /was founded with 1 decision group, but the config says 4/,
+    );
   });
 });

@@ -162,7 +162,13 @@ describe('verdict status against a node that names thousands of peers', () => {
   it(`asks at most ${STATUS_ADDRESSES_MAX} addresses and says how many it left out`, async () => {
     let asked = 0;
     // Loopback addresses where nothing listens (port 9 of 127.1.x.y): each refuses at once.
-    const peers = Array.from({ length: 3_001 }, (_, i) => ({ nodeId: `p${i}`, address: `127.1.${i >> 8}.${(i & 255) + 1}:9`, matchIndex: 0, nextIndex: 0, state: 'probe' }));
+    const peers = Array.from({ length: 3_001 }, (_, i) => ({
+      nodeId: `p${i}`,
+      address: `127.1.${i >> 8}.${(i & 255) + 1}:9`,
+      matchIndex: 0,
+      nextIndex: 0,
+      state: 'probe',
+    }));
     const address = await grpcServer((_call, cb) => {
       asked += 1;
       cb(null, { ...STATUS, peers });
@@ -182,15 +188,31 @@ describe('verdict status against a node that names thousands of peers', () => {
       cb(null, { ...STATUS, nodeId: 'far', role: 'follower', peers: [] });
     });
     // n2 as n1 names it, but it answers for another cluster, and names "far" as its peer.
-    const stranger = await grpcServer((_call, cb) => cb(null, { ...STATUS, clusterId: 'other', nodeId: 'n2', role: 'leader', term: 99, peers: [{ ...STATUS.peers[0], nodeId: 'far', address: far }] }));
-    const n1 = await grpcServer((_call, cb) => cb(null, { ...STATUS, peers: [{ nodeId: 'n2', address: stranger, matchIndex: 0, nextIndex: 0, state: 'replicate' }] }));
+    const stranger = await grpcServer((_call, cb) =>
+      cb(null, {
+        ...STATUS,
+        clusterId: 'other',
+        nodeId: 'n2',
+        role: 'leader',
+        term: 99,
+        peers: [{ ...STATUS.peers[0], nodeId: 'far', address: far }],
+      }),
+    );
+    const n1 = await grpcServer((_call, cb) =>
+      cb(null, {
+        ...STATUS,
+        peers: [{ nodeId: 'n2', address: stranger, matchIndex: 0, nextIndex: 0, state: 'replicate' }],
+      }),
+    );
     const st = await clusterStatus([n1], 2_000);
     expect(farAsked).toBe(0);
     expect(st.nodes.map((n) => [n.id, n.reachable])).toEqual([
       ['n1', true],
       ['n2', false],
     ]);
-    expect(st.nodes[1].error).toMatch(/not the member named here: it answers as node "n2" of cluster "other", not "n2" of "c"/);
+    expect(st.nodes[1].error).toMatch(
+      /not the member named here: it answers as node "n2" of cluster "other", not "n2" of "c"/,
+    );
     // Its claim to lead a later term is not believed.
     expect(st.leader).toBe('n1');
   });

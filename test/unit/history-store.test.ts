@@ -30,7 +30,10 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
 });
 
-async function open(dir?: string, o: Partial<HistoryOptions> = {}): Promise<{ store: HistoryStore; dir: string; errors: string[] }> {
+async function open(
+  dir?: string,
+  o: Partial<HistoryOptions> = {},
+): Promise<{ store: HistoryStore; dir: string; errors: string[] }> {
   const d = dir ?? (await mkdtemp(join(tmpdir(), 'verdict-history-')));
   if (dir === undefined) dirs.push(d);
   const errors: string[] = [];
@@ -54,7 +57,13 @@ async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void>
   }
 }
 
-const decide = (txnId: string, index: number, atMs: number, participants = ['shop', 'bank'], outcome: 'commit' | 'abort' = 'commit'): Extract<HistoryChange, { t: 'decide' }> => ({
+const decide = (
+  txnId: string,
+  index: number,
+  atMs: number,
+  participants = ['shop', 'bank'],
+  outcome: 'commit' | 'abort' = 'commit',
+): Extract<HistoryChange, { t: 'decide' }> => ({
   t: 'decide',
   txnId,
   outcome,
@@ -71,16 +80,36 @@ describe('history records', () => {
     r = applyChange(r, decide('a', 5, 10));
     expect(r.participants.map((p) => p.vote)).toEqual(['yes', 'yes']);
     for (let i = 0; i < 50; i++) {
-      applyChange(r, { t: 'row', txnId: 'a', atMs: 20 + i, kind: 'decision-sent', participantId: 'bank', detail: 'COMMIT' });
-      applyChange(r, { t: 'row', txnId: 'a', atMs: 20 + i, kind: 'no-ack', participantId: 'bank', detail: `connection refused ${i}` });
+      applyChange(r, {
+        t: 'row',
+        txnId: 'a',
+        atMs: 20 + i,
+        kind: 'decision-sent',
+        participantId: 'bank',
+        detail: 'COMMIT',
+      });
+      applyChange(r, {
+        t: 'row',
+        txnId: 'a',
+        atMs: 20 + i,
+        kind: 'no-ack',
+        participantId: 'bank',
+        detail: `connection refused ${i}`,
+      });
     }
     applyChange(r, { t: 'row', txnId: 'a', atMs: 99, kind: 'ack', participantId: 'bank', detail: '' });
     const rows = withSightingRows(r).rows;
     const noAck = rows.find((x) => x.kind === 'no-ack');
     expect(noAck).toMatchObject({ count: 50, detail: 'connection refused 49', atMs: 20, lastAtMs: 69 });
-    expect(rows.find((x) => x.kind === 'decision-sent')).toMatchObject({ count: 50, detail: 'COMMIT', atMs: 20, lastAtMs: 69 });
+    expect(rows.find((x) => x.kind === 'decision-sent')).toMatchObject({
+      count: 50,
+      detail: 'COMMIT',
+      atMs: 20,
+      lastAtMs: 69,
+    });
     expect(rows.map((x) => x.kind)).toEqual(['prepare', 'decision-sent', 'no-ack', 'ack']);
-    // Only what is not an ordinary sighting is a row in memory: the PREPARE and the ACK are folded into their participants.
+    // Only what is not an ordinary sighting is a row in memory: the PREPARE and the ACK are folded into their
+    // participants.
     expect(r.rows.map((x) => x.kind)).toEqual(['no-ack', 'decision-sent']);
     expect(r.participants.find((p) => p.participantId === 'bank')).toMatchObject({ acked: true, ackedAtMs: 99 });
     expect(r.participants.find((p) => p.participantId === 'shop')?.acked).toBe(false);
@@ -92,17 +121,58 @@ describe('history records', () => {
 
 describe('history record bytes', () => {
   it('reads back what it wrote, any text included, and refuses malformed bytes with the reason', () => {
-    let r = applyChange(null, { t: 'row', txnId: 'x-1', atMs: NOW_MS - 5, kind: 'prepare', participantId: 'shop', detail: '' });
-    r = applyChange(r, { ...decide('x-1', 7, NOW_MS, ['shop', 'bank'], 'abort'), reason: 'bank said "no"\n\u00e9\u2028 \\ done' });
-    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 3, kind: 'no-ack', participantId: 'bank', detail: '14 UNAVAILABLE: {"a":1}' });
-    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 6, kind: 'no-ack', participantId: 'bank', detail: 'deadline exceeded' });
-    applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 7, kind: 'a kind of its own', participantId: '', detail: '' });
+    let r = applyChange(null, {
+      t: 'row',
+      txnId: 'x-1',
+      atMs: NOW_MS - 5,
+      kind: 'prepare',
+      participantId: 'shop',
+      detail: '',
+    });
+    r = applyChange(r, {
+      ...decide('x-1', 7, NOW_MS, ['shop', 'bank'], 'abort'),
+      reason: 'bank said "no"\n\u00e9\u2028 \\ done',
+    });
+    applyChange(r, {
+      t: 'row',
+      txnId: 'x-1',
+      atMs: NOW_MS + 3,
+      kind: 'no-ack',
+      participantId: 'bank',
+      detail: '14 UNAVAILABLE: {"a":1}',
+    });
+    applyChange(r, {
+      t: 'row',
+      txnId: 'x-1',
+      atMs: NOW_MS + 6,
+      kind: 'no-ack',
+      participantId: 'bank',
+      detail: 'deadline exceeded',
+    });
+    applyChange(r, {
+      t: 'row',
+      txnId: 'x-1',
+      atMs: NOW_MS + 7,
+      kind: 'a kind of its own',
+      participantId: '',
+      detail: '',
+    });
     applyChange(r, { t: 'row', txnId: 'x-1', atMs: NOW_MS + 9, kind: 'ack', participantId: 'bank', detail: '' });
     expect(r.rows.find((x) => x.kind === 'no-ack')).toMatchObject({ count: 2, lastAtMs: NOW_MS + 6 });
     applyChange(r, {
       t: 'act',
       txnId: 'x-1',
-      act: { kind: 'resolve', operator: 'ann@ops', reason: 'incident "7"', atMs: NOW_MS + 20, outcome: 'abort', effect: 'confirmed', participantId: '', gid: '', index: 9 },
+      act: {
+        kind: 'resolve',
+        operator: 'ann@ops',
+        reason: 'incident "7"',
+        atMs: NOW_MS + 20,
+        outcome: 'abort',
+        effect: 'confirmed',
+        participantId: '',
+        gid: '',
+        index: 9,
+      },
     });
     applyChange(r, { t: 'forget', txnId: 'x-1', index: 11, atMs: NOW_MS + 30 });
     const text = encodeRecord(r);
@@ -122,7 +192,9 @@ describe('history record bytes', () => {
       ],
     });
     expect(decodeRecord('x-1', '[2,"commit"]')).toMatch(/not a record of form 3 or 2/);
-    expect(decodeRecord('x-1', '[3,"commit","",4,1000,0,5,300,0,[["shop",1,1,null,null,null,null,1]],[],[],null,null,""]')).toMatch(/participant is malformed/);
+    expect(
+      decodeRecord('x-1', '[3,"commit","",4,1000,0,5,300,0,[["shop",1,1,null,null,null,null,1]],[],[],null,null,""]'),
+    ).toMatch(/participant is malformed/);
     expect(decodeRecord('x-1', text.replace('"abort"', '"maybe"'))).toMatch(/outcome "maybe"/);
     expect(decodeRecord('x-1', '{')).toMatch(/does not parse/);
     expect(decodeRecord('x-1', text.replace('"a kind of its own"', '"Z"'))).toMatch(/kind "Z" is unknown/);
@@ -137,13 +209,21 @@ describe('history store', () => {
     store.apply(3, [decide('new', 3, NOW_MS - 60_000, ['bank'], 'abort')]);
     const all = await store.query({ sinceAtMs: NOW_MS - 2 * DAY_MS });
     expect(all.records.map((r) => r.txnId)).toEqual(['new', 'mid', 'old']);
-    expect((await store.query({ sinceAtMs: NOW_MS - 2 * DAY_MS, untilAtMs: NOW_MS - 2 * 3_600_000 })).records.map((r) => r.txnId)).toEqual(['old']);
+    expect(
+      (await store.query({ sinceAtMs: NOW_MS - 2 * DAY_MS, untilAtMs: NOW_MS - 2 * 3_600_000 })).records.map(
+        (r) => r.txnId,
+      ),
+    ).toEqual(['old']);
     expect((await store.query({ participantId: 'shop' })).records.map((r) => r.txnId)).toEqual(['mid', 'old']);
     expect((await store.query({ outcome: 'abort' })).records.map((r) => r.txnId)).toEqual(['new']);
     const one = await store.query({ limit: 1 });
     expect(one.records.map((r) => r.txnId)).toEqual(['new']);
     expect(one.truncated).toBe(true);
-    expect((await store.query({ txnId: 'mid' })).records[0]).toMatchObject({ txnId: 'mid', outcome: 'commit', decisionIndex: 2 });
+    expect((await store.query({ txnId: 'mid' })).records[0]).toMatchObject({
+      txnId: 'mid',
+      outcome: 'commit',
+      decisionIndex: 2,
+    });
     expect(all.appliedIndex).toBe(3);
   });
 
@@ -155,7 +235,21 @@ describe('history store', () => {
     expect(b.store.durableIndex).toBe(1);
     b.store.apply(2, [{ t: 'forget', txnId: 't1', index: 2, atMs: NOW_MS }]);
     b.store.apply(3, [
-      { t: 'act', txnId: 't1', act: { kind: 'resolve', operator: 'alice@ops', reason: 'incident 7', atMs: NOW_MS, outcome: 'commit', effect: 'confirmed', participantId: '', gid: '', index: 3 } },
+      {
+        t: 'act',
+        txnId: 't1',
+        act: {
+          kind: 'resolve',
+          operator: 'alice@ops',
+          reason: 'incident 7',
+          atMs: NOW_MS,
+          outcome: 'commit',
+          effect: 'confirmed',
+          participantId: '',
+          gid: '',
+          index: 3,
+        },
+      },
     ]);
     const r = (await b.store.query({ txnId: 't1' })).records[0];
     expect(r).toMatchObject({ forgottenIndex: 2, acts: [{ operator: 'alice@ops', reason: 'incident 7' }] });
@@ -185,12 +279,25 @@ describe('history store', () => {
 
   it('writes a settled transaction once: its decision, sightings, ACKs and Forget in one record write', async () => {
     const { store } = await open(undefined, { flushMs: 10, holdTurns: 1_000 });
-    const row = (kind: string, participantId = '', detail = ''): HistoryChange => ({ t: 'row', txnId: 'w1', atMs: NOW_MS, kind, participantId, detail });
+    const row = (kind: string, participantId = '', detail = ''): HistoryChange => ({
+      t: 'row',
+      txnId: 'w1',
+      atMs: NOW_MS,
+      kind,
+      participantId,
+      detail,
+    });
     store.apply(0, [row('begin'), row('prepare', 'shop'), row('prepare', 'bank')]);
     store.apply(0, [row('vote', 'shop', 'YES'), row('vote', 'bank', 'YES')]);
     store.apply(4, [decide('w1', 4, NOW_MS)]);
-    store.apply(0, [row('decision-sent', 'shop', 'COMMIT'), row('decision-sent', 'bank', 'COMMIT'), row('ack', 'shop'), row('ack', 'bank')]);
-    // Several write turns pass while it waits for its Forget: nothing of it is written, and the log from its decision on is not on disk.
+    store.apply(0, [
+      row('decision-sent', 'shop', 'COMMIT'),
+      row('decision-sent', 'bank', 'COMMIT'),
+      row('ack', 'shop'),
+      row('ack', 'bank'),
+    ]);
+    // Several write turns pass while it waits for its Forget: nothing of it is written, and the log from its decision
+    // on is not on disk.
     await new Promise((r) => setTimeout(r, 100));
     expect(store.writeStats().records).toBe(0);
     store.apply(5, [{ t: 'forget', txnId: 'w1', index: 5, atMs: NOW_MS + 300 }]);
@@ -198,7 +305,17 @@ describe('history store', () => {
     expect(store.writeStats().records).toBe(1);
     expect(store.durableIndex).toBe(5);
     const r = (await store.query({ txnId: 'w1' })).records[0];
-    expect(r?.rows.map((x) => x.kind)).toEqual(['begin', 'prepare', 'prepare', 'vote', 'vote', 'decision-sent', 'decision-sent', 'ack', 'ack']);
+    expect(r?.rows.map((x) => x.kind)).toEqual([
+      'begin',
+      'prepare',
+      'prepare',
+      'vote',
+      'vote',
+      'decision-sent',
+      'decision-sent',
+      'ack',
+      'ack',
+    ]);
     expect(r).toMatchObject({
       forgottenIndex: 5,
       decisionIndex: 4,
@@ -214,7 +331,9 @@ describe('history store', () => {
     a.store.apply(10, [decide('held', 10, NOW_MS - 900)]);
     a.store.apply(0, [{ t: 'row', txnId: 'held', atMs: NOW_MS - 800, kind: 'ack', participantId: 'shop', detail: '' }]);
     a.store.apply(11, [decide('quick', 11, NOW_MS - 500)]);
-    a.store.apply(0, [{ t: 'row', txnId: 'quick', atMs: NOW_MS - 450, kind: 'ack', participantId: 'bank', detail: '' }]);
+    a.store.apply(0, [
+      { t: 'row', txnId: 'quick', atMs: NOW_MS - 450, kind: 'ack', participantId: 'bank', detail: '' },
+    ]);
     a.store.apply(12, [{ t: 'forget', txnId: 'quick', index: 12, atMs: NOW_MS - 400 }]);
     await waitUntil(() => a.store.writeStats().records >= 1);
     // quick is on disk; held (decided at 10) is not, so entries from 10 on are not.
@@ -231,7 +350,10 @@ describe('history store', () => {
     expect(all.records.map((r) => r.txnId)).toEqual(['quick', 'held']);
     // The replayed decision of quick merged into its record on disk: the ACK its leader saw is still there.
     expect(all.records[0]?.rows.map((x) => x.kind)).toEqual(['ack']);
-    expect(all.records[0]?.participants.find((p) => p.participantId === 'bank')).toMatchObject({ acked: true, ackedAtMs: NOW_MS - 450 });
+    expect(all.records[0]?.participants.find((p) => p.participantId === 'bank')).toMatchObject({
+      acked: true,
+      ackedAtMs: NOW_MS - 450,
+    });
     expect(all.records[1]?.outcome).toBe('commit');
     // Not settled, still written once its hold is over.
     const c = await open(undefined, { flushMs: 10, holdTurns: 3 });
@@ -257,10 +379,24 @@ describe('history store', () => {
     // 50 records, one key each, and their index in a few keys, not 150.
     expect(store.writeStats().ops).toBeLessThan(50 + 10);
     // Known only by a heuristic report at first (indexed by the report's time), then decided a day later.
-    const act = { kind: 'heuristic' as const, operator: 'p', reason: 'r', atMs: NOW_MS - DAY_MS, outcome: 'commit' as const, effect: 'HEURCOM', participantId: 'shop', gid: 'g', index: 60 };
+    const act = {
+      kind: 'heuristic' as const,
+      operator: 'p',
+      reason: 'r',
+      atMs: NOW_MS - DAY_MS,
+      outcome: 'commit' as const,
+      effect: 'HEURCOM',
+      participantId: 'shop',
+      gid: 'g',
+      index: 60,
+    };
     store.apply(60, [{ t: 'act', txnId: 'moved', act }]);
     await store.flush();
-    expect((await store.query({ untilAtMs: NOW_MS - DAY_MS + 1, sinceAtMs: NOW_MS - 2 * DAY_MS })).records.map((r) => r.txnId)).toEqual(['moved']);
+    expect(
+      (await store.query({ untilAtMs: NOW_MS - DAY_MS + 1, sinceAtMs: NOW_MS - 2 * DAY_MS })).records.map(
+        (r) => r.txnId,
+      ),
+    ).toEqual(['moved']);
     store.apply(61, [{ ...decide('moved', 61, NOW_MS - 1_000), first: false }]);
     await store.flush();
     expect((await store.query({ untilAtMs: NOW_MS - DAY_MS + 1, sinceAtMs: NOW_MS - 2 * DAY_MS })).records).toEqual([]);
@@ -281,7 +417,10 @@ describe('history store', () => {
     ] as const) {
       const r = applyChange(null, decide(id, 1, atMs, [...ps]));
       const time = String(atMs).padStart(16, '0');
-      ops.push({ type: 'put', key: `r\u0000${id}`, value: JSON.stringify(r) }, { type: 'put', key: `t\u0000${time}\u0000${id}`, value: '' });
+      ops.push(
+        { type: 'put', key: `r\u0000${id}`, value: JSON.stringify(r) },
+        { type: 'put', key: `t\u0000${time}\u0000${id}`, value: '' },
+      );
       for (const p of ps) ops.push({ type: 'put', key: `p\u0000${p}\u0000${time}\u0000${id}`, value: '' });
     }
     ops.push({ type: 'put', key: 'm\u0000applied', value: '2' });
@@ -290,7 +429,10 @@ describe('history store', () => {
     const { store } = await open(d);
     expect((await store.query({ sinceAtMs: NOW_MS - 2 * DAY_MS })).records.map((r) => r.txnId)).toEqual(['o2', 'o1']);
     expect((await store.query({ participantId: 'bank' })).records.map((r) => r.txnId)).toEqual(['o2']);
-    expect((await store.query({ txnId: 'o1' })).records[0]).toMatchObject({ outcome: 'commit', participants: [{ participantId: 'shop' }] });
+    expect((await store.query({ txnId: 'o1' })).records[0]).toMatchObject({
+      outcome: 'commit',
+      participants: [{ participantId: 'shop' }],
+    });
     store.apply(3, [decide('n3', 3, NOW_MS - 60_000, ['bank'])]);
     expect((await store.query({ participantId: 'bank' })).records.map((r) => r.txnId)).toEqual(['n3', 'o2']);
   });
@@ -336,11 +478,23 @@ describe('history store', () => {
 });
 
 describe('history search text', () => {
-  const names = { since: '--since', until: '--until', participant: '--participant', outcome: '--outcome', limit: '--limit' };
+  const names = {
+    since: '--since',
+    until: '--until',
+    participant: '--participant',
+    outcome: '--outcome',
+    limit: '--limit',
+  };
   it('reads relative and ISO times, outcomes in either spelling, a bounded limit', () => {
     expect(parseTimeArg('--since', '24h', NOW_MS)).toBe(NOW_MS - DAY_MS);
     expect(parseTimeArg('--since', '2026-12-04T12:00:00Z', NOW_MS)).toBe(NOW_MS - DAY_MS);
-    expect(parseHistorySearch({ since: '2d', until: '1d', outcome: 'COMMITTED', limit: '5', participant: 'shop' }, NOW_MS, names)).toEqual({
+    expect(
+      parseHistorySearch(
+        { since: '2d', until: '1d', outcome: 'COMMITTED', limit: '5', participant: 'shop' },
+        NOW_MS,
+        names,
+      ),
+    ).toEqual({
       sinceAtMs: NOW_MS - 2 * DAY_MS,
       untilAtMs: NOW_MS - DAY_MS,
       outcome: 'commit',
@@ -385,7 +539,13 @@ describe('a node that installs a snapshot', () => {
     follower.restore(leader.snapshot(), 30);
     const a = await store.query({});
     expect(a.lacks).toEqual([{ firstIndex: 1, lastIndex: 30 }]);
-    expect(a.records[0]).toMatchObject({ txnId: 'live-1', outcome: 'abort', decisionIndex: 7, reason: 'shop voted NO', acts: [{ kind: 'resolve', operator: 'bob@ops', effect: 'decided' }] });
+    expect(a.records[0]).toMatchObject({
+      txnId: 'live-1',
+      outcome: 'abort',
+      decisionIndex: 7,
+      reason: 'shop voted NO',
+      acts: [{ kind: 'resolve', operator: 'bob@ops', effect: 'decided' }],
+    });
   });
 });
 
@@ -405,16 +565,80 @@ describe('sagas and forced removals in the history', () => {
       { service: 'pay', name: 'debit', input: '{"amount":30}' },
       { service: 'ship', name: 'send', input: 'ORD-7731' },
     ];
-    run({ t: 'saga.start', sagaId: 'refund-7731', steps: twoSteps, pivot: null, atMs: NOW_MS - 9_000, type: 'order-refund', labels: { order: 'ORD-7731' } });
-    run({ t: 'saga.result', sagaId: 'refund-7731', step: 0, kind: 'action', outcome: 'done', output: 'debited 30', reason: '', atMs: NOW_MS - 8_000 });
-    for (let i = 0; i < 3; i++) run({ t: 'saga.attempt', sagaId: 'refund-7731', step: 1, kind: 'action', error: `UNAVAILABLE: ship down ${i}`, atMs: NOW_MS - 7_000 + i });
-    run({ t: 'saga.stuck', sagaId: 'refund-7731', step: 1, kind: 'action', attempts: 3, lastError: 'UNAVAILABLE: ship down 2', atMs: NOW_MS - 6_900 });
-    run({ t: 'saga.retry', sagaId: 'refund-7731', operator: 'alice@ops', reason: 'ship is back', atMs: NOW_MS - 6_000 });
-    run({ t: 'saga.attempt', sagaId: 'refund-7731', step: 1, kind: 'action', error: 'DEADLINE_EXCEEDED: slow', atMs: NOW_MS - 5_000 });
-    run({ t: 'saga.result', sagaId: 'refund-7731', step: 1, kind: 'action', outcome: 'done', output: 'sent', reason: '', atMs: NOW_MS - 4_000 });
+    run({
+      t: 'saga.start',
+      sagaId: 'refund-7731',
+      steps: twoSteps,
+      pivot: null,
+      atMs: NOW_MS - 9_000,
+      type: 'order-refund',
+      labels: { order: 'ORD-7731' },
+    });
+    run({
+      t: 'saga.result',
+      sagaId: 'refund-7731',
+      step: 0,
+      kind: 'action',
+      outcome: 'done',
+      output: 'debited 30',
+      reason: '',
+      atMs: NOW_MS - 8_000,
+    });
+    for (let i = 0; i < 3; i++)
+      run({
+        t: 'saga.attempt',
+        sagaId: 'refund-7731',
+        step: 1,
+        kind: 'action',
+        error: `UNAVAILABLE: ship down ${i}`,
+        atMs: NOW_MS - 7_000 + i,
+      });
+    run({
+      t: 'saga.stuck',
+      sagaId: 'refund-7731',
+      step: 1,
+      kind: 'action',
+      attempts: 3,
+      lastError: 'UNAVAILABLE: ship down 2',
+      atMs: NOW_MS - 6_900,
+    });
+    run({
+      t: 'saga.retry',
+      sagaId: 'refund-7731',
+      operator: 'alice@ops',
+      reason: 'ship is back',
+      atMs: NOW_MS - 6_000,
+    });
+    run({
+      t: 'saga.attempt',
+      sagaId: 'refund-7731',
+      step: 1,
+      kind: 'action',
+      error: 'DEADLINE_EXCEEDED: slow',
+      atMs: NOW_MS - 5_000,
+    });
+    run({
+      t: 'saga.result',
+      sagaId: 'refund-7731',
+      step: 1,
+      kind: 'action',
+      outcome: 'done',
+      output: 'sent',
+      reason: '',
+      atMs: NOW_MS - 4_000,
+    });
     run({ t: 'saga.ended', sagaIds: ['refund-7731'] });
     run({ t: 'saga.start', sagaId: 'other', steps: twoSteps.slice(0, 1), pivot: null, atMs: NOW_MS - 3_000 });
-    run({ t: 'saga.result', sagaId: 'other', step: 0, kind: 'action', outcome: 'done', output: 'ok', reason: '', atMs: NOW_MS - 2_000 });
+    run({
+      t: 'saga.result',
+      sagaId: 'other',
+      step: 0,
+      kind: 'action',
+      outcome: 'done',
+      output: 'ok',
+      reason: '',
+      atMs: NOW_MS - 2_000,
+    });
     run({ t: 'saga.ended', sagaIds: ['other'] });
     expect(table.sagas.has('refund-7731')).toBe(false);
     await store.close();
@@ -433,18 +657,50 @@ describe('sagas and forced removals in the history', () => {
         { step: 0, service: 'pay', name: 'debit', input: '{"amount":30}', status: 'done', output: 'debited 30' },
         { step: 1, service: 'ship', name: 'send', status: 'done', output: 'sent' },
       ],
-      calls: [{ step: 1, kind: 'action', attempts: 1, attemptsTotal: 4, firstFailureAtMs: NOW_MS - 5_000, lastFailureAtMs: NOW_MS - 5_000, lastError: 'DEADLINE_EXCEEDED: slow' }],
+      calls: [
+        {
+          step: 1,
+          kind: 'action',
+          attempts: 1,
+          attemptsTotal: 4,
+          firstFailureAtMs: NOW_MS - 5_000,
+          lastFailureAtMs: NOW_MS - 5_000,
+          lastError: 'DEADLINE_EXCEEDED: slow',
+        },
+      ],
     });
-    expect(r?.saga?.timeline.map((e) => e.what)).toEqual(['started', 'sent', 'done', 'sent', 'stuck', 'retry', 'done', 'finished']);
-    expect(r?.saga?.timeline.find((e) => e.what === 'retry')).toMatchObject({ operator: 'alice@ops', detail: 'ship is back' });
+    expect(r?.saga?.timeline.map((e) => e.what)).toEqual([
+      'started',
+      'sent',
+      'done',
+      'sent',
+      'stuck',
+      'retry',
+      'done',
+      'finished',
+    ]);
+    expect(r?.saga?.timeline.find((e) => e.what === 'retry')).toMatchObject({
+      operator: 'alice@ops',
+      detail: 'ship is back',
+    });
     // Searches: sagas apart from transactions.
     again.apply(index + 1, [decide('t-1', index + 1, NOW_MS - 1_000)]);
-    expect((await again.query({ kind: 'saga' })).records.map((x) => x.txnId)).toEqual([sagaKey('other'), sagaKey('refund-7731')]);
+    expect((await again.query({ kind: 'saga' })).records.map((x) => x.txnId)).toEqual([
+      sagaKey('other'),
+      sagaKey('refund-7731'),
+    ]);
     expect((await again.query({ kind: 'txn' })).records.map((x) => x.txnId)).toEqual(['t-1']);
     // The same state again (a replayed entry) adds no attempts.
     const same = r?.saga;
     if (same === undefined) throw new Error('no saga');
-    again.apply(0, [{ t: 'saga', txnId: sagaKey('refund-7731'), saga: { ...same, calls: same.calls.map((c) => ({ ...c, attemptsTotal: c.attempts })) }, index: same.lastIndex }]);
+    again.apply(0, [
+      {
+        t: 'saga',
+        txnId: sagaKey('refund-7731'),
+        saga: { ...same, calls: same.calls.map((c) => ({ ...c, attemptsTotal: c.attempts })) },
+        index: same.lastIndex,
+      },
+    ]);
     expect((await again.query({ txnId: sagaKey('refund-7731') })).records[0]?.saga?.calls[0]?.attemptsTotal).toBe(4);
   });
 
@@ -463,29 +719,73 @@ describe('sagas and forced removals in the history', () => {
       { service: 'pay', name: 'receipt', input: '' },
     ];
     run({ t: 'saga.start', sagaId: 'order-1', steps, pivot: null, atMs: NOW_MS - 5_000 });
-    run({ t: 'saga.result', sagaId: 'order-1', step: 0, kind: 'action', outcome: 'done', output: 'ok', reason: '', atMs: NOW_MS - 4_000 });
+    run({
+      t: 'saga.result',
+      sagaId: 'order-1',
+      step: 0,
+      kind: 'action',
+      outcome: 'done',
+      output: 'ok',
+      reason: '',
+      atMs: NOW_MS - 4_000,
+    });
     run({ t: 'saga.start', sagaId: 'order-2', steps: steps.slice(1, 2), pivot: null, atMs: NOW_MS - 3_000 });
     store.apply(++index, [decide('t-pay', index, NOW_MS - 2_000, ['pay', 'bank'])]);
     await store.close();
     const { store: again } = await open(dir);
-    expect((await again.query({ participantId: 'pay' })).records.map((x) => x.txnId)).toEqual(['t-pay', sagaKey('order-1')]);
-    expect((await again.query({ participantId: 'ship' })).records.map((x) => x.txnId)).toEqual([sagaKey('order-2'), sagaKey('order-1')]);
-    expect((await again.query({ participantId: 'pay', kind: 'saga' })).records.map((x) => x.txnId)).toEqual([sagaKey('order-1')]);
+    expect((await again.query({ participantId: 'pay' })).records.map((x) => x.txnId)).toEqual([
+      't-pay',
+      sagaKey('order-1'),
+    ]);
+    expect((await again.query({ participantId: 'ship' })).records.map((x) => x.txnId)).toEqual([
+      sagaKey('order-2'),
+      sagaKey('order-1'),
+    ]);
+    expect((await again.query({ participantId: 'pay', kind: 'saga' })).records.map((x) => x.txnId)).toEqual([
+      sagaKey('order-1'),
+    ]);
     expect((await again.query({ participantId: 'bank' })).records.map((x) => x.txnId)).toEqual(['t-pay']);
-    expect((await again.query({ participantId: 'ship', sinceAtMs: NOW_MS - 4_000 })).records.map((x) => x.txnId)).toEqual([sagaKey('order-2')]);
+    expect(
+      (await again.query({ participantId: 'ship', sinceAtMs: NOW_MS - 4_000 })).records.map((x) => x.txnId),
+    ).toEqual([sagaKey('order-2')]);
   });
 
   it('participant remove --force names who removed it, when and why on each decision it was owed; a snapshot carries it', async () => {
     const { store } = await open();
     const leader = new HistoriedMachine();
-    leader.table.apply({ t: 'register', id: 'gone', endpoint: '127.0.0.1:1', atMs: NOW_MS - 10_000, kind: 'memory' }, 1);
-    leader.table.apply({ t: 'decide', txnId: 'owed-1', outcome: 'commit', reason: '', participants: ['gone'], atMs: NOW_MS - 9_000 }, 2);
+    leader.table.apply(
+      { t: 'register', id: 'gone', endpoint: '127.0.0.1:1', atMs: NOW_MS - 10_000, kind: 'memory' },
+      1,
+    );
+    leader.table.apply(
+      { t: 'decide', txnId: 'owed-1', outcome: 'commit', reason: '', participants: ['gone'], atMs: NOW_MS - 9_000 },
+      2,
+    );
     const feed = historyObserver(store, 0);
     const index = 3;
-    const removal = leader.table.apply({ t: 'unregister', id: 'gone', operator: 'alice@ops', atMs: NOW_MS - 5_000, acked: [], force: true, reason: 'host decommissioned' }, index);
+    const removal = leader.table.apply(
+      {
+        t: 'unregister',
+        id: 'gone',
+        operator: 'alice@ops',
+        atMs: NOW_MS - 5_000,
+        acked: [],
+        force: true,
+        reason: 'host decommissioned',
+      },
+      index,
+    );
     store.apply(2, [decide('owed-1', 2, NOW_MS - 9_000, ['gone'])]);
     feed.onResult?.({ term: 1, index, type: EntryType.Normal, data: new Uint8Array() }, removal);
-    const act = { kind: 'removed', operator: 'alice@ops', reason: 'host decommissioned', atMs: NOW_MS - 5_000, participantId: 'gone', effect: 'undelivered', index };
+    const act = {
+      kind: 'removed',
+      operator: 'alice@ops',
+      reason: 'host decommissioned',
+      atMs: NOW_MS - 5_000,
+      participantId: 'gone',
+      effect: 'undelivered',
+      index,
+    };
     expect((await store.query({ txnId: 'owed-1' })).records[0]?.acts).toEqual([{ ...act, outcome: '', gid: '' }]);
 
     const { store: other } = await open();
@@ -499,14 +799,30 @@ describe('sagas and forced removals in the history', () => {
     const { store } = await open();
     const leaderSagas = new SagaTable();
     const leader = new HistoriedMachine([leaderSagas]);
-    leaderSagas.apply({ t: 'saga.start', sagaId: 'trip-1', steps: [{ service: 'hotel', name: 'book', input: '2 nights' }], pivot: null, atMs: NOW_MS - 60_000, type: 'trip' }, 4);
+    leaderSagas.apply(
+      {
+        t: 'saga.start',
+        sagaId: 'trip-1',
+        steps: [{ service: 'hotel', name: 'book', input: '2 nights' }],
+        pivot: null,
+        atMs: NOW_MS - 60_000,
+        type: 'trip',
+      },
+      4,
+    );
     const followerSagas = new SagaTable();
     const follower = new HistoriedMachine([followerSagas]);
     follower.sagas = followerSagas;
     follower.history = store;
     follower.restore(leader.snapshot(), 9);
     const r = (await store.query({ kind: 'saga' })).records[0];
-    expect(r?.saga).toMatchObject({ sagaId: 'trip-1', type: 'trip', state: 'running', lastIndex: 9, steps: [{ service: 'hotel', name: 'book', input: '2 nights', status: 'running' }] });
+    expect(r?.saga).toMatchObject({
+      sagaId: 'trip-1',
+      type: 'trip',
+      state: 'running',
+      lastIndex: 9,
+      steps: [{ service: 'hotel', name: 'book', input: '2 nights', status: 'running' }],
+    });
     expect((await store.query({})).lacks).toEqual([{ firstIndex: 1, lastIndex: 9 }]);
   });
 });

@@ -33,7 +33,10 @@ class Clock {
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
 
-/** `leaderAtMs`: questions before it fail as a follower with no leader would; after it every id is answered `outcome(id)`. */
+/**
+ * `leaderAtMs`: questions before it fail as a follower with no leader would; after it every id is answered
+ * `outcome(id)`.
+ */
 function world(n: number, leaderAtMs: number, outcome: (txnId: string) => ClusterOutcome | Error, batched: boolean) {
   const clock = new Clock();
   const prepared = new Set(Array.from({ length: n }, (_, i) => `t${i}`));

@@ -52,10 +52,27 @@ function importsOf(fileName: string, text: string): string[] {
   const sf = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
   const out: string[] = [];
   const visit = (n: ts.Node): void => {
-    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) out.push(n.moduleSpecifier.text);
-    else if (ts.isImportEqualsDeclaration(n) && ts.isExternalModuleReference(n.moduleReference) && ts.isStringLiteral(n.moduleReference.expression)) out.push(n.moduleReference.expression.text);
-    else if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteralLike(n.arguments[0])) out.push(n.arguments[0].text);
-    else if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument) && ts.isStringLiteral(n.argument.literal)) out.push(n.argument.literal.text);
+    if (
+      (ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) &&
+      n.moduleSpecifier &&
+      ts.isStringLiteral(n.moduleSpecifier)
+    )
+      out.push(n.moduleSpecifier.text);
+    else if (
+      ts.isImportEqualsDeclaration(n) &&
+      ts.isExternalModuleReference(n.moduleReference) &&
+      ts.isStringLiteral(n.moduleReference.expression)
+    )
+      out.push(n.moduleReference.expression.text);
+    else if (
+      ts.isCallExpression(n) &&
+      n.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      n.arguments[0] &&
+      ts.isStringLiteralLike(n.arguments[0])
+    )
+      out.push(n.arguments[0].text);
+    else if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument) && ts.isStringLiteral(n.argument.literal))
+      out.push(n.argument.literal.text);
     ts.forEachChild(n, visit);
   };
   visit(sf);
@@ -75,7 +92,8 @@ function sourceFiles(dir: string): string[] {
 /** The file a relative specifier names, or null when none exists. */
 function resolveImport(from: string, spec: string): string | null {
   const base = resolve(dirname(from), spec);
-  for (const c of [base, base.replace(/\.js$/, '.ts'), `${base}.ts`, join(base, 'index.ts')]) if (existsSync(c) && !c.endsWith(sep) && c.includes('.')) return c;
+  for (const c of [base, base.replace(/\.js$/, '.ts'), `${base}.ts`, join(base, 'index.ts')])
+    if (existsSync(c) && !c.endsWith(sep) && c.includes('.')) return c;
   return null;
 }
 
@@ -114,7 +132,10 @@ function layerProblem(from: string, to: string): string | null {
   const rb = rank.get(b);
   if (ra === undefined || rb === undefined) return null; // an unplaced folder fails its own check
   if (rb < ra) return null;
-  const how = rb === ra ? `${b} is its sibling in layer ${layerOf.get(a)}` : `${b} (${layerOf.get(b)}) is above ${a} (${layerOf.get(a)})`;
+  const how =
+    rb === ra
+      ? `${b} is its sibling in layer ${layerOf.get(a)}`
+      : `${b} (${layerOf.get(b)}) is above ${a} (${layerOf.get(a)})`;
   return `src/${from} imports src/${to}: ${how}`;
 }
 
@@ -167,7 +188,15 @@ describe('the import reader', () => {
       "// import { g } from './g.ts';",
       'const h = "import { h } from \'./h.ts\'";',
     ].join('\n');
-    expect(importsOf('x.ts', text)).toEqual(['./a.ts', '../b/b.ts', './side-effect.ts', './c.ts', './d.ts', './e.ts', './f.ts']);
+    expect(importsOf('x.ts', text)).toEqual([
+      './a.ts',
+      '../b/b.ts',
+      './side-effect.ts',
+      './c.ts',
+      './d.ts',
+      './e.ts',
+      './f.ts',
+    ]);
   });
 });
 
@@ -205,7 +234,11 @@ describe('layers of src/', () => {
     const problems: string[] = [];
     for (const [from, tos] of edges) {
       if (!KERNEL.has(folderOf(from)) && !core.has(from)) continue;
-      for (const to of tos) if (!KERNEL.has(folderOf(to)) && !core.has(to)) problems.push(`src/${from} imports src/${to}, above the kernel${core.has(from) ? ' (it is part of the node core)' : ''}`);
+      for (const to of tos)
+        if (!KERNEL.has(folderOf(to)) && !core.has(to))
+          problems.push(
+            `src/${from} imports src/${to}, above the kernel${core.has(from) ? ' (it is part of the node core)' : ''}`,
+          );
     }
     expect(problems).toEqual([]);
   });

@@ -5,12 +5,24 @@
 // deletion, a holder is bound to its identity, and each client has a quota.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkedLeaseCommand, encodeLeaseCommand, LEASE_TTL_MAX_MS, LeaseTable, type LeaseCommand } from '../../src/lease/state.ts';
+import {
+  checkedLeaseCommand,
+  encodeLeaseCommand,
+  LEASE_TTL_MAX_MS,
+  LeaseTable,
+  type LeaseCommand,
+} from '../../src/lease/state.ts';
 import { NodeStateMachine } from '../../src/node/machine.ts';
 import { nodeProducts } from '../../src/node/products.ts';
 import { EntryType } from '../../src/raft/types.ts';
 
-const acquire = (holder: string, atMs: number, ttlMs = 1_000): LeaseCommand => ({ t: 'lease.acquire', name: 'outbox/p0', holder, ttlMs, atMs });
+const acquire = (holder: string, atMs: number, ttlMs = 1_000): LeaseCommand => ({
+  t: 'lease.acquire',
+  name: 'outbox/p0',
+  holder,
+  ttlMs,
+  atMs,
+});
 
 describe('lease table', () => {
   it('grants one holder at a time; a second holder is refused until the lease ends, then gets a larger epoch', () => {
@@ -25,7 +37,10 @@ describe('lease table', () => {
     expect(b2.granted).toBe(true);
     expect(b2.lease).toMatchObject({ holder: 'relay-b', epoch: 2 });
     // The old holder's renewal is refused: it lost the lease.
-    const late = t.apply({ t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 2_100 }, 4);
+    const late = t.apply(
+      { t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 2_100 },
+      4,
+    );
     expect(late.granted).toBe(false);
     expect(late.reason).toMatch(/held by relay-b at epoch 2/);
   });
@@ -34,8 +49,13 @@ describe('lease table', () => {
     const t = new LeaseTable();
     t.apply(acquire('relay-a', 0), 1);
     expect(t.apply(acquire('relay-a', 500), 2).lease).toMatchObject({ epoch: 1, expiresAtMs: 1_500 });
-    expect(t.apply({ t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 1_400 }, 3).lease.expiresAtMs).toBe(2_400);
-    expect(t.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 1_500 }, 4).granted).toBe(true);
+    expect(
+      t.apply({ t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 1_400 }, 3).lease
+        .expiresAtMs,
+    ).toBe(2_400);
+    expect(
+      t.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 1_500 }, 4).granted,
+    ).toBe(true);
     const b = t.apply(acquire('relay-b', 1_600), 5);
     expect(b.lease).toMatchObject({ holder: 'relay-b', epoch: 2 });
   });
@@ -48,7 +68,10 @@ describe('lease table', () => {
     expect(r.granted).toBe(false);
     expect(r.reason).toMatch(/expired 0 ms ago/);
     // Once swept, the refusal says the lease is not held.
-    const late = t.apply({ t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 5_000 }, 4);
+    const late = t.apply(
+      { t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 5_000 },
+      4,
+    );
     expect(late.granted).toBe(false);
     expect(late.reason).toMatch(/lease outbox\/p0 is not held/);
   });
@@ -75,12 +98,16 @@ describe('lease table', () => {
     const t = new LeaseTable();
     t.apply(acquire('relay-a', 0), 1);
     t.apply({ ...acquire('relay-b', 0), name: 'q' }, 2);
-    expect(t.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 10 }, 3).granted).toBe(true);
+    expect(t.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 10 }, 3).granted).toBe(
+      true,
+    );
     expect(t.get('outbox/p0')).toBeNull();
     expect(t.leases.size).toBe(1);
     expect(t.heldBy('', 'relay-a')).toBe(0);
     // A repeated release finds nothing to release.
-    expect(t.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 11 }, 4).reason).toMatch(/is not held/);
+    expect(t.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 11 }, 4).reason).toMatch(
+      /is not held/,
+    );
     const again = t.apply(acquire('relay-c', 20), 5);
     expect(again.lease.epoch).toBe(3);
   });
@@ -88,7 +115,18 @@ describe('lease table', () => {
   it('R9: expired leases are deleted by later commands, at the latest one longest ttl after their last renewal, on every replica alike', () => {
     const t = new LeaseTable();
     // 9,997 throw-away leases, as the attack made them (from ten certificates: one holds at most 1,000).
-    for (let i = 0; i < 9_997; i++) t.apply({ t: 'lease.acquire', name: `junk/${i}`, holder: 'mallory', owner: `CN=mallory-${i % 10}`, ttlMs: 500, atMs: 1_000 }, i + 1);
+    for (let i = 0; i < 9_997; i++)
+      t.apply(
+        {
+          t: 'lease.acquire',
+          name: `junk/${i}`,
+          holder: 'mallory',
+          owner: `CN=mallory-${i % 10}`,
+          ttlMs: 500,
+          atMs: 1_000,
+        },
+        i + 1,
+      );
     expect(t.leases.size).toBe(9_997);
     // Any later command applied after they ended drops them (the oldest first, while expired).
     t.apply(acquire('relay-a', 2_000), 10_000);
@@ -126,7 +164,11 @@ describe('lease table', () => {
   it('R9: only the holder renews or releases: under TLS the holder is its certificate CN as well as its name', () => {
     const t = new LeaseTable();
     const mine = { name: 'outbox/p0', holder: 'relay-a', owner: 'CN=relay-1' };
-    expect(t.apply({ t: 'lease.acquire', ...mine, ttlMs: 1_000, atMs: 0 }, 1).lease).toMatchObject({ holder: 'relay-a', owner: 'CN=relay-1', epoch: 1 });
+    expect(t.apply({ t: 'lease.acquire', ...mine, ttlMs: 1_000, atMs: 0 }, 1).lease).toMatchObject({
+      holder: 'relay-a',
+      owner: 'CN=relay-1',
+      epoch: 1,
+    });
     // Another certificate naming the same holder takes nothing, keeps nothing alive, releases nothing.
     const other = { ...mine, owner: 'CN=mallory' };
     const steal = t.apply({ t: 'lease.acquire', ...other, ttlMs: 1_000, atMs: 100 }, 2);
@@ -137,23 +179,37 @@ describe('lease table', () => {
     expect(renew.reason).toMatch(/held by relay-a \(CN=relay-1\) at epoch 1, not by relay-a \(CN=mallory\) at epoch 1/);
     expect(t.apply({ t: 'lease.release', ...other, epoch: 1, atMs: 300 }, 4).granted).toBe(false);
     // Without an owner (a plaintext caller) is another holder too.
-    expect(t.apply({ t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 300 }, 5).granted).toBe(false);
+    expect(
+      t.apply({ t: 'lease.renew', name: 'outbox/p0', holder: 'relay-a', epoch: 1, ttlMs: 1_000, atMs: 300 }, 5).granted,
+    ).toBe(false);
     expect(t.get('outbox/p0')).toMatchObject({ owner: 'CN=relay-1', expiresAtMs: 1_000 });
     // The holder itself renews, re-acquires at the same epoch, and releases.
     expect(t.apply({ t: 'lease.renew', ...mine, epoch: 1, ttlMs: 1_000, atMs: 400 }, 6).granted).toBe(true);
     expect(t.apply({ t: 'lease.acquire', ...mine, ttlMs: 1_000, atMs: 500 }, 7).lease.epoch).toBe(1);
     expect(t.apply({ t: 'lease.release', ...mine, epoch: 1, atMs: 600 }, 8).granted).toBe(true);
-    expect(t.apply({ t: 'lease.acquire', ...other, ttlMs: 1_000, atMs: 700 }, 9).lease).toMatchObject({ owner: 'CN=mallory', epoch: 2 });
+    expect(t.apply({ t: 'lease.acquire', ...other, ttlMs: 1_000, atMs: 700 }, 9).lease).toMatchObject({
+      owner: 'CN=mallory',
+      epoch: 2,
+    });
   });
 
   it('R9: a client holds at most its quota of live leases, counted by certificate (or holder name without TLS); others are not affected', () => {
     const t = new LeaseTable(100, 2);
-    const by = (owner: string | undefined, holder: string, name: string, atMs = 0): LeaseCommand => ({ t: 'lease.acquire', name, holder, ...(owner ? { owner } : {}), ttlMs: 1_000, atMs });
+    const by = (owner: string | undefined, holder: string, name: string, atMs = 0): LeaseCommand => ({
+      t: 'lease.acquire',
+      name,
+      holder,
+      ...(owner ? { owner } : {}),
+      ttlMs: 1_000,
+      atMs,
+    });
     expect(t.apply(by('CN=m', 'h1', 'a'), 1).granted).toBe(true);
     expect(t.apply(by('CN=m', 'h2', 'b'), 2).granted).toBe(true);
     const third = t.apply(by('CN=m', 'h3', 'c'), 3);
     expect(third.granted).toBe(false);
-    expect(third.reason).toBe('client CN=m holds 2 live leases, the limit per client; release some before acquiring more');
+    expect(third.reason).toBe(
+      'client CN=m holds 2 live leases, the limit per client; release some before acquiring more',
+    );
     // Re-acquiring one it holds is not a new lease.
     expect(t.apply(by('CN=m', 'h1', 'a'), 4).granted).toBe(true);
     expect(t.apply(by('CN=relay', 'h1', 'c'), 5).granted).toBe(true);
@@ -174,12 +230,16 @@ describe('lease table', () => {
     expect(t.get('outbox/p0')?.epoch).toBe(2);
     // A bug elsewhere (a bad restore, a wrong edit) that set the counter back: the grant refuses to go on.
     t.epochMax = 0;
-    expect(() => t.apply(acquire('relay-c', 3_000), 3)).toThrow(/lease outbox\/p0: a grant's epoch 1 follows every earlier one/);
+    expect(() => t.apply(acquire('relay-c', 3_000), 3)).toThrow(
+      /lease outbox\/p0: a grant's epoch 1 follows every earlier one/,
+    );
     // Releasing under the same fault stops too: the held epoch was never granted as far as the counter knows.
     const u = new LeaseTable();
     u.apply(acquire('relay-a', 1_000), 1);
     u.epochMax = 0;
-    expect(() => u.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 1_100 }, 2)).toThrow(/a held epoch 1 was granted/);
+    expect(() =>
+      u.apply({ t: 'lease.release', name: 'outbox/p0', holder: 'relay-a', epoch: 1, atMs: 1_100 }, 2),
+    ).toThrow(/a held epoch 1 was granted/);
   });
 
   it('property: with deletions, every grant of any name gets an epoch above every earlier one, and the table holds no released lease', () => {
@@ -222,7 +282,12 @@ describe('lease table', () => {
 
   it('property: at every instant at most one live holder, and epochs only grow, under any schedule of requests', () => {
     const holders = ['a', 'b', 'c'];
-    const cmd = fc.record({ kind: fc.constantFrom('acquire', 'renew', 'release'), who: fc.constantFrom(...holders), dtMs: fc.integer({ min: -300, max: 700 }), epoch: fc.integer({ min: 1, max: 6 }) });
+    const cmd = fc.record({
+      kind: fc.constantFrom('acquire', 'renew', 'release'),
+      who: fc.constantFrom(...holders),
+      dtMs: fc.integer({ min: -300, max: 700 }),
+      epoch: fc.integer({ min: 1, max: 6 }),
+    });
     fc.assert(
       fc.property(fc.array(cmd, { maxLength: 60 }), (cmds) => {
         const t = new LeaseTable();
@@ -274,14 +339,21 @@ describe('lease entries at the edge and in snapshots', () => {
     const raw = (o: unknown): Uint8Array => Buffer.concat([Buffer.of(0x03), Buffer.from(JSON.stringify(o))]);
     expect(entryProblem(EntryType.Normal, raw({ ...acquire('a', 0), name: '../x' }))).toMatch(/lease.acquire needs/);
     expect(entryProblem(EntryType.Normal, raw({ ...acquire('a', 0), ttlMs: 10 }))).toMatch(/lease.acquire needs/);
-    expect(entryProblem(EntryType.Normal, raw({ t: 'lease.renew', name: 'p', holder: 'a', ttlMs: 1_000, atMs: 0 }))).toMatch(/lease.renew needs/);
+    expect(
+      entryProblem(EntryType.Normal, raw({ t: 'lease.renew', name: 'p', holder: 'a', ttlMs: 1_000, atMs: 0 })),
+    ).toMatch(/lease.renew needs/);
     expect(entryProblem(EntryType.Normal, raw({ t: 'lease.steal', name: 'p' }))).toMatch(/unknown lease command kind/);
     expect(entryProblem(EntryType.Normal, Buffer.from([0x03, 0x7b]))).toMatch(/does not decode/);
     expect(checkedLeaseCommand(raw([1])).problem).toMatch(/not an object/);
   });
 
   it('property: no byte string after the lease tag throws at the edge', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), (b) => typeof (entryProblem(EntryType.Normal, Buffer.concat([Buffer.of(0x03), b])) ?? '') === 'string'));
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 200 }),
+        (b) => typeof (entryProblem(EntryType.Normal, Buffer.concat([Buffer.of(0x03), b])) ?? '') === 'string',
+      ),
+    );
   });
 
   it('snapshots carry the leases and the clock; a snapshot without a lease table or with a damaged one is refused', () => {
@@ -295,7 +367,9 @@ describe('lease entries at the edge and in snapshots', () => {
     const old = JSON.parse(Buffer.from(snap).toString());
     expect(snapshotProblem(Buffer.from(JSON.stringify(old)))).toBeNull();
     delete old.leases;
-    expect(snapshotProblem(Buffer.from(JSON.stringify(old)))).toMatch(/^snapshot data does not restore: the snapshot has no lease table$/);
+    expect(snapshotProblem(Buffer.from(JSON.stringify(old)))).toMatch(
+      /^snapshot data does not restore: the snapshot has no lease table$/,
+    );
     old.leases = { l: [{ name: 'p', holder: 'a', epoch: 'one', expiresAtMs: 0 }], c: 0 };
     expect(snapshotProblem(Buffer.from(JSON.stringify(old)))).toMatch(/lease in the snapshot is malformed/);
     old.leases = { l: [{ name: 'p', holder: 'a', epoch: 4, expiresAtMs: 0 }], c: 0, e: 3 };
@@ -309,14 +383,17 @@ describe('lease entries at the edge and in snapshots', () => {
       { t: 'lease.acquire', name: 'q', holder: 'r1', owner: 'CN=relay-1', ttlMs: 1_000, atMs: 0 },
       { t: 'lease.release', name: 'q', holder: 'r1', owner: 'CN=relay-1', epoch: 2, atMs: 1 },
     ];
-    for (const [i, c] of cmds.entries()) m.apply({ type: EntryType.Normal, term: 1, index: i + 1, data: encodeLeaseCommand(c) });
+    for (const [i, c] of cmds.entries())
+      m.apply({ type: EntryType.Normal, term: 1, index: i + 1, data: encodeLeaseCommand(c) });
     const r = machine();
     r.restore(m.snapshot());
     expect(leasesOf(r).get('q')).toBeNull();
     expect(leasesOf(r).get('p')).toMatchObject({ owner: 'CN=relay-1', epoch: 1 });
     expect(leasesOf(r).epochMax).toBe(2);
     expect(leasesOf(r).heldBy('CN=relay-1', 'r1')).toBe(1);
-    expect(leasesOf(r).apply({ t: 'lease.acquire', name: 'q', holder: 'r2', ttlMs: 1_000, atMs: 2 }, 4).lease.epoch).toBe(3);
+    expect(
+      leasesOf(r).apply({ t: 'lease.acquire', name: 'q', holder: 'r2', ttlMs: 1_000, atMs: 2 }, 4).lease.epoch,
+    ).toBe(3);
   });
 
   it('a snapshot of the earlier lease table (no owners, no epoch counter, released leases kept) is read: the counter starts at its largest epoch', () => {
@@ -334,13 +411,19 @@ describe('lease entries at the edge and in snapshots', () => {
     expect(leasesOf(r).get('p')).toMatchObject({ holder: 'relay-a', owner: '', epoch: 3 });
     expect(leasesOf(r).get('q')).toBeNull();
     expect(leasesOf(r).epochMax).toBe(7);
-    expect(leasesOf(r).apply({ t: 'lease.acquire', name: 'q', holder: 'relay-b', ttlMs: 1_000, atMs: 5_000 }, 9).lease.epoch).toBe(8);
+    expect(
+      leasesOf(r).apply({ t: 'lease.acquire', name: 'q', holder: 'relay-b', ttlMs: 1_000, atMs: 5_000 }, 9).lease.epoch,
+    ).toBe(8);
   });
 
   it('an owner in a lease entry must be a CN the node could have written', () => {
     const raw = (o: unknown): Uint8Array => Buffer.concat([Buffer.of(0x03), Buffer.from(JSON.stringify(o))]);
     expect(entryProblem(EntryType.Normal, raw({ ...acquire('a', 0), owner: 'CN=relay-1' }))).toBeNull();
-    expect(entryProblem(EntryType.Normal, raw({ ...acquire('a', 0), owner: 'relay-1' }))).toMatch(/owner, when present, of the form CN=/);
-    expect(entryProblem(EntryType.Normal, raw({ ...acquire('a', 0), owner: `CN=${'x'.repeat(300)}` }))).toMatch(/lease.acquire needs/);
+    expect(entryProblem(EntryType.Normal, raw({ ...acquire('a', 0), owner: 'relay-1' }))).toMatch(
+      /owner, when present, of the form CN=/,
+    );
+    expect(entryProblem(EntryType.Normal, raw({ ...acquire('a', 0), owner: `CN=${'x'.repeat(300)}` }))).toMatch(
+      /lease.acquire needs/,
+    );
   });
 });

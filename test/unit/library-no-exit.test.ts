@@ -18,7 +18,8 @@ describe('the library never exits the process', () => {
       if (rel.startsWith('cli/')) continue;
       const text = readFileSync(path, 'utf8');
       for (const [i, line] of text.split('\n').entries()) {
-        if (/\bprocess\.(exit|abort|reallyExit)\s*\(/.test(line) && !/^\s*(\/\/|\*)/.test(line)) offenders.push(`src/${rel}:${i + 1}: ${line.trim()}`);
+        if (/\bprocess\.(exit|abort|reallyExit)\s*\(/.test(line) && !/^\s*(\/\/|\*)/.test(line))
+          offenders.push(`src/${rel}:${i + 1}: ${line.trim()}`);
       }
     }
     expect(offenders, offenders.join('\n')).toEqual([]);

@@ -9,7 +9,8 @@ import { endpointProblem, quote } from '../../src/transport/validate.ts';
 
 describe('participant endpoints', () => {
   test('accepts host:port that can be dialled', () => {
-    for (const e of ['127.0.0.1:7101', 'localhost:1', 'shop.internal.example:65535', '[::1]:7101', '10.0.0.255:80']) expect(endpointProblem(e), e).toBeNull();
+    for (const e of ['127.0.0.1:7101', 'localhost:1', 'shop.internal.example:65535', '[::1]:7101', '10.0.0.255:80'])
+      expect(endpointProblem(e), e).toBeNull();
   });
 
   test('refuses ports outside 1–65535, impossible IPv4 addresses and malformed names', () => {
@@ -30,15 +31,20 @@ describe('participant endpoints', () => {
 
 describe('ids at the Coordinator edge follow the one id rule (src/domain/id.ts)', () => {
   test('a participant or cluster id of 64 characters is taken; 65, or one the rule refuses, is not', () => {
-    const reg = (clusterId: string, participantId: string) => coordinatorRequestProblem('RegisterParticipant', { clusterId, participantId, endpoint: '127.0.0.1:1' });
+    const reg = (clusterId: string, participantId: string) =>
+      coordinatorRequestProblem('RegisterParticipant', { clusterId, participantId, endpoint: '127.0.0.1:1' });
     const at64 = `p${'x'.repeat(63)}`;
     expect(ID.test(at64)).toBe(true);
     expect(reg('c1', at64)).toBeNull();
     expect(reg(at64, 'shop')).toBeNull();
     expect(reg('c1', `${at64}x`)).toMatch(/participant_id .* is longer than 64 characters/);
     expect(reg(`${at64}x`, 'shop')).toMatch(/cluster_id .* is longer than 64 characters/);
-    for (const bad of ['-shop', 'sh op', 'shop:1', '']) expect(reg('c1', bad), JSON.stringify(bad)).toMatch(/participant_id/);
-    const enlisted = coordinatorRequestProblem('Commit', { txnId: 't1', participants: [{ participantId: `${at64}x` }] });
+    for (const bad of ['-shop', 'sh op', 'shop:1', ''])
+      expect(reg('c1', bad), JSON.stringify(bad)).toMatch(/participant_id/);
+    const enlisted = coordinatorRequestProblem('Commit', {
+      txnId: 't1',
+      participants: [{ participantId: `${at64}x` }],
+    });
     expect(enlisted).toMatch(/participant_id .* is longer than 64 characters/);
   });
 });
@@ -58,21 +64,29 @@ describe('config addresses that cannot all be right', () => {
     expect(checkAddresses('n1', '127.0.0.1:7001', null, peers({ n1: '127.0.0.1:7001', n2: 'localhost:7001' }))).toMatch(
       /\{peers\.n2\} "localhost:7001" and \{peers\.n1\} "127\.0\.0\.1:7001" name the same address/,
     );
-    expect(checkAddresses('n1', '127.0.0.1:7001', null, peers({ n1: '127.0.0.1:7001', n2: '127.000.000.001:7001' }))).toMatch(/name the same address/);
+    expect(
+      checkAddresses('n1', '127.0.0.1:7001', null, peers({ n1: '127.0.0.1:7001', n2: '127.000.000.001:7001' })),
+    ).toMatch(/name the same address/);
   });
 
   test("refuses a listen address other than the node's own entry, but allows the wildcard on the same port", () => {
-    expect(checkAddresses('n1', '127.0.0.1:7009', null, peers({ n1: '127.0.0.1:7001' }))).toMatch(/\{listen\} "127\.0\.0\.1:7009" differs from this node's own entry \{peers\.n1\}/);
+    expect(checkAddresses('n1', '127.0.0.1:7009', null, peers({ n1: '127.0.0.1:7001' }))).toMatch(
+      /\{listen\} "127\.0\.0\.1:7009" differs from this node's own entry \{peers\.n1\}/,
+    );
     expect(checkAddresses('n1', '0.0.0.0:7001', null, peers({ n1: '10.1.2.3:7001' }))).toBeNull();
     expect(checkAddresses('n1', 'localhost:7001', null, peers({ n1: '127.0.0.1:7001' }))).toBeNull();
   });
 
   test("refuses metrics on a peer's gRPC address", () => {
-    expect(checkAddresses('n1', '127.0.0.1:7001', '127.0.0.1:7002', peers({ n1: '127.0.0.1:7001', n2: '127.0.0.1:7002' }))).toMatch(
-      /\{metricsListen\} "127\.0\.0\.1:7002" is the gRPC address of \{peers\.n2\}/,
-    );
-    expect(checkAddresses('n1', '127.0.0.1:7001', '0.0.0.0:7002', peers({ n1: '127.0.0.1:7001', n2: '127.0.0.1:7002' }))).toMatch(/is the gRPC address of \{peers\.n2\}/);
-    expect(checkAddresses('n1', '127.0.0.1:7001', '127.0.0.1:9101', peers({ n1: '127.0.0.1:7001', n2: '127.0.0.1:7002' }))).toBeNull();
+    expect(
+      checkAddresses('n1', '127.0.0.1:7001', '127.0.0.1:7002', peers({ n1: '127.0.0.1:7001', n2: '127.0.0.1:7002' })),
+    ).toMatch(/\{metricsListen\} "127\.0\.0\.1:7002" is the gRPC address of \{peers\.n2\}/);
+    expect(
+      checkAddresses('n1', '127.0.0.1:7001', '0.0.0.0:7002', peers({ n1: '127.0.0.1:7001', n2: '127.0.0.1:7002' })),
+    ).toMatch(/is the gRPC address of \{peers\.n2\}/);
+    expect(
+      checkAddresses('n1', '127.0.0.1:7001', '127.0.0.1:9101', peers({ n1: '127.0.0.1:7001', n2: '127.0.0.1:7002' })),
+    ).toBeNull();
   });
 });
 
@@ -88,7 +102,9 @@ describe('undecided transactions per client', () => {
       q.add('alice', t, at);
       undecided.add(t);
     }
-    expect(q.refusal('alice', 'c', 5_000)).toMatch(/client "alice" holds 2 undecided transactions \(limit clientInFlightMax=2\); oldest: "a" \(4 s\), "b" \(3 s\)/);
+    expect(q.refusal('alice', 'c', 5_000)).toMatch(
+      /client "alice" holds 2 undecided transactions \(limit clientInFlightMax=2\); oldest: "a" \(4 s\), "b" \(3 s\)/,
+    );
     expect(q.refusal('alice', 'a', 5_000)).toBeNull();
     expect(q.refusal('bob', 'c', 5_000)).toBeNull();
     undecided.delete('a');
@@ -99,7 +115,10 @@ describe('undecided transactions per client', () => {
 
 describe('who a client is', () => {
   test("the CN of its verified TLS certificate, else the connection's peer address", () => {
-    const call = (cert: { subject: Record<string, string> } | undefined, peer: string) => ({ getAuthContext: () => (cert ? { sslPeerCertificate: cert as never } : null), getPeer: () => peer });
+    const call = (cert: { subject: Record<string, string> } | undefined, peer: string) => ({
+      getAuthContext: () => (cert ? { sslPeerCertificate: cert as never } : null),
+      getPeer: () => peer,
+    });
     expect(clientOf(call({ subject: { CN: 'shop-api', OU: 'c1' } }, '127.0.0.1:5000'))).toBe('CN=shop-api');
     expect(clientOf(call({ subject: { CN: 'shop-api', OU: 'c1' } }, '127.0.0.1:5001'))).toBe('CN=shop-api');
     expect(clientOf(call(undefined, '127.0.0.1:5000'))).toBe('127.0.0.1:5000');

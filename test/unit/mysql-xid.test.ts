@@ -3,7 +3,17 @@
 // recognised back only when this participant would have made it.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isSafeXid, parseXid, parseXidText, sqlXid, xidOf, xidScope, xidText, XA_FORMAT_ID, XA_PART_BYTES_MAX } from '../../src/participant/resources/mysql/xid.ts';
+import {
+  isSafeXid,
+  parseXid,
+  parseXidText,
+  sqlXid,
+  xidOf,
+  xidScope,
+  xidText,
+  XA_FORMAT_ID,
+  XA_PART_BYTES_MAX,
+} from '../../src/participant/resources/mysql/xid.ts';
 
 describe('MySQL XA xid', () => {
   it('names cluster and transaction in the gtrid and the participant in the bqual, readably', () => {
@@ -51,16 +61,26 @@ describe('MySQL XA xid', () => {
     expect(parseXid(xidScope('local', 'shop'), x)).toEqual({ kind: 'foreign' });
     expect(parseXid(xidScope('other', 'ledger'), x)).toEqual({ kind: 'foreign' });
     expect(parseXid(scope, { ...x, formatId: 1 })).toEqual({ kind: 'foreign' });
-    expect(parseXid(scope, { ...x, gtrid: 'local:T%2f1' })).toEqual({ kind: 'foreign' }); // lower-case escape: not one we make
+    // lower-case escape: not one we make
+    expect(parseXid(scope, { ...x, gtrid: 'local:T%2f1' })).toEqual({ kind: 'foreign' });
     expect(parseXid(scope, { ...x, gtrid: "local:T1'--" })).toEqual({ kind: 'foreign' });
   });
 
   it('refuses an xid text too long for XA, or of another participant, with the reason', () => {
     const scope = xidScope('local', 'ledger');
     const long = parseXidText(scope, `local:${'x'.repeat(80)},ledger`);
-    expect(long).toMatchObject({ ok: false, reason: expect.stringMatching(/too long: XA allows 64 bytes each for gtrid and bqual \(here 86 and 6\)/) });
-    expect(parseXidText(scope, 'local:T1,shop')).toMatchObject({ ok: false, reason: expect.stringMatching(/not one of this participant's/) });
+    expect(long).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/too long: XA allows 64 bytes each for gtrid and bqual \(here 86 and 6\)/),
+    });
+    expect(parseXidText(scope, 'local:T1,shop')).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/not one of this participant's/),
+    });
     expect(parseXidText(scope, 'local:T1')).toMatchObject({ ok: false });
-    expect(parseXidText(scope, 'local:T1,ledger')).toMatchObject({ ok: true, parsed: { kind: 'readable', txnId: 'T1' } });
+    expect(parseXidText(scope, 'local:T1,ledger')).toMatchObject({
+      ok: true,
+      parsed: { kind: 'readable', txnId: 'T1' },
+    });
   });
 });

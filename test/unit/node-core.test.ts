@@ -25,7 +25,11 @@ function oneNode(store?: (disk: SimDisk) => LogStore): Setup {
   const rng = new Rng(7);
   const disk = new SimDisk(q, new Rng(rng.u32()));
   disk.found();
-  const node = RawNode.restart({ id: 'n1', random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, disk.recover(), { voters: ['n1'], learners: [], votersOutgoing: [] });
+  const node = RawNode.restart(
+    { id: 'n1', random: new Rng(rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 },
+    disk.recover(),
+    { voters: ['n1'], learners: [], votersOutgoing: [] },
+  );
   const applied: string[] = [];
   const core = new NodeCore({
     id: 'n1',
@@ -117,7 +121,9 @@ describe('the node core', () => {
     leads(s);
     // While the disk syncs, a put applies and a read is answered.
     const heard: string[] = [];
-    s.core.proposeEntry('put k', encodePut('k', new Uint8Array([1])), (err, index) => heard.push(err?.message ?? `put at ${index}`));
+    s.core.proposeEntry('put k', encodePut('k', new Uint8Array([1])), (err, index) =>
+      heard.push(err?.message ?? `put at ${index}`),
+    );
     s.q.runUntil(s.q.now + 1_000, () => heard.length > 0);
     s.core.read('read k', (err) => heard.push(err?.message ?? 'read'));
     s.q.runUntil(s.q.now + 1_000, () => heard.length > 1);
@@ -126,7 +132,9 @@ describe('the node core', () => {
     // Once the disk never syncs again, the put can never apply: it times out.
     hang = true;
     heard.length = 0;
-    s.core.proposeEntry('put k2', encodePut('k2', new Uint8Array([2])), (err, index) => heard.push(err?.message ?? `put at ${index}`));
+    s.core.proposeEntry('put k2', encodePut('k2', new Uint8Array([2])), (err, index) =>
+      heard.push(err?.message ?? `put at ${index}`),
+    );
     s.q.runUntil(s.q.now + 5_000, () => heard.length > 0);
     expect(heard).toEqual(['put k2 did not complete within 3000 ms (no quorum?); retry']);
   });

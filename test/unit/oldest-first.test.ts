@@ -2,7 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { OldestFirst } from '../../src/util/oldest-first.ts';
 
-type Op = { t: 'set'; k: number } | { t: 'delete'; k: number } | { t: 'clear' } | { t: 'shift' } | { t: 'peek' } | { t: 'trim'; max: number };
+type Op =
+  | { t: 'set'; k: number }
+  | { t: 'delete'; k: number }
+  | { t: 'clear' }
+  | { t: 'shift' }
+  | { t: 'peek' }
+  | { t: 'trim'; max: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ t: fc.constant('set' as const), k: fc.integer({ min: 0, max: 12 }) }), weight: 6 },

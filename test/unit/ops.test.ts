@@ -51,7 +51,17 @@ describe('commit engine counters (read by the metrics)', () => {
     const c = w.engine.counters();
     expect(c.begun).toBe(5);
     expect(c.committed).toBe(1);
-    expect(c.aborted).toEqual({ vote_no: 1, unreachable: 1, timeout: 1, client: 1, leader_change: 1, presumed_abort_query: 1, operator: 0, heuristic_report: 0, staging_recovery: 0 });
+    expect(c.aborted).toEqual({
+      vote_no: 1,
+      unreachable: 1,
+      timeout: 1,
+      client: 1,
+      leader_change: 1,
+      presumed_abort_query: 1,
+      operator: 0,
+      heuristic_report: 0,
+      staging_recovery: 0,
+    });
     expect(c.decisionRetries).toBe(1);
     // Logged ABORTs wait for their acknowledgements like the COMMIT ('cancelled' sent no PREPARE: nobody to tell).
     expect(w.engine.phases()).toMatchObject({ begun: 0, preparing: 0, deciding: 0, delivering: 6 });
@@ -62,12 +72,22 @@ describe('commit engine counters (read by the metrics)', () => {
 });
 
 describe('metricsListen in the node config', () => {
-  const base = { clusterId: 'c', nodeId: 'n1', listen: '127.0.0.1:7001', dataDir: 'd', peers: { n1: '127.0.0.1:7001' } };
+  const base = {
+    clusterId: 'c',
+    nodeId: 'n1',
+    listen: '127.0.0.1:7001',
+    dataDir: 'd',
+    peers: { n1: '127.0.0.1:7001' },
+  };
   test('is optional, validated like listen, and must differ from it', () => {
     expect(parseConfig(base, 'x.json').metricsListen).toBeNull();
     expect(parseConfig({ ...base, metricsListen: '127.0.0.1:9101' }, 'x.json').metricsListen).toBe('127.0.0.1:9101');
-    expect(() => parseConfig({ ...base, metricsListen: '9101' }, 'x.json')).toThrow(/"metricsListen" is "9101": expected host:port/);
-    expect(() => parseConfig({ ...base, metricsListen: '127.0.0.1:70000' }, 'x.json')).toThrow(/the port must be 1–65535/);
+    expect(() => parseConfig({ ...base, metricsListen: '9101' }, 'x.json')).toThrow(
+      /"metricsListen" is "9101": expected host:port/,
+    );
+    expect(() => parseConfig({ ...base, metricsListen: '127.0.0.1:70000' }, 'x.json')).toThrow(
+      /the port must be 1–65535/,
+    );
     expect(() => parseConfig({ ...base, metricsListen: '127.0.0.1:7001' }, 'x.json')).toThrow(/a port of its own/);
   });
 });
@@ -92,7 +112,9 @@ describe('log format', () => {
       reason: 'insufficient funds',
     });
     expect(line).toBe('12:00:01.234 INFO  [n1/shop pid 7] participant voted NO txnId=t-1 reason="insufficient funds"');
-    expect(prettyLine({ level: 50, time: 0, msg: 'boom', err: { type: 'Error', message: 'disk full', stack: '...' } })).toBe('00:00:00.000 ERROR boom err="disk full"');
+    expect(
+      prettyLine({ level: 50, time: 0, msg: 'boom', err: { type: 'Error', message: 'disk full', stack: '...' } }),
+    ).toBe('00:00:00.000 ERROR boom err="disk full"');
   });
 });
 
@@ -107,10 +129,14 @@ describe('HTTP listeners (metrics and console share one listen path)', () => {
       const busy = metrics.address;
       const m = await serveMetrics(busy, new Registry()).catch((e: unknown) => e);
       expect(m).toBeInstanceOf(MetricsListenError);
-      expect((m as Error).message).toBe(`cannot listen on ${busy} for metrics: the address is in use; pick another port`);
+      expect((m as Error).message).toBe(
+        `cannot listen on ${busy} for metrics: the address is in use; pick another port`,
+      );
       const c = await serveConsole(busy, () => false, null).catch((e: unknown) => e);
       expect(c).toBeInstanceOf(ConsoleListenError);
-      expect((c as Error).message).toBe(`cannot listen on ${busy} for the console: the address is in use; pick another port; check "consoleListen"`);
+      expect((c as Error).message).toBe(
+        `cannot listen on ${busy} for the console: the address is in use; pick another port; check "consoleListen"`,
+      );
       const page = await serveConsole('127.0.0.1:0', () => false, null);
       const res = await fetch(`http://${page.address}/nothing`);
       expect([res.status, await res.text()]).toEqual([404, 'not found: the console is at /\n']);

@@ -12,10 +12,21 @@ import { EngineWorld } from './engine-fixture.ts';
 const cfg = { parallelCommit: true, defaultTimeoutMs: 5_000 };
 const enlist = (ids: string[]) => ids.map((participantId) => ({ participantId, payload: new Uint8Array() }));
 
-function commit(w: EngineWorld, txnId: string, ids: string[], parallelCommit?: boolean): { answer: () => OutcomeAnswer | undefined; err: () => string } {
+function commit(
+  w: EngineWorld,
+  txnId: string,
+  ids: string[],
+  parallelCommit?: boolean,
+): { answer: () => OutcomeAnswer | undefined; err: () => string } {
   let a: OutcomeAnswer | undefined;
   let e = '';
-  w.engine.commit(txnId, enlist(ids), (err, ans) => ((a = ans), (e = err?.code ?? '')), { timeoutMs: 5_000 }, parallelCommit);
+  w.engine.commit(
+    txnId,
+    enlist(ids),
+    (err, ans) => ((a = ans), (e = err?.code ?? '')),
+    { timeoutMs: 5_000 },
+    parallelCommit,
+  );
   return { answer: () => a, err: () => e };
 }
 
@@ -41,7 +52,9 @@ describe('parallel commit: the stager', () => {
     const r = w.applyNext();
     expect(r.t === 'stage' && r.staging?.index).toBe(w.index);
     expect(c.answer()).toEqual({ txnId: 'T1', outcome: 'COMMITTED', reason: '', decisionIndex: w.index });
-    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide commit']);
+    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual([
+      'decide commit',
+    ]);
     // A client asking now hears COMMITTED; a participant hears it only from the log (R4).
     let client: OutcomeAnswer | undefined;
     let participant: OutcomeAnswer | undefined;
@@ -120,7 +133,9 @@ describe('parallel commit only with participants that serve Status (docs/protoco
       w.vote('old', 'yes');
       // Every YES, and still no answer: COMMITTED comes only from the applied COMMIT, the classic way.
       expect(c.answer()).toBeUndefined();
-      expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide commit']);
+      expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual([
+        'decide commit',
+      ]);
       w.applyAll();
       expect(c.answer()?.outcome).toBe('COMMITTED');
       expect(w.table.staged.has(txnId)).toBe(false);
@@ -140,7 +155,9 @@ describe('parallel commit only with participants that serve Status (docs/protoco
     expect(w.statuses).toEqual([]);
     let asked: OutcomeAnswer | undefined;
     w.engine.outcome('T1', 'a', (_e, a) => (asked = a));
-    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide abort']);
+    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual([
+      'decide abort',
+    ]);
     w.applyAll();
     expect(asked?.outcome).toBe('ABORTED');
   });
@@ -167,7 +184,9 @@ describe('parallel commit: recovery by a new leader', () => {
     // No presumed ABORT is proposed while recovery runs.
     expect(w.proposals).toEqual([]);
     for (const s of w.statuses.splice(0)) s.cb(null, s.to === 'a' ? 'prepared' : 'committed');
-    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `${p.cmd.outcome} ${p.cmd.participants.join(',')}` : p.cmd.t))).toEqual(['commit a,b']);
+    expect(
+      w.proposals.map((p) => (p.cmd.t === 'decide' ? `${p.cmd.outcome} ${p.cmd.participants.join(',')}` : p.cmd.t)),
+    ).toEqual(['commit a,b']);
     w.applyAll();
     expect(asked?.outcome).toBe('COMMITTED');
     expect(w.decisions.map((d) => `${d.to} ${d.req.outcome}`).sort()).toEqual(['a commit', 'b commit']);
@@ -183,7 +202,9 @@ describe('parallel commit: recovery by a new leader', () => {
     // In doubt, it asks the cluster: only a prepared participant does (R4).
     let asked: OutcomeAnswer | undefined;
     w.engine.outcome('T1', 'old', (_e, a) => (asked = a));
-    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `${p.cmd.outcome} ${p.cmd.participants.join(',')}` : p.cmd.t))).toEqual(['commit a,old']);
+    expect(
+      w.proposals.map((p) => (p.cmd.t === 'decide' ? `${p.cmd.outcome} ${p.cmd.participants.join(',')}` : p.cmd.t)),
+    ).toEqual(['commit a,old']);
     w.applyAll();
     expect(asked?.outcome).toBe('COMMITTED');
   });
@@ -208,7 +229,8 @@ describe('parallel commit: recovery by a new leader', () => {
 
   it('a staged transaction under recovery is listed and shown: deciding, in progress, its participants; in doubt once old enough; decided after', () => {
     const w = staged(['a', 'b']);
-    const ids = (f: 'all' | 'in-flight' | 'in-doubt' | 'unacked') => w.engine.list(f, 10).map((v) => `${v.txnId} ${v.phase} ${v.outcome}`);
+    const ids = (f: 'all' | 'in-flight' | 'in-doubt' | 'unacked') =>
+      w.engine.list(f, 10).map((v) => `${v.txnId} ${v.phase} ${v.outcome}`);
     expect(ids('in-flight')).toEqual(['T1 deciding IN_PROGRESS']);
     expect(ids('all')).toEqual(['T1 deciding IN_PROGRESS']);
     expect(ids('unacked')).toEqual([]);
@@ -265,7 +287,9 @@ describe('parallel commit: the stager after a failed STAGING proposal, the asser
     const stage = w.proposals.shift();
     stage?.cb(new Error('no quorum'));
     expect(c.answer()).toBeUndefined();
-    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual(['decide commit']);
+    expect(w.proposals.map((p) => (p.cmd.t === 'decide' ? `decide ${p.cmd.outcome}` : p.cmd.t))).toEqual([
+      'decide commit',
+    ]);
     w.applyAll();
     expect(c.answer()?.outcome).toBe('COMMITTED');
   });
@@ -313,7 +337,9 @@ describe('the test fault point comes from the environment only', () => {
   it('unset: no fault point at all; an unknown value is refused with its name', () => {
     expect(faultPointFromEnv({}, log)).toBeUndefined();
     expect(faultPointFromEnv({ [FAULT_POINT_ENV]: '' }, log)).toBeUndefined();
-    expect(() => faultPointFromEnv({ [FAULT_POINT_ENV]: 'crash-anywhere' }, log)).toThrow(/VERDICT_TEST_FAULT_POINT="crash-anywhere" is not a fault point/);
+    expect(() => faultPointFromEnv({ [FAULT_POINT_ENV]: 'crash-anywhere' }, log)).toThrow(
+      /VERDICT_TEST_FAULT_POINT="crash-anywhere" is not a fault point/,
+    );
     expect(typeof faultPointFromEnv({ [FAULT_POINT_ENV]: 'crash-before-explicit-commit' }, log)).toBe('function');
   });
 });

@@ -4,7 +4,15 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ParticipantEngine, type EngineOptions } from '../../src/participant/engine.ts';
 import { URGENT_ASK_INTERVAL_MS, URGENT_ASKS_MAX } from '../../src/participant/in-doubt.ts';
-import { fromBase64, type ClusterOutcome, type Journal, type ParticipantError, type Resource, type ResourceVote, type TxnRecord } from '../../src/participant/types.ts';
+import {
+  fromBase64,
+  type ClusterOutcome,
+  type Journal,
+  type ParticipantError,
+  type Resource,
+  type ResourceVote,
+  type TxnRecord,
+} from '../../src/participant/types.ts';
 import type { Ack, Decide as Decision, Prepare, VoteAnswer as Vote } from '../../src/domain/protocol.ts';
 
 const CLUSTER = 'alpha';
@@ -83,7 +91,9 @@ class FakeTime {
   }
 }
 
-/** The cluster: answers GetOutcome from a script (one answer per question, the last repeated), or holds the question. */
+/**
+ * The cluster: answers GetOutcome from a script (one answer per question, the last repeated), or holds the question.
+ */
 class FakeCluster {
   readonly asks: { txnId: string; atMs: number }[] = [];
   script: (ClusterOutcome | Error)[] = [new Error('no leader')];
@@ -95,7 +105,8 @@ class FakeCluster {
   ask = (txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void => {
     this.asks.push({ txnId, atMs: this.time.nowMs });
     if (this.holdAnswers) return void this.held.push(cb);
-    const a = this.answer !== null ? this.answer(txnId) : this.script.length > 1 ? this.script.shift()! : this.script[0];
+    const a =
+      this.answer !== null ? this.answer(txnId) : this.script.length > 1 ? this.script.shift()! : this.script[0];
     if (a instanceof Error) cb(a, 'UNKNOWN');
     else cb(null, a);
   };
@@ -116,7 +127,11 @@ function world(opts: Partial<EngineOptions> = {}, recovered?: TxnRecord[], setup
     clock: { nowMs: () => time.nowMs },
     schedule: time.schedule,
     askOutcome: cluster.ask,
-    log: { info: (_o, m) => logs.push(`info ${m}`), warn: (_o, m) => logs.push(`warn ${m}`), error: (_o, m) => logs.push(`error ${m}`) },
+    log: {
+      info: (_o, m) => logs.push(`info ${m}`),
+      warn: (_o, m) => logs.push(`warn ${m}`),
+      error: (_o, m) => logs.push(`error ${m}`),
+    },
     askBackoffMinMs: 100,
     askBackoffMaxMs: 1_000,
     ...opts,
@@ -128,11 +143,26 @@ function world(opts: Partial<EngineOptions> = {}, recovered?: TxnRecord[], setup
 }
 
 function prepareReq(txnId: string, over: Partial<Prepare> = {}): Prepare {
-  return { clusterId: CLUSTER, txnId, participantId: ME, participants: [ME, 'p2'], payload: new TextEncoder().encode(`{"set":{"k":"${txnId}"}}`), timeoutMs: 0, ...over };
+  return {
+    clusterId: CLUSTER,
+    txnId,
+    participantId: ME,
+    participants: [ME, 'p2'],
+    payload: new TextEncoder().encode(`{"set":{"k":"${txnId}"}}`),
+    timeoutMs: 0,
+    ...over,
+  };
 }
 
 function decision(txnId: string, d: 'COMMIT' | 'ABORT', over: Partial<Decision> = {}): Decision {
-  return { clusterId: CLUSTER, txnId, participantId: ME, outcome: d === 'COMMIT' ? 'commit' : 'abort', reason: '', ...over };
+  return {
+    clusterId: CLUSTER,
+    txnId,
+    participantId: ME,
+    outcome: d === 'COMMIT' ? 'commit' : 'abort',
+    reason: '',
+    ...over,
+  };
 }
 
 type Answer<T> = { err: ParticipantError | null; value?: T } | undefined;
@@ -149,7 +179,13 @@ function decide(engine: ParticipantEngine, req: Decision): { get: () => Answer<A
   return { get: () => a };
 }
 
-const prepared = (txnId: string, atMs = 0): TxnRecord => ({ kind: 'prepared', txnId, atMs, payloadB64: '', participants: [ME] });
+const prepared = (txnId: string, atMs = 0): TxnRecord => ({
+  kind: 'prepared',
+  txnId,
+  atMs,
+  payloadB64: '',
+  participants: [ME],
+});
 
 describe('participant engine: PREPARE → VOTE', () => {
   it('R4: the YES vote is not given until the journal reports the prepared record synced', () => {
@@ -198,9 +234,15 @@ describe('participant engine: PREPARE → VOTE', () => {
   it("votes NO with the resource's reason when it refuses, and journals nothing", () => {
     const { engine, resource, journal } = world();
     resource.replies.set('T1', { yes: false, reason: 'key k is locked by prepared transaction T0' });
-    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'no', reason: 'key k is locked by prepared transaction T0' });
+    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({
+      vote: 'no',
+      reason: 'key k is locked by prepared transaction T0',
+    });
     resource.replies.set('T2', new Error('disk on fire'));
-    expect(prepare(engine, prepareReq('T2')).get()?.value).toMatchObject({ vote: 'no', reason: 'resource failed to prepare: disk on fire' });
+    expect(prepare(engine, prepareReq('T2')).get()?.value).toMatchObject({
+      vote: 'no',
+      reason: 'resource failed to prepare: disk on fire',
+    });
     expect(journal.synced).toEqual([]);
     expect(engine.counts()).toMatchObject({ prepared: 0, preparing: 0, votesNo: 2 });
   });
@@ -208,7 +250,10 @@ describe('participant engine: PREPARE → VOTE', () => {
   it('R4: votes NO when the journal fails, journals nothing as prepared and releases the resource', () => {
     const { engine, resource, journal, logs } = world();
     journal.fail = new Error('EIO');
-    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'no', reason: 'journal write failed: EIO' });
+    expect(prepare(engine, prepareReq('T1')).get()?.value).toMatchObject({
+      vote: 'no',
+      reason: 'journal write failed: EIO',
+    });
     expect(journal.synced).toEqual([]);
     expect(resource.calls).toEqual(['prepare T1', 'abort T1']);
     expect(engine.stateOf('T1')).toBeUndefined();
@@ -217,8 +262,14 @@ describe('participant engine: PREPARE → VOTE', () => {
 
   it('R7: refuses requests for another cluster or another participant with FAILED_PRECONDITION', () => {
     const { engine, resource } = world();
-    expect(prepare(engine, prepareReq('T1', { clusterId: 'beta' })).get()?.err).toMatchObject({ code: 'FAILED_PRECONDITION', message: expect.stringMatching(/cluster id mismatch/) });
-    expect(prepare(engine, prepareReq('T1', { participantId: 'p2' })).get()?.err).toMatchObject({ code: 'FAILED_PRECONDITION', message: expect.stringMatching(/participant id mismatch/) });
+    expect(prepare(engine, prepareReq('T1', { clusterId: 'beta' })).get()?.err).toMatchObject({
+      code: 'FAILED_PRECONDITION',
+      message: expect.stringMatching(/cluster id mismatch/),
+    });
+    expect(prepare(engine, prepareReq('T1', { participantId: 'p2' })).get()?.err).toMatchObject({
+      code: 'FAILED_PRECONDITION',
+      message: expect.stringMatching(/participant id mismatch/),
+    });
     expect(decide(engine, decision('T1', 'ABORT', { clusterId: 'beta' })).get()?.err?.code).toBe('FAILED_PRECONDITION');
     expect(resource.calls).toEqual([]);
   });
@@ -228,7 +279,10 @@ describe('participant engine: PREPARE → VOTE', () => {
     prepare(engine, prepareReq('T1'));
     journal.hold = true;
     prepare(engine, prepareReq('T2')); // preparing: counts toward the bound
-    expect(prepare(engine, prepareReq('T3')).get()?.value).toMatchObject({ vote: 'no', reason: 'too many prepared transactions' });
+    expect(prepare(engine, prepareReq('T3')).get()?.value).toMatchObject({
+      vote: 'no',
+      reason: 'too many prepared transactions',
+    });
     journal.release();
     journal.hold = false;
     decide(engine, decision('T1', 'COMMIT'));
@@ -287,7 +341,10 @@ describe('participant engine: DECISION → ACK', () => {
     const { engine, resource, journal } = world();
     prepare(engine, prepareReq('T1'));
     decide(engine, decision('T1', 'COMMIT'));
-    expect(decide(engine, decision('T1', 'COMMIT')).get()).toEqual({ err: null, value: { txnId: 'T1', participantId: ME } });
+    expect(decide(engine, decision('T1', 'COMMIT')).get()).toEqual({
+      err: null,
+      value: { txnId: 'T1', participantId: ME },
+    });
     expect(resource.calls.filter((c) => c.startsWith('commit'))).toHaveLength(1);
     expect(journal.synced).toHaveLength(2);
   });
@@ -295,7 +352,10 @@ describe('participant engine: DECISION → ACK', () => {
   it('AC2: COMMIT for a transaction this participant never prepared is refused with FAILED_PRECONDITION and never committed', () => {
     const { engine, resource, journal, logs } = world();
     const a = decide(engine, decision('T9', 'COMMIT')).get();
-    expect(a?.err).toMatchObject({ code: 'FAILED_PRECONDITION', message: 'COMMIT for transaction T9 refused: this participant never prepared it' });
+    expect(a?.err).toMatchObject({
+      code: 'FAILED_PRECONDITION',
+      message: 'COMMIT for transaction T9 refused: this participant never prepared it',
+    });
     expect(resource.calls).toEqual([]);
     expect(journal.synced).toEqual([]);
     expect(logs).toContain('error protocol violation: COMMIT refused');
@@ -306,7 +366,10 @@ describe('participant engine: DECISION → ACK', () => {
     const { engine, resource } = world();
     prepare(engine, prepareReq('T1'));
     decide(engine, decision('T1', 'ABORT'));
-    expect(decide(engine, decision('T1', 'COMMIT')).get()?.err).toMatchObject({ code: 'FAILED_PRECONDITION', message: expect.stringMatching(/already ABORTED here/) });
+    expect(decide(engine, decision('T1', 'COMMIT')).get()?.err).toMatchObject({
+      code: 'FAILED_PRECONDITION',
+      message: expect.stringMatching(/already ABORTED here/),
+    });
     prepare(engine, prepareReq('T2'));
     decide(engine, decision('T2', 'COMMIT'));
     expect(decide(engine, decision('T2', 'ABORT')).get()?.err?.code).toBe('FAILED_PRECONDITION');
@@ -335,7 +398,11 @@ describe('participant engine: DECISION → ACK', () => {
   it('bounds: decided ids are forgotten beyond decidedMax and after decidedRetentionMs', () => {
     const { engine, time } = world({ decidedMax: 2, decidedRetentionMs: 60_000, sweepIntervalMs: 1_000 });
     for (const t of ['T1', 'T2', 'T3']) decide(engine, decision(t, 'ABORT'));
-    expect([engine.stateOf('T1'), engine.stateOf('T2'), engine.stateOf('T3')]).toEqual([undefined, 'ABORTED', 'ABORTED']);
+    expect([engine.stateOf('T1'), engine.stateOf('T2'), engine.stateOf('T3')]).toEqual([
+      undefined,
+      'ABORTED',
+      'ABORTED',
+    ]);
     time.advance(61_000);
     expect(engine.counts().decidedRemembered).toBe(0);
   });
@@ -344,7 +411,15 @@ describe('participant engine: DECISION → ACK', () => {
 describe('participant engine: in doubt (R4: never decides alone)', () => {
   it('R4: after recover() with a prepared transaction it asks with capped exponential backoff while the answer is an error or IN_PROGRESS, then applies COMMIT', () => {
     const { engine, resource, journal, time, cluster } = world({}, [prepared('T1')], (c) => {
-      c.script = [new Error('no leader'), 'IN_PROGRESS', 'UNKNOWN', new Error('deadline'), 'IN_PROGRESS', 'IN_PROGRESS', 'COMMITTED'];
+      c.script = [
+        new Error('no leader'),
+        'IN_PROGRESS',
+        'UNKNOWN',
+        new Error('deadline'),
+        'IN_PROGRESS',
+        'IN_PROGRESS',
+        'COMMITTED',
+      ];
     });
     // The first question goes out at start(), and nothing is decided on its (error) answer.
     expect(cluster.asks).toEqual([{ txnId: 'T1', atMs: 0 }]);
@@ -414,7 +489,10 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
     expect(times.every((t, i) => t === 100 + i * URGENT_ASK_INTERVAL_MS)).toBe(true);
     // Then the capped exponential backoff, from askBackoffMinMs.
     time.advance(100 + 200);
-    expect(cluster.asks.map((a) => a.atMs).slice(-2)).toEqual([100 + URGENT_ASKS_MAX * URGENT_ASK_INTERVAL_MS + 100, 100 + URGENT_ASKS_MAX * URGENT_ASK_INTERVAL_MS + 300]);
+    expect(cluster.asks.map((a) => a.atMs).slice(-2)).toEqual([
+      100 + URGENT_ASKS_MAX * URGENT_ASK_INTERVAL_MS + 100,
+      100 + URGENT_ASKS_MAX * URGENT_ASK_INTERVAL_MS + 300,
+    ]);
     expect(resource.calls).toEqual(['prepare T1', 'prepare T2', 'commit T2']);
     expect(engine.stateOf('T1')).toBe('prepared');
     cluster.script = ['ABORTED'];
@@ -423,7 +501,11 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
   });
 
   it('askNow cuts short a backoff wait already under way (a new leader is asked at once)', () => {
-    const { engine, time, cluster } = world({}, [prepared('T1')], (c) => (c.script = [new Error('no leader'), new Error('no leader'), new Error('no leader'), 'COMMITTED']));
+    const { engine, time, cluster } = world(
+      {},
+      [prepared('T1')],
+      (c) => (c.script = [new Error('no leader'), new Error('no leader'), new Error('no leader'), 'COMMITTED']),
+    );
     time.advance(150);
     // Asked at 0 and 100; the next backoff waits until 300.
     expect(cluster.asks.map((a) => a.atMs)).toEqual([0, 100]);
@@ -457,7 +539,12 @@ describe('participant engine: in doubt (R4: never decides alone)', () => {
   });
 
   it('recover() rebuilds prepared and decided transactions from the journal records', () => {
-    const { engine } = world({}, [prepared('T1', 1), prepared('T2', 2), { kind: 'committed', txnId: 'T2', atMs: 3 }, { kind: 'aborted', txnId: 'T3', atMs: 4 }]);
+    const { engine } = world({}, [
+      prepared('T1', 1),
+      prepared('T2', 2),
+      { kind: 'committed', txnId: 'T2', atMs: 3 },
+      { kind: 'aborted', txnId: 'T3', atMs: 4 },
+    ]);
     expect(engine.inDoubt()).toEqual([{ txnId: 'T1', preparedAtMs: 1 }]);
     expect([engine.stateOf('T2'), engine.stateOf('T3')]).toEqual(['COMMITTED', 'ABORTED']);
   });
@@ -478,20 +565,26 @@ describe('participant engine: properties', () => {
         // The cluster's log: the first decision for T is T's outcome (R1).
         const truth = new Map<string, 'COMMITTED' | 'ABORTED'>();
         let up = false;
-        const { engine, resource, journal, time } = world({ inDoubtAfterMs: 2_000, sweepIntervalMs: 500 }, undefined, (c) => {
-          c.answer = (txn) => (!up ? new Error('UNAVAILABLE') : (truth.get(txn) ?? 'IN_PROGRESS'));
-        });
+        const { engine, resource, journal, time } = world(
+          { inDoubtAfterMs: 2_000, sweepIntervalMs: 500 },
+          undefined,
+          (c) => {
+            c.answer = (txn) => (!up ? new Error('UNAVAILABLE') : (truth.get(txn) ?? 'IN_PROGRESS'));
+          },
+        );
         for (const o of ops) {
           if (o.t === 'prepare') {
             const txn = `T${o.txn}`;
             resource.replies.set(txn, o.no ? { yes: false, reason: 'no' } : { yes: true, reason: '' });
             engine.prepare(prepareReq(txn), (_err, vote) => {
-              if (vote?.vote === 'yes') expect(journal.synced.some((r) => r.kind === 'prepared' && r.txnId === txn)).toBe(true);
+              if (vote?.vote === 'yes')
+                expect(journal.synced.some((r) => r.kind === 'prepared' && r.txnId === txn)).toBe(true);
             });
           } else if (o.t === 'decide') {
             const txn = `T${o.txn}`;
             // The coordinator commits only after a YES (here: the participant is prepared).
-            if (!truth.has(txn)) truth.set(txn, o.commit && engine.stateOf(txn) === 'prepared' ? 'COMMITTED' : 'ABORTED');
+            if (!truth.has(txn))
+              truth.set(txn, o.commit && engine.stateOf(txn) === 'prepared' ? 'COMMITTED' : 'ABORTED');
             engine.decide(decision(txn, truth.get(txn) === 'COMMITTED' ? 'COMMIT' : 'ABORT'), () => {});
           } else if (o.t === 'journal') {
             journal.hold = o.hold;
@@ -546,7 +639,10 @@ describe('participant engine: the status question of parallel commit', () => {
     expect(resource.calls).not.toContain('prepare T1');
     // A new incarnation from the same journal still refuses (forgetAborts does not drop a refusal).
     const again = world({ forgetAborts: true }, journal.synced);
-    expect(prepare(again.engine, prepareReq('T1')).get()?.value).toMatchObject({ vote: 'no', reason: 'already aborted' });
+    expect(prepare(again.engine, prepareReq('T1')).get()?.value).toMatchObject({
+      vote: 'no',
+      reason: 'already aborted',
+    });
     expect(question(again.engine, 'T1').get()).toEqual({ err: null, value: 'aborted' });
   });
 
@@ -579,7 +675,10 @@ describe('participant engine: the status question of parallel commit', () => {
   });
 });
 
-/** A resource whose own prepare is durable and found again by T's id (the PostgreSQL resource, readable gids): ids starting with "L" stand for long ones (hashed gids). */
+/**
+ * A resource whose own prepare is durable and found again by T's id (the PostgreSQL resource, readable gids): ids
+ * starting with "L" stand for long ones (hashed gids).
+ */
 class DbLikeResource extends FakeResource {
   /** What committed here (the commit markers). */
   readonly committed = new Set<string>();

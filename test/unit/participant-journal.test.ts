@@ -27,11 +27,24 @@ async function tempFile(): Promise<string> {
   return join(d, 'journal.log');
 }
 
-async function openJournal(path: string, compactAfterRecords = 10_000): Promise<{ journal: FileJournal<JournalRecord>; state: MemoryState; warnings: string[] }> {
+async function openJournal(
+  path: string,
+  compactAfterRecords = 10_000,
+): Promise<{ journal: FileJournal<JournalRecord>; state: MemoryState; warnings: string[] }> {
   const state = new MemoryState();
   const warnings: string[] = [];
-  const log = { info: () => {}, warn: (o: object, m: string) => void warnings.push(`${m} ${JSON.stringify(o)}`), error: () => {} };
-  const journal = await FileJournal.open<JournalRecord>({ path, fold: state, isRecord: isJournalRecord, compactAfterRecords, log });
+  const log = {
+    info: () => {},
+    warn: (o: object, m: string) => void warnings.push(`${m} ${JSON.stringify(o)}`),
+    error: () => {},
+  };
+  const journal = await FileJournal.open<JournalRecord>({
+    path,
+    fold: state,
+    isRecord: isJournalRecord,
+    compactAfterRecords,
+    log,
+  });
   journals.push(journal);
   return { journal, state, warnings };
 }
@@ -45,7 +58,13 @@ function append(j: FileJournal<JournalRecord>, r: JournalRecord): Promise<void> 
   return new Promise((resolve, reject) => j.append(r, (err) => (err ? reject(err) : resolve())));
 }
 
-const prepared = (i: number): JournalRecord => ({ kind: 'prepared', txnId: `T${i}`, atMs: i, payloadB64: toBase64(memoryPayload({ [`k${i}`]: `v${i}` })), participants: ['p1', 'p2'] });
+const prepared = (i: number): JournalRecord => ({
+  kind: 'prepared',
+  txnId: `T${i}`,
+  atMs: i,
+  payloadB64: toBase64(memoryPayload({ [`k${i}`]: `v${i}` })),
+  participants: ['p1', 'p2'],
+});
 const committed = (i: number): JournalRecord => ({ kind: 'committed', txnId: `T${i}`, atMs: i });
 const aborted = (i: number): JournalRecord => ({ kind: 'aborted', txnId: `T${i}`, atMs: i });
 
@@ -128,7 +147,9 @@ describe('participant journal', () => {
     await writeFile(path, buf);
     const err = await openJournal(path).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JournalCorruptError);
-    expect((err as JournalCorruptError).message).toContain(`participant journal ${path} is corrupt at byte offset ${second}: CRC mismatch`);
+    expect((err as JournalCorruptError).message).toContain(
+      `participant journal ${path} is corrupt at byte offset ${second}: CRC mismatch`,
+    );
     expect((err as JournalCorruptError).offsetBytes).toBe(second);
     // Refusing means touching nothing: the file is as it was.
     expect(await readFile(path)).toEqual(buf);
@@ -153,7 +174,12 @@ describe('participant journal', () => {
   it('compaction by size: once the frames appended since the last one hold compactAfterBytes, the state is preserved', async () => {
     const path = await tempFile();
     const open = (): Promise<FileJournal<JournalRecord>> =>
-      FileJournal.open<JournalRecord>({ path, fold: new MemoryState(), isRecord: isJournalRecord, compactAfterBytes: 4_096 }).then((j) => (journals.push(j), j));
+      FileJournal.open<JournalRecord>({
+        path,
+        fold: new MemoryState(),
+        isRecord: isJournalRecord,
+        compactAfterBytes: 4_096,
+      }).then((j) => (journals.push(j), j));
     const a = await open();
     const stateA = (a as unknown as { o: { fold: MemoryState } }).o.fold;
     await fill(a, 200);
@@ -166,7 +192,12 @@ describe('participant journal', () => {
 
   it('compaction by time: a journal appended to after compactAfterMs is compacted; below every bound it is not', async () => {
     const path = await tempFile();
-    const j = await FileJournal.open<JournalRecord>({ path, fold: new MemoryState(), isRecord: isJournalRecord, compactAfterMs: 1_000 });
+    const j = await FileJournal.open<JournalRecord>({
+      path,
+      fold: new MemoryState(),
+      isRecord: isJournalRecord,
+      compactAfterMs: 1_000,
+    });
     journals.push(j);
     await append(j, prepared(0));
     await append(j, prepared(1));
@@ -201,7 +232,13 @@ describe('participant journal', () => {
   });
 
   it('a deferred record with no company is synced alone after deferredSyncMs', async () => {
-    const j = await FileJournal.open<JournalRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isJournalRecord, deferred: () => true, deferredSyncMs: 5 });
+    const j = await FileJournal.open<JournalRecord>({
+      path: await tempFile(),
+      fold: new MemoryState(),
+      isRecord: isJournalRecord,
+      deferred: () => true,
+      deferredSyncMs: 5,
+    });
     journals.push(j);
     await append(j, prepared(0));
     expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 1 });
@@ -230,7 +267,13 @@ describe('participant journal', () => {
   });
 
   it('a lazy record with no company is synced alone after lazySyncMs', async () => {
-    const j = await FileJournal.open<JournalRecord>({ path: await tempFile(), fold: new MemoryState(), isRecord: isJournalRecord, lazy: () => true, lazySyncMs: 20 });
+    const j = await FileJournal.open<JournalRecord>({
+      path: await tempFile(),
+      fold: new MemoryState(),
+      isRecord: isJournalRecord,
+      lazy: () => true,
+      lazySyncMs: 20,
+    });
     journals.push(j);
     await append(j, prepared(0));
     expect(j.stats()).toMatchObject({ frames: 1, syncs: 1, recordsInFile: 1 });
@@ -238,7 +281,13 @@ describe('participant journal', () => {
 
   it('close writes a deferred record still waiting for company', async () => {
     const path = await tempFile();
-    const j = await FileJournal.open<JournalRecord>({ path, fold: new MemoryState(), isRecord: isJournalRecord, deferred: () => true, deferredSyncMs: 1_000 });
+    const j = await FileJournal.open<JournalRecord>({
+      path,
+      fold: new MemoryState(),
+      isRecord: isJournalRecord,
+      deferred: () => true,
+      deferredSyncMs: 1_000,
+    });
     const done = append(j, prepared(0));
     await j.close();
     await done;
@@ -274,7 +323,8 @@ describe('participant journal', () => {
       expect(state.data.get(crashKey(i))).toBe(crashValue(i));
     }
     // And nothing that was never written: odd transactions never commit.
-    for (const [txnId, d] of state.decided) expect(Number(txnId.slice(1)) % 2 === 0 && d.outcome === 'committed').toBe(true);
+    for (const [txnId, d] of state.decided)
+      expect(Number(txnId.slice(1)) % 2 === 0 && d.outcome === 'committed').toBe(true);
   }, 60_000);
 });
 
@@ -310,7 +360,11 @@ describe('participant journal: the on-disk spelling of outcomes', () => {
     const engine = new ParticipantEngine({
       clusterId: 'c',
       participantId: 'p1',
-      resource: { prepare: (_t, _p, cb) => cb(null, { yes: true, reason: '' }), commit: (_t, cb) => cb(null), abort: (_t, cb) => cb(null) },
+      resource: {
+        prepare: (_t, _p, cb) => cb(null, { yes: true, reason: '' }),
+        commit: (_t, cb) => cb(null),
+        abort: (_t, cb) => cb(null),
+      },
       journal,
       clock: { nowMs: () => 10 },
       schedule: () => () => {},
@@ -318,9 +372,17 @@ describe('participant journal: the on-disk spelling of outcomes', () => {
     });
     engine.recover(state.txnRecords());
     engine.start();
-    expect([engine.stateOf('T1'), engine.stateOf('T2'), engine.stateOf('T3')]).toEqual(['COMMITTED', 'ABORTED', 'prepared']);
+    expect([engine.stateOf('T1'), engine.stateOf('T2'), engine.stateOf('T3')]).toEqual([
+      'COMMITTED',
+      'ABORTED',
+      'prepared',
+    ]);
     // The engine applies a DECISION for T3 and journals it in the spelling the file has always had.
-    const acked = await new Promise<unknown>((resolve) => engine.decide({ clusterId: 'c', txnId: 'T3', participantId: 'p1', outcome: 'commit', reason: '' }, (err, ack) => resolve(err ?? ack)));
+    const acked = await new Promise<unknown>((resolve) =>
+      engine.decide({ clusterId: 'c', txnId: 'T3', participantId: 'p1', outcome: 'commit', reason: '' }, (err, ack) =>
+        resolve(err ?? ack),
+      ),
+    );
     expect(acked).toMatchObject({ txnId: 'T3' });
     expect(engine.stateOf('T3')).toBe('COMMITTED');
     engine.stop();

@@ -14,10 +14,15 @@ describe('verdict participant --lock-wait-ms', () => {
 
   it('refuses a value that is not an integer from 0 to 60000, and any other resource', () => {
     for (const bad of ['-1', '1.5', 'soon', '60001']) {
-      expect(() => parseParticipantArgs([...base, '--lock-wait-ms', bad], {})).toThrow(`--lock-wait-ms must be an integer from 0 to 60000, not "${bad}"`);
+      expect(() => parseParticipantArgs([...base, '--lock-wait-ms', bad], {})).toThrow(
+        `--lock-wait-ms must be an integer from 0 to 60000, not "${bad}"`,
+      );
     }
-    expect(() => parseParticipantArgs([...base, '--resource', 'postgres', '--pg-url', 'postgres://u@h/db', '--lock-wait-ms', '5'], {})).toThrow(
-      '--lock-wait-ms goes with --resource memory (a database waits on its own locks)',
-    );
+    expect(() =>
+      parseParticipantArgs(
+        [...base, '--resource', 'postgres', '--pg-url', 'postgres://u@h/db', '--lock-wait-ms', '5'],
+        {},
+      ),
+    ).toThrow('--lock-wait-ms goes with --resource memory (a database waits on its own locks)');
   });
 });

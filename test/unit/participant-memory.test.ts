@@ -1,7 +1,13 @@
 // The memory resource: payload format, key locks between prepared
 // transactions, and rebuilding it from the journal's records.
 import { describe, expect, it } from 'vitest';
-import { MemoryResource, memoryPayload, parsePayload, KEYS_PER_TXN_MAX, PAYLOAD_BYTES_MAX } from '../../src/participant/memory.ts';
+import {
+  MemoryResource,
+  memoryPayload,
+  parsePayload,
+  KEYS_PER_TXN_MAX,
+  PAYLOAD_BYTES_MAX,
+} from '../../src/participant/memory.ts';
 import { MemoryState } from '../../src/participant/memory-state.ts';
 import { toBase64, type JournalRecord, type ResourceVote } from '../../src/participant/types.ts';
 
@@ -32,7 +38,10 @@ describe('memory resource: payload', () => {
 
   it('a payload with "fail" votes NO with that reason, holding nothing', () => {
     const r = new MemoryResource();
-    expect(prepare(r, 'T1', memoryPayload({ a: '1' }, 'insufficient funds'))).toEqual({ yes: false, reason: 'insufficient funds' });
+    expect(prepare(r, 'T1', memoryPayload({ a: '1' }, 'insufficient funds'))).toEqual({
+      yes: false,
+      reason: 'insufficient funds',
+    });
     expect(r.lockedBy('a')).toBeUndefined();
   });
 
@@ -51,9 +60,15 @@ describe('memory resource: payload', () => {
 
   it('refuses payloads that are not UTF-8, too large, or write too many keys', () => {
     expect(parsePayload(Uint8Array.of(0xff, 0xfe))).toEqual({ ok: false, reason: 'payload is not UTF-8' });
-    expect(parsePayload(new Uint8Array(PAYLOAD_BYTES_MAX + 1))).toMatchObject({ ok: false, reason: expect.stringMatching(/bytes; at most/) });
+    expect(parsePayload(new Uint8Array(PAYLOAD_BYTES_MAX + 1))).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/bytes; at most/),
+    });
     const many = Object.fromEntries(Array.from({ length: KEYS_PER_TXN_MAX + 1 }, (_, i) => [`k${i}`, 'v']));
-    expect(parsePayload(memoryPayload(many))).toMatchObject({ ok: false, reason: expect.stringMatching(/keys; at most/) });
+    expect(parsePayload(memoryPayload(many))).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/keys; at most/),
+    });
   });
 });
 
@@ -61,7 +76,10 @@ describe('memory resource: locks', () => {
   it('PREPARE locks the keys it writes; another transaction writing one of them votes NO naming the holder', () => {
     const r = new MemoryResource();
     expect(prepare(r, 'T1', memoryPayload({ a: '1', b: '1' })).yes).toBe(true);
-    expect(prepare(r, 'T2', memoryPayload({ c: '2', b: '2' }))).toEqual({ yes: false, reason: 'key b is locked by prepared transaction T1' });
+    expect(prepare(r, 'T2', memoryPayload({ c: '2', b: '2' }))).toEqual({
+      yes: false,
+      reason: 'key b is locked by prepared transaction T1',
+    });
     // A refused PREPARE holds nothing: c stays free.
     expect(r.lockedBy('c')).toBeUndefined();
     expect(prepare(r, 'T3', memoryPayload({ c: '3' })).yes).toBe(true);
@@ -191,23 +209,45 @@ describe('memory resource: waiting for a lock', () => {
     const t = timers();
     const r = new MemoryResource();
     prepare(r, 'T1', memoryPayload({ a: '1' }));
-    expect(prepare(r, 'T2', memoryPayload({ a: '2' }))).toEqual({ yes: false, reason: 'key a is locked by prepared transaction T1' });
+    expect(prepare(r, 'T2', memoryPayload({ a: '2' }))).toEqual({
+      yes: false,
+      reason: 'key a is locked by prepared transaction T1',
+    });
     r.waitForLocks(t.schedule, 0);
-    expect(prepare(r, 'T3', memoryPayload({ a: '3' }))).toEqual({ yes: false, reason: 'key a is locked by prepared transaction T1' });
+    expect(prepare(r, 'T3', memoryPayload({ a: '3' }))).toEqual({
+      yes: false,
+      reason: 'key a is locked by prepared transaction T1',
+    });
   });
 });
 
 describe('memory resource: rebuilt from the journal', () => {
-  const rec = (kind: 'prepared' | 'committed' | 'aborted', txnId: string, set?: Record<string, string>): JournalRecord =>
-    kind === 'prepared' ? { kind, txnId, atMs: 0, payloadB64: toBase64(memoryPayload(set ?? {})), participants: ['p1'] } : { kind, txnId, atMs: 0 };
+  const rec = (
+    kind: 'prepared' | 'committed' | 'aborted',
+    txnId: string,
+    set?: Record<string, string>,
+  ): JournalRecord =>
+    kind === 'prepared'
+      ? { kind, txnId, atMs: 0, payloadB64: toBase64(memoryPayload(set ?? {})), participants: ['p1'] }
+      : { kind, txnId, atMs: 0 };
 
   it("has the committed writes and the prepared transactions' locks", () => {
     const s = new MemoryState();
-    for (const r of [rec('prepared', 'T1', { a: '1' }), rec('committed', 'T1'), rec('prepared', 'T2', { b: '2' }), rec('aborted', 'T2'), rec('prepared', 'T3', { a: '3', c: '3' })]) s.add(r);
+    for (const r of [
+      rec('prepared', 'T1', { a: '1' }),
+      rec('committed', 'T1'),
+      rec('prepared', 'T2', { b: '2' }),
+      rec('aborted', 'T2'),
+      rec('prepared', 'T3', { a: '3', c: '3' }),
+    ])
+      s.add(r);
     const r = MemoryResource.restore(s.data, s.preparedWrites());
     expect([r.get('a'), r.get('b'), r.get('c')]).toEqual(['1', undefined, undefined]);
     expect(r.lockedBy('a')).toBe('T3');
-    expect(prepare(r, 'T4', memoryPayload({ c: '4' }))).toEqual({ yes: false, reason: 'key c is locked by prepared transaction T3' });
+    expect(prepare(r, 'T4', memoryPayload({ c: '4' }))).toEqual({
+      yes: false,
+      reason: 'key c is locked by prepared transaction T3',
+    });
     commit(r, 'T3');
     expect(r.get('a')).toBe('3');
   });
@@ -218,7 +258,13 @@ describe('memory resource: rebuilt from the journal', () => {
     const payload = memoryPayload({ a: '1' });
     expect(prepare(r, 'T1', payload)).toEqual({ yes: true, reason: '' });
     // The journal's copy of the payload is not read while the handed-over writes are there.
-    s.add({ kind: 'prepared', txnId: 'T1', atMs: 0, payloadB64: toBase64(memoryPayload({ other: 'x' })), participants: ['p1'] });
+    s.add({
+      kind: 'prepared',
+      txnId: 'T1',
+      atMs: 0,
+      payloadB64: toBase64(memoryPayload({ other: 'x' })),
+      participants: ['p1'],
+    });
     s.add(rec('committed', 'T1'));
     expect([...s.data]).toEqual([['a', '1']]);
     // Without a hand-over (replay on open) the payload is parsed.

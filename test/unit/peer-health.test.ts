@@ -19,7 +19,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-/** A peer answering Status, counting the calls; its commit index is 10 + the calls so far, so each answer is told apart. */
+/**
+ * A peer answering Status, counting the calls; its commit index is 10 + the calls so far, so each answer is told apart.
+ */
 async function peer(nodeId: string): Promise<{ address: string; calls: () => number }> {
   let calls = 0;
   const status = (): NodeStatus => ({

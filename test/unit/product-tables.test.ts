@@ -12,7 +12,13 @@ import { EntryType, type Entry } from '../../src/raft/types.ts';
 import { isSagaResult, SagaTable, type SagaCommand } from '../../src/saga/state.ts';
 
 const entry = (index: number, data: Uint8Array): Entry => ({ index, term: 1, type: EntryType.Normal, data });
-const start: SagaCommand = { t: 'saga.start', sagaId: 's1', steps: [{ service: 'hotel', name: 'book', input: '' }], pivot: null, atMs: 1 };
+const start: SagaCommand = {
+  t: 'saga.start',
+  sagaId: 's1',
+  steps: [{ service: 'hotel', name: 'book', input: '' }],
+  pivot: null,
+  atMs: 1,
+};
 const acquire = encodeLeaseCommand({ t: 'lease.acquire', name: 'outbox/p0', holder: 'relay-a', ttlMs: 1_000, atMs: 1 });
 
 describe('product tables under the node state machine', () => {
@@ -29,16 +35,24 @@ describe('product tables under the node state machine', () => {
 
   it("checks a product's commands with its table's checks at the edge, and a machine without that table refuses them", () => {
     const bad = encodeCommand({ ...start, steps: 'none' } as unknown as SagaCommand);
-    expect(new NodeStateMachine(nodeProducts().tables).entryProblem(EntryType.Normal, bad)).toMatch(/^saga.start needs/);
+    expect(new NodeStateMachine(nodeProducts().tables).entryProblem(EntryType.Normal, bad)).toMatch(
+      /^saga.start needs/,
+    );
     const bare = new NodeStateMachine();
     expect(bare.entryProblem(EntryType.Normal, encodeCommand(start))).toMatch(/^unknown command kind "saga.start"/);
     expect(bare.entryProblem(EntryType.Normal, acquire)).toMatch(/^unknown command tag 3/);
-    expect(() => bare.apply(entry(1, encodeCommand(start)))).toThrow(/log entry 1 cannot be applied: unknown command kind/);
+    expect(() => bare.apply(entry(1, encodeCommand(start)))).toThrow(
+      /log entry 1 cannot be applied: unknown command kind/,
+    );
   });
 
   it('refuses two tables for one command kind, and a tag the kernel reads or another table has', () => {
-    expect(() => new NodeStateMachine([new SagaTable(), new SagaTable()])).toThrow(/command kind saga.start has one product table/);
-    expect(() => new NodeStateMachine([new LeaseTable(), new LeaseTable()])).toThrow(/entry tag 3 of product lease is no other table's/);
+    expect(() => new NodeStateMachine([new SagaTable(), new SagaTable()])).toThrow(
+      /command kind saga.start has one product table/,
+    );
+    expect(() => new NodeStateMachine([new LeaseTable(), new LeaseTable()])).toThrow(
+      /entry tag 3 of product lease is no other table's/,
+    );
     const onCommandTag = Object.assign(new LeaseTable(), { tag: 0x02 }) as TaggedProductTable;
     expect(() => new NodeStateMachine([onCommandTag])).toThrow(/entry tag 2 of product lease is no other table's/);
   });

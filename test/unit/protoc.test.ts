@@ -27,7 +27,17 @@ describe('proto/ compiles with protoc (Debian protobuf-compiler)', () => {
 
   it.each(PROTOS)('proto/%s compiles for Python and gRPC Python', (file) => {
     const out = mkdtempSync(join(tmp, `${file}-`));
-    const r = spawnSync(PROTOC, ['-Iproto', `--python_out=${out}`, `--grpc_out=${out}`, `--plugin=protoc-gen-grpc=${GRPC_PYTHON_PLUGIN}`, `proto/${file}`], { cwd: ROOT, encoding: 'utf8' });
+    const r = spawnSync(
+      PROTOC,
+      [
+        '-Iproto',
+        `--python_out=${out}`,
+        `--grpc_out=${out}`,
+        `--plugin=protoc-gen-grpc=${GRPC_PYTHON_PLUGIN}`,
+        `proto/${file}`,
+      ],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
     const said = `${r.error?.message ?? ''}${r.stdout}${r.stderr}`.trim();
     expect({ file, status: r.status, said }).toEqual({ file, status: 0, said: '' });
     const stem = file.slice(0, -'.proto'.length);

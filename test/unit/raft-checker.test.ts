@@ -8,7 +8,14 @@
 import { describe, expect, it } from 'vitest';
 import { foundingHardState, RawNode, type Ready } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
-import { emptySnapshot, MessageType as MT, Role, type HardState, type Message, type NodeId } from '../../src/raft/types.ts';
+import {
+  emptySnapshot,
+  MessageType as MT,
+  Role,
+  type HardState,
+  type Message,
+  type NodeId,
+} from '../../src/raft/types.ts';
 import { RaftChecker } from '../sim/raft-checker.ts';
 
 const IDS = ['n1', 'n2', 'n3', 'n4', 'n5'];
@@ -27,7 +34,14 @@ class Hand {
 
   start(id: NodeId, hardState: HardState, seed: number): void {
     const conf = { voters: IDS, learners: [], votersOutgoing: [] };
-    this.nodes.set(id, RawNode.restart({ id, electionTicks: 10, heartbeatTicks: 1, random: new Rng(seed).asRandom() }, { hardState, snapshot: emptySnapshot(), entries: [] }, conf));
+    this.nodes.set(
+      id,
+      RawNode.restart(
+        { id, electionTicks: 10, heartbeatTicks: 1, random: new Rng(seed).asRandom() },
+        { hardState, snapshot: emptySnapshot(), entries: [] },
+        conf,
+      ),
+    );
     this.checker.restarted(id);
   }
 
@@ -57,7 +71,10 @@ class Hand {
     n.advance(rd);
   }
 
-  /** Delivers the messages of `type` from `from` to `to` (every other message stays on the wire); runs the receivers unless told not to. */
+  /**
+   * Delivers the messages of `type` from `from` to `to` (every other message stays on the wire); runs the receivers
+   * unless told not to.
+   */
   deliver(type: MT, from: NodeId, to: NodeId[], run = true): void {
     const now = this.wire.filter((m) => m.type === type && m.from === from && to.includes(m.to));
     this.wire = this.wire.filter((m) => !now.includes(m));
@@ -82,7 +99,10 @@ class Hand {
     expect(this.node(id).raft.role).toBe(Role.Leader);
   }
 
-  /** Drops everything `from` sent that is still on the wire (a slow link that delivers it later is no different to the checker). */
+  /**
+   * Drops everything `from` sent that is still on the wire (a slow link that delivers it later is no different to the
+   * checker).
+   */
   drop(from: NodeId): void {
     this.wire = this.wire.filter((m) => m.from !== from);
   }

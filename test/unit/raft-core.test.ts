@@ -5,7 +5,12 @@
 // leader against the other leaders of its term.
 
 import { describe, expect, it } from 'vitest';
-import { LEADER_LOST_CAMPAIGNS_MAX, LEADER_LOST_JITTER_TICKS, LEADER_LOST_RANK_TICKS, ProposalDroppedError } from '../../src/raft/raft.ts';
+import {
+  LEADER_LOST_CAMPAIGNS_MAX,
+  LEADER_LOST_JITTER_TICKS,
+  LEADER_LOST_RANK_TICKS,
+  ProposalDroppedError,
+} from '../../src/raft/raft.ts';
 import { foundingHardState, RawNode, type RawNodeConfig, type Ready } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import {
@@ -93,16 +98,25 @@ class Net {
   }
 
   private start(id: NodeId, rec: Recovered): void {
-    const node = RawNode.restart({ id, electionTicks: ELECTION_TICKS, heartbeatTicks: 1, random: this.rng.asRandom(), ...this.overrides }, rec, {
-      voters: [...this.ids],
-      learners: [],
-      votersOutgoing: [],
-    });
+    const node = RawNode.restart(
+      { id, electionTicks: ELECTION_TICKS, heartbeatTicks: 1, random: this.rng.asRandom(), ...this.overrides },
+      rec,
+      {
+        voters: [...this.ids],
+        learners: [],
+        votersOutgoing: [],
+      },
+    );
     this.nodes.set(id, node);
     this.durable.set(id, { ...rec.hardState });
     // The state machine restarts from the snapshot; entries after it are applied again.
     const snapIndex = rec.snapshot.metadata.index;
-    this.applied.set(id, snapIndex > 0 ? [{ term: rec.snapshot.metadata.term, index: snapIndex, type: EntryType.Normal, data: new Uint8Array(0) }] : []);
+    this.applied.set(
+      id,
+      snapIndex > 0
+        ? [{ term: rec.snapshot.metadata.term, index: snapIndex, type: EntryType.Normal, data: new Uint8Array(0) }]
+        : [],
+    );
     this.held.delete(id);
   }
 
@@ -120,7 +134,8 @@ class Net {
       this.send(rd.messagesNow);
     }
     const st = n.raft.log.storage;
-    const entries = st.lastIndex() >= st.firstIndex() ? st.entries(st.firstIndex(), st.lastIndex() + 1, Number.MAX_SAFE_INTEGER) : [];
+    const entries =
+      st.lastIndex() >= st.firstIndex() ? st.entries(st.firstIndex(), st.lastIndex() + 1, Number.MAX_SAFE_INTEGER) : [];
     this.start(id, { hardState: { ...st.hardState }, snapshot: st.snapshot(), entries });
   }
 
@@ -181,7 +196,8 @@ class Net {
       expect(rd.messagesNow, `${id}: term/vote not durable, nothing may leave early`).toEqual([]);
       expect(rd.mustSync).toBe(true);
     }
-    if (n.raft.role !== Role.Leader) expect(rd.messagesNow, `${id} is ${n.raft.role}: nothing may leave early`).toEqual([]);
+    if (n.raft.role !== Role.Leader)
+      expect(rd.messagesNow, `${id} is ${n.raft.role}: nothing may leave early`).toEqual([]);
     // Nothing is handed out for applying before it is durable here (log.ts invariant).
     for (const e of rd.committedEntries)
       expect(
@@ -217,7 +233,14 @@ class Net {
     if (rd.snapshot) {
       this.snapshots.get(id)!.push(rd.snapshot);
       // The state machine restored from the snapshot: what it applied is now the snapshot.
-      this.applied.set(id, [{ term: rd.snapshot.metadata.term, index: rd.snapshot.metadata.index, type: EntryType.Normal, data: new Uint8Array(0) }]);
+      this.applied.set(id, [
+        {
+          term: rd.snapshot.metadata.term,
+          index: rd.snapshot.metadata.index,
+          type: EntryType.Normal,
+          data: new Uint8Array(0),
+        },
+      ]);
     }
     this.send(rd.messages);
     const applied = this.applied.get(id)!;
@@ -486,7 +509,18 @@ describe('raft core: R6 persistence before counting and sending', () => {
     ).toEqual(['n2', 'n3']);
     // A follower with a write in flight keeps its acknowledgement.
     net.deliver((m) => m.to === 'n2');
-    net.node('n2').step(message({ type: MT.App, from: 'n1', to: 'n2', term: n1.raft.term, index: early[0].index, logTerm: early[0].logTerm, entries: early[0].entries, commit: 0 }));
+    net.node('n2').step(
+      message({
+        type: MT.App,
+        from: 'n1',
+        to: 'n2',
+        term: n1.raft.term,
+        index: early[0].index,
+        logTerm: early[0].logTerm,
+        entries: early[0].entries,
+        commit: 0,
+      }),
+    );
     expect(net.node('n2').takeMessagesNow()).toEqual([]);
     // A candidate whose new term is not durable sends nothing early.
     n1.advance(rd);
@@ -546,7 +580,8 @@ describe('raft core: commitment', () => {
     // appendBytesMax = 1: one entry per append, so entry 2 can travel without
     // entry 3. Entry 3 is dropped once the receiver holds entry 2 (the probes
     // before that must be rejected for the leader to back up).
-    net.filter = (m) => !(m.type === MT.App && m.entries.some((e) => e.index === 3) && net.node(m.to).raft.log.term(2) === 2);
+    net.filter = (m) =>
+      !(m.type === MT.App && m.entries.some((e) => e.index === 3) && net.node(m.to).raft.log.term(2) === 2);
     net.elect('n1');
     const n1 = net.node('n1');
     expect(n1.raft.term).toBe(3);
@@ -579,12 +614,14 @@ describe('raft core: commitment', () => {
     const five = ['n1', 'n2', 'n3', 'n4', 'n5'];
     const logs: Record<NodeId, number[]> = { n1: [1, 2], n2: [1], n3: [1], n4: [1], n5: [1, 3] };
     const rec: Record<NodeId, Recovered> = {};
-    for (const id of five) rec[id] = { hardState: { term: 3, vote: '', commit: 1 }, snapshot: emptySnapshot(), entries: logOf(logs[id]) };
+    for (const id of five)
+      rec[id] = { hardState: { term: 3, vote: '', commit: 1 }, snapshot: emptySnapshot(), entries: logOf(logs[id]) };
     const net = new Net(five, 8, { appendBytesMax: 1, checkQuorum: false }, rec);
     net.isolate('n4');
     net.isolate('n5');
     // n1's term-4 entry 3 does not get out: only entry 2 reaches n2 and n3.
-    net.filter = (m) => !(m.type === MT.App && m.entries.some((e) => e.index === 3) && net.node(m.to).raft.log.term(2) === 2);
+    net.filter = (m) =>
+      !(m.type === MT.App && m.entries.some((e) => e.index === 3) && net.node(m.to).raft.log.term(2) === 2);
     net.elect('n1');
     expect(net.node('n1').raft.term).toBe(4);
     net.tick(['n1'], 2);
@@ -698,7 +735,8 @@ describe('raft core: flow control', () => {
 });
 
 describe('raft core: a moved commit index rides the next append (commitNoticeLazy)', () => {
-  const emptyAppends = (net: Net, mark: number): Message[] => net.sentSince(mark, (m) => m.type === MT.App && m.entries.length === 0);
+  const emptyAppends = (net: Net, mark: number): Message[] =>
+    net.sentSince(mark, (m) => m.type === MT.App && m.entries.length === 0);
 
   /** Since `mark` one empty append went to each follower, and both applied 'a'. */
   function expectNoticed(net: Net, mark: number): void {
@@ -893,7 +931,8 @@ describe("raft core: a broken stream to the leader (the transport's Unreachable)
       net.tick(rest);
       ticks++;
       // Only n1 (rank 0) may have campaigned before rank 1's turn.
-      if (ticks < 1 + LEADER_LOST_RANK_TICKS) for (const id of ['n2', 'n4', 'n5']) expect(net.node(id).raft.role).toBe(Role.Follower);
+      if (ticks < 1 + LEADER_LOST_RANK_TICKS)
+        for (const id of ['n2', 'n4', 'n5']) expect(net.node(id).raft.role).toBe(Role.Follower);
     }
     expect(ticks).toBeLessThanOrEqual(LEADER_LOST_JITTER_TICKS);
     expect(net.leaders().filter((id) => id !== 'n3')).toEqual(['n1']);
@@ -1139,7 +1178,12 @@ describe('raft core: a voter restarted on an empty data directory (rejoining)', 
     net.node('n1').step(message({ type: MT.TimeoutNow, from: 'n2', to: 'n1', term: net.node('n1').raft.term }));
     net.stabilize();
     expect(net.node('n1').raft.role).not.toBe(Role.Leader);
-    expect(net.sentSince(wipedAt, (m) => m.from === 'n3' && (m.type === MT.VoteResp || m.type === MT.PreVoteResp) && !m.reject)).toEqual([]);
+    expect(
+      net.sentSince(
+        wipedAt,
+        (m) => m.from === 'n3' && (m.type === MT.VoteResp || m.type === MT.PreVoteResp) && !m.reject,
+      ),
+    ).toEqual([]);
     // n2 returns: it is elected (n1 grants it, its log is longer) and catches n3 up; nothing was lost.
     net.heal();
     net.tick(['n2'], ELECTION_TICKS * 4);
@@ -1607,7 +1651,8 @@ describe('raft core: randomized schedules (safety on every step, liveness after 
     const deliverSome = (): void => {
       const k = 1 + choose.int(Math.max(1, net.inflight.length));
       const batch: Message[] = [];
-      for (let j = 0; j < k && net.inflight.length > 0; j++) batch.push(net.inflight.splice(choose.int(net.inflight.length), 1)[0]);
+      for (let j = 0; j < k && net.inflight.length > 0; j++)
+        batch.push(net.inflight.splice(choose.int(net.inflight.length), 1)[0]);
       for (const m of batch) {
         if (choose.chance(0.1)) continue; // lost
         if (choose.chance(0.05)) net.inflight.push(cloneMessage(m)); // duplicated, arrives later
@@ -1653,7 +1698,8 @@ describe('raft core: randomized schedules (safety on every step, liveness after 
       } else if (r < 0.86) {
         const n = net.node(pick(ids));
         const applied = n.raft.log.applied;
-        if (applied > n.raft.log.storage.snapshot().metadata.index) n.snapshot(applied, enc(`snap@${applied}`), choose.int(3));
+        if (applied > n.raft.log.storage.snapshot().metadata.index)
+          n.snapshot(applied, enc(`snap@${applied}`), choose.int(3));
       } else if (r < 0.87) {
         const leaders = net.leaders();
         if (leaders.length > 0) net.node(leaders[0]).transferLeadership(pick(ids));
@@ -1690,7 +1736,11 @@ describe('raft core: randomized schedules (safety on every step, liveness after 
       }
       for (let k = 0; k < 3 * ELECTION_TICKS; k++) net.tick();
       observe();
-      done = ids.every((id) => net.appliedData(id).includes(`s${seed}-final`) || net.node(id).raft.log.applied >= leader.raft.log.lastIndex());
+      done = ids.every(
+        (id) =>
+          net.appliedData(id).includes(`s${seed}-final`) ||
+          net.node(id).raft.log.applied >= leader.raft.log.lastIndex(),
+      );
     }
     expect(done, `seed ${seed}: no progress after healing`).toBe(true);
     const last = Math.max(...ids.map((id) => net.node(id).raft.log.applied));

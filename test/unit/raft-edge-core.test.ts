@@ -11,7 +11,15 @@ import { encodeCommand } from '../../src/commit/state.ts';
 import { Driver } from '../../src/node/driver.ts';
 import { encodePut, entryProblem, NodeStateMachine, snapshotProblem } from '../../src/node/machine.ts';
 import { foundingHardState, RawNode } from '../../src/raft/raw-node.ts';
-import { EntryType, message, MessageType as MT, type Entry, type HardState, type Message, type Snapshot } from '../../src/raft/types.ts';
+import {
+  EntryType,
+  message,
+  MessageType as MT,
+  type Entry,
+  type HardState,
+  type Message,
+  type Snapshot,
+} from '../../src/raft/types.ts';
 import type { LogStore, PersistBatch } from '../../src/storage/types.ts';
 import { toWire } from '../../src/transport/proto.ts';
 import { checkEnvelope, checkMessage, RELAYED_TYPES, type RaftEdgeView } from '../../src/transport/raft-edge.ts';
@@ -27,18 +35,21 @@ class StrictStore implements LogStore {
   persist(b: PersistBatch, done: (err: Error | null) => void): void {
     if (b.snapshot) {
       const i = b.snapshot.metadata.index;
-      if (i < this.snapIndex || i < this.hs.commit) throw new Error(`store: snapshot ${i} behind ${this.snapIndex} or commit ${this.hs.commit}`);
+      if (i < this.snapIndex || i < this.hs.commit)
+        throw new Error(`store: snapshot ${i} behind ${this.snapIndex} or commit ${this.hs.commit}`);
       this.snapIndex = i;
       this.entries = [];
     }
     if (b.entries.length > 0) {
       const first = b.entries[0].index;
       const last = this.snapIndex + this.entries.length;
-      if (first <= this.snapIndex || first > last + 1 || first <= this.hs.commit) throw new Error(`store: entry ${first} (snapshot ${this.snapIndex}, last ${last}, commit ${this.hs.commit})`);
+      if (first <= this.snapIndex || first > last + 1 || first <= this.hs.commit)
+        throw new Error(`store: entry ${first} (snapshot ${this.snapIndex}, last ${last}, commit ${this.hs.commit})`);
       this.entries = this.entries.slice(0, first - this.snapIndex - 1);
       for (const e of b.entries) {
         const prev = this.entries.at(-1);
-        if (prev && (e.index !== prev.index + 1 || e.term < prev.term)) throw new Error(`store: entry ${e.index}/${e.term} after ${prev.index}/${prev.term}`);
+        if (prev && (e.index !== prev.index + 1 || e.term < prev.term))
+          throw new Error(`store: entry ${e.index}/${e.term} after ${prev.index}/${prev.term}`);
         this.entries.push(e);
       }
     }
@@ -56,7 +67,14 @@ class StrictStore implements LogStore {
 function node(): { d: Driver<unknown>; raw: RawNode; sent: Message[] } {
   const raw = RawNode.restart(
     { id: SELF, random: () => 0, electionTicks: 4, heartbeatTicks: 1 },
-    { hardState: foundingHardState(), snapshot: { metadata: { index: 0, term: 0, confState: { voters: [], learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) }, entries: [] },
+    {
+      hardState: foundingHardState(),
+      snapshot: {
+        metadata: { index: 0, term: 0, confState: { voters: [], learners: [], votersOutgoing: [] } },
+        data: new Uint8Array(0),
+      },
+      entries: [],
+    },
     { voters: VOTERS, learners: [], votersOutgoing: [] },
   );
   const sent: Message[] = [];
@@ -93,7 +111,10 @@ const payloads = [
 ];
 
 function snapshot(index: number, term: number): Snapshot {
-  return { metadata: { index, term, confState: { voters: VOTERS, learners: [], votersOutgoing: [] } }, data: new NodeStateMachine().snapshot() };
+  return {
+    metadata: { index, term, confState: { voters: VOTERS, learners: [], votersOutgoing: [] } },
+    data: new NodeStateMachine().snapshot(),
+  };
 }
 
 // Numbers relative to where the node stands, so that messages land where they matter (its term, its last index).
@@ -139,7 +160,14 @@ describe('the edge and the core together', () => {
     fc.assert(
       fc.property(fc.array(step, { minLength: 1, maxLength: 60 }), (steps) => {
         const { d, raw } = node();
-        const view = (): RaftEdgeView => ({ clusterId: 'c', selfId: SELF, members: new Set(VOTERS), term: raw.raft.term, entryProblem, snapshotProblem });
+        const view = (): RaftEdgeView => ({
+          clusterId: 'c',
+          selfId: SELF,
+          members: new Set(VOTERS),
+          term: raw.raft.term,
+          entryProblem,
+          snapshotProblem,
+        });
         for (const s of steps) {
           if (s.tick) d.tick();
           if (s.elect && raw.raft.role !== 'leader') {
@@ -154,7 +182,15 @@ describe('the edge and the core together', () => {
           const logTerm = Math.max(0, term - s.logTerm);
           const index = Math.max(0, last + s.index);
           let t = logTerm;
-          const entries: Entry[] = s.type === MT.App ? s.entryTerms.map((dt, i) => ({ term: (t += dt), index: index + 1 + i, type: EntryType.Normal, data: payloads[s.payload] })) : [];
+          const entries: Entry[] =
+            s.type === MT.App
+              ? s.entryTerms.map((dt, i) => ({
+                  term: (t += dt),
+                  index: index + 1 + i,
+                  type: EntryType.Normal,
+                  data: payloads[s.payload],
+                }))
+              : [];
           const m = message({
             type: s.type,
             from: s.from,

@@ -26,9 +26,23 @@ import {
 import { REFUSAL_LINES_MAX, RefusalLog } from '../../src/transport/refusal-log.ts';
 
 const TERM = 5;
-const view: RaftEdgeView = { clusterId: 'c1', selfId: 'n2', members: new Set(['n1', 'n2', 'n3']), term: TERM, entryProblem, snapshotProblem };
+const view: RaftEdgeView = {
+  clusterId: 'c1',
+  selfId: 'n2',
+  members: new Set(['n1', 'n2', 'n3']),
+  term: TERM,
+  entryProblem,
+  snapshotProblem,
+};
 
-const decide: BatchCommand = { t: 'decide', txnId: 't1', outcome: 'commit', reason: '', participants: ['shop', 'ledger'], atMs: 1 };
+const decide: BatchCommand = {
+  t: 'decide',
+  txnId: 't1',
+  outcome: 'commit',
+  reason: '',
+  participants: ['shop', 'ledger'],
+  atMs: 1,
+};
 const cmd = (c: Command | Record<string, unknown>): Uint8Array => encodeCommand(c as Command);
 const snapshotData = (): Uint8Array => new NodeStateMachine().snapshot();
 
@@ -52,12 +66,25 @@ function good(type: MT, fields: Partial<Message> = {}): Message {
           term: 5,
           index: 14,
           type: EntryType.ConfChange,
-          data: encodeConfChange({ type: ConfChangeType.AddLearner, nodeId: 'n4', base: { voters: ['n1', 'n2', 'n3'], learners: [], votersOutgoing: [] }, context: new Uint8Array(0) }),
+          data: encodeConfChange({
+            type: ConfChangeType.AddLearner,
+            nodeId: 'n4',
+            base: { voters: ['n1', 'n2', 'n3'], learners: [], votersOutgoing: [] },
+            context: new Uint8Array(0),
+          }),
         },
       ],
     });
   }
-  if (type === MT.Snap) base.snapshot = { metadata: { index: 100, term: 4, confState: { voters: ['n1', 'n2', 'n3'], learners: ['n4'], votersOutgoing: [] } }, data: snapshotData() };
+  if (type === MT.Snap)
+    base.snapshot = {
+      metadata: {
+        index: 100,
+        term: 4,
+        confState: { voters: ['n1', 'n2', 'n3'], learners: ['n4'], votersOutgoing: [] },
+      },
+      data: snapshotData(),
+    };
   if (type === MT.ReadIndex) Object.assign(base, { term: 0, context: new Uint8Array(8) });
   return message({ type, ...base, ...fields });
 }
@@ -79,7 +106,21 @@ function expectRefused(r: Refusal | null, reason: RefusalReason, field: string, 
   if (detail) expect(r?.detail).toMatch(detail);
 }
 
-const SENT_TYPES = [MT.App, MT.AppResp, MT.Vote, MT.VoteResp, MT.PreVote, MT.PreVoteResp, MT.Snap, MT.Heartbeat, MT.HeartbeatResp, MT.TransferLeader, MT.TimeoutNow, MT.ReadIndex, MT.ReadIndexResp];
+const SENT_TYPES = [
+  MT.App,
+  MT.AppResp,
+  MT.Vote,
+  MT.VoteResp,
+  MT.PreVote,
+  MT.PreVoteResp,
+  MT.Snap,
+  MT.Heartbeat,
+  MT.HeartbeatResp,
+  MT.TransferLeader,
+  MT.TimeoutNow,
+  MT.ReadIndex,
+  MT.ReadIndexResp,
+];
 
 describe('Raft edge: what passes', () => {
   it('accepts a well-formed message of every type a node sends', () => {
@@ -108,7 +149,12 @@ describe('Raft edge: every field, every reason', () => {
   });
 
   it('destination: a batch or a message for another node', () => {
-    expectRefused(checkEnvelope({ ...batch(good(MT.Heartbeat)), to: 'n3' }, view), 'destination', 'to', /node id mismatch/);
+    expectRefused(
+      checkEnvelope({ ...batch(good(MT.Heartbeat)), to: 'n3' }, view),
+      'destination',
+      'to',
+      /node id mismatch/,
+    );
     expectRefused(
       refusalOf(good(MT.Heartbeat), (w) => (w.to = 'n3')),
       'destination',
@@ -125,7 +171,12 @@ describe('Raft edge: every field, every reason', () => {
     expectRefused(checkEnvelope({ ...batch(), from: 'n2' }, view), 'sender', 'from', /this node/);
     // The reported attack: a heartbeat from an id outside the configuration.
     const intruder = { ...batch(good(MT.Heartbeat, { from: 'n9', term: Number.MAX_SAFE_INTEGER })), from: 'n9' };
-    expectRefused(checkEnvelope(intruder, view), 'sender', 'from', /"n9" is not a member of the current configuration \(n1, n2, n3\)/);
+    expectRefused(
+      checkEnvelope(intruder, view),
+      'sender',
+      'from',
+      /"n9" is not a member of the current configuration \(n1, n2, n3\)/,
+    );
     expectRefused(
       refusalOf(good(MT.Heartbeat), (w) => (w.from = 'n3')),
       'sender',
@@ -141,7 +192,10 @@ describe('Raft edge: every field, every reason', () => {
   });
 
   it('batch_size: more messages than a sender ever batches', () => {
-    const b = { ...batch(), messages: Array.from({ length: DEFAULT_EDGE_LIMITS.messagesPerBatchMax + 1 }, () => toWire(good(MT.Heartbeat))) };
+    const b = {
+      ...batch(),
+      messages: Array.from({ length: DEFAULT_EDGE_LIMITS.messagesPerBatchMax + 1 }, () => toWire(good(MT.Heartbeat))),
+    };
     expectRefused(checkEnvelope(b, view), 'batch_size', 'messages');
   });
 
@@ -201,10 +255,24 @@ describe('Raft edge: every field, every reason', () => {
   it('entries: on a message that carries none, too many, out of order, or with terms that go back or pass the leader', () => {
     const app = good(MT.App);
     const e0 = app.entries[0];
-    expectRefused(refusalOf(good(MT.Heartbeat, { entries: [e0] })), 'entries', 'entries', /Heartbeat carries 1 entries/);
-    const many = Array.from({ length: DEFAULT_EDGE_LIMITS.entriesPerMessageMax + 1 }, (_, i) => ({ ...e0, index: 11 + i, data: new Uint8Array(0) }));
+    expectRefused(
+      refusalOf(good(MT.Heartbeat, { entries: [e0] })),
+      'entries',
+      'entries',
+      /Heartbeat carries 1 entries/,
+    );
+    const many = Array.from({ length: DEFAULT_EDGE_LIMITS.entriesPerMessageMax + 1 }, (_, i) => ({
+      ...e0,
+      index: 11 + i,
+      data: new Uint8Array(0),
+    }));
     expectRefused(refusalOf(good(MT.App, { entries: many })), 'entries', 'entries');
-    expectRefused(refusalOf(good(MT.App, { index: 9 })), 'entries', 'entries[0].index', /does not follow the append's index 9/);
+    expectRefused(
+      refusalOf(good(MT.App, { index: 9 })),
+      'entries',
+      'entries[0].index',
+      /does not follow the append's index 9/,
+    );
     expectRefused(
       refusalOf(app, (w) => (w.entries[2].index = 14)),
       'entries',
@@ -244,29 +312,69 @@ describe('Raft edge: every field, every reason', () => {
   });
 
   it('entry_data: a payload the state machine could not apply (the reported tag 127), whichever way it is wrong', () => {
-    const withData = (data: Uint8Array, type = EntryType.Normal): Refusal | null => refusalOf(good(MT.App), (w) => ((w.entries[0].data = data), (w.entries[0].type = type)));
-    expectRefused(withData(new Uint8Array([127, 1, 2])), 'entry_data', 'entries[0].data', /entry 11: unknown command tag 127/);
+    const withData = (data: Uint8Array, type = EntryType.Normal): Refusal | null =>
+      refusalOf(good(MT.App), (w) => ((w.entries[0].data = data), (w.entries[0].type = type)));
+    expectRefused(
+      withData(new Uint8Array([127, 1, 2])),
+      'entry_data',
+      'entries[0].data',
+      /entry 11: unknown command tag 127/,
+    );
     expectRefused(withData(new Uint8Array([0x02, 0x7b])), 'entry_data', 'entries[0].data', /does not decode/);
     expectRefused(withData(cmd({ t: 'explode' })), 'entry_data', 'entries[0].data', /unknown command kind "explode"/);
-    expectRefused(withData(cmd({ t: 'forget', txnIds: 'all' } as Record<string, unknown>)), 'entry_data', 'entries[0].data', /forget needs a list/);
-    expectRefused(withData(cmd({ ...decide, outcome: 'maybe' } as Record<string, unknown>)), 'entry_data', 'entries[0].data', /decide needs/);
-    expectRefused(withData(new Uint8Array([0x01, 0x00])), 'entry_data', 'entries[0].data', /shorter than its 3-byte header/);
+    expectRefused(
+      withData(cmd({ t: 'forget', txnIds: 'all' } as Record<string, unknown>)),
+      'entry_data',
+      'entries[0].data',
+      /forget needs a list/,
+    );
+    expectRefused(
+      withData(cmd({ ...decide, outcome: 'maybe' } as Record<string, unknown>)),
+      'entry_data',
+      'entries[0].data',
+      /decide needs/,
+    );
+    expectRefused(
+      withData(new Uint8Array([0x01, 0x00])),
+      'entry_data',
+      'entries[0].data',
+      /shorter than its 3-byte header/,
+    );
     expectRefused(withData(new Uint8Array([0x01, 0xff, 0xff, 0x61])), 'entry_data', 'entries[0].data', /runs past/);
-    expectRefused(withData(new Uint8Array([0x7b]), EntryType.ConfChange), 'entry_data', 'entries[0].data', /membership change does not decode/);
+    expectRefused(
+      withData(new Uint8Array([0x7b]), EntryType.ConfChange),
+      'entry_data',
+      'entries[0].data',
+      /membership change does not decode/,
+    );
     const badAddresses = encodeConfChange({
       type: ConfChangeType.AddLearner,
       nodeId: 'n4',
       base: { voters: ['n1', 'n2', 'n3'], learners: [], votersOutgoing: [] },
       context: Buffer.from('{"addresses":{"n4":""}}'),
     });
-    expectRefused(withData(badAddresses, EntryType.ConfChange), 'entry_data', 'entries[0].data', /without an id or an address/);
+    expectRefused(
+      withData(badAddresses, EntryType.ConfChange),
+      'entry_data',
+      'entries[0].data',
+      /without an id or an address/,
+    );
     const small: RaftEdgeView = view;
     const b = batch(good(MT.App));
-    expectRefused(checkMessage(b.messages[0], b, small, { ...DEFAULT_EDGE_LIMITS, entryBytesMax: 8 }), 'entry_data', 'entries[0].data', /at most 8/);
+    expectRefused(
+      checkMessage(b.messages[0], b, small, { ...DEFAULT_EDGE_LIMITS, entryBytesMax: 8 }),
+      'entry_data',
+      'entries[0].data',
+      /at most 8/,
+    );
   });
 
   it('context: longer than any a node sends', () => {
-    expectRefused(refusalOf(good(MT.Heartbeat, { context: new Uint8Array(DEFAULT_EDGE_LIMITS.contextBytesMax + 1) })), 'context', 'context');
+    expectRefused(
+      refusalOf(good(MT.Heartbeat, { context: new Uint8Array(DEFAULT_EDGE_LIMITS.contextBytesMax + 1) })),
+      'context',
+      'context',
+    );
   });
 
   it('snapshot: a Snap without one (the reported attack), or with missing or ill-formed metadata, configuration or data', () => {
@@ -277,7 +385,8 @@ describe('Raft edge: every field, every reason', () => {
       'snapshot',
       /Heartbeat carries a snapshot/,
     );
-    const snap = (f: (s: NonNullable<WireMessage['snapshot']>) => void): Refusal | null => refusalOf(good(MT.Snap), (w) => f(w.snapshot!));
+    const snap = (f: (s: NonNullable<WireMessage['snapshot']>) => void): Refusal | null =>
+      refusalOf(good(MT.Snap), (w) => f(w.snapshot!));
     expectRefused(
       snap((s) => (s.metadata = null)),
       'snapshot',
@@ -355,7 +464,12 @@ describe('Raft edge: every field, every reason', () => {
       /snapshot data does not restore/,
     );
     expectRefused(
-      snap((s) => (s.data = Buffer.from('{"kv":[],"table":{"p":[],"d":[],"t":[],"h":[],"r":[],"hz":null,"sg":[],"st":[]},"members":[["n1",5]],"leases":{"l":[],"c":0}}'))),
+      snap(
+        (s) =>
+          (s.data = Buffer.from(
+            '{"kv":[],"table":{"p":[],"d":[],"t":[],"h":[],"r":[],"hz":null,"sg":[],"st":[]},"members":[["n1",5]],"leases":{"l":[],"c":0}}',
+          )),
+      ),
       'snapshot',
       'snapshot.data',
       /without an id or an address/,
@@ -389,18 +503,38 @@ describe('Raft edge: every field, every reason', () => {
 });
 
 describe('Raft edge: what passes is safe to step and to send on', () => {
-  const edgeNumbers = fc.oneof(fc.constantFrom(0, 1, TERM, TERM + TERM_AHEAD_MAX, WIRE_NUMBER_MAX, WIRE_NUMBER_MAX + 1, 2 ** 53, -1, 0.5), fc.nat());
+  const edgeNumbers = fc.oneof(
+    fc.constantFrom(0, 1, TERM, TERM + TERM_AHEAD_MAX, WIRE_NUMBER_MAX, WIRE_NUMBER_MAX + 1, 2 ** 53, -1, 0.5),
+    fc.nat(),
+  );
   it("no accepted message makes this node's own encoder refuse a number, even after 2^32 - 1 more elections or entries", () => {
     fc.assert(
-      fc.property(fc.constantFrom(...SENT_TYPES), edgeNumbers, edgeNumbers, edgeNumbers, edgeNumbers, edgeNumbers, (type, term, logTerm, index, commit, rejectHint) => {
-        const w = toWire(good(type, type === MT.App ? { entries: [] } : {}));
-        Object.assign(w, { term, logTerm, index, commit, rejectHint });
-        const b: WireBatch = { clusterId: 'c1', from: 'n1', to: 'n2', messages: [w] };
-        if (checkMessage(w, b, view) !== null) return;
-        const m = fromWire(w);
-        const grown = 2 ** 32 - 1;
-        expect(() => toWire({ ...m, term: m.term + grown, index: m.index + grown, commit: m.commit + grown, logTerm: m.logTerm + grown, rejectHint: m.rejectHint + grown })).not.toThrow();
-      }),
+      fc.property(
+        fc.constantFrom(...SENT_TYPES),
+        edgeNumbers,
+        edgeNumbers,
+        edgeNumbers,
+        edgeNumbers,
+        edgeNumbers,
+        (type, term, logTerm, index, commit, rejectHint) => {
+          const w = toWire(good(type, type === MT.App ? { entries: [] } : {}));
+          Object.assign(w, { term, logTerm, index, commit, rejectHint });
+          const b: WireBatch = { clusterId: 'c1', from: 'n1', to: 'n2', messages: [w] };
+          if (checkMessage(w, b, view) !== null) return;
+          const m = fromWire(w);
+          const grown = 2 ** 32 - 1;
+          expect(() =>
+            toWire({
+              ...m,
+              term: m.term + grown,
+              index: m.index + grown,
+              commit: m.commit + grown,
+              logTerm: m.logTerm + grown,
+              rejectHint: m.rejectHint + grown,
+            }),
+          ).not.toThrow();
+        },
+      ),
       { seed: 10, numRuns: 2_000 },
     );
   });
@@ -412,15 +546,30 @@ describe('command check (the commit layer decides what a command is)', () => {
       { t: 'register', id: 'shop', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' },
       { ...decide, operator: { operator: 'ops', reason: 'stuck', atMs: 2 } },
       { t: 'forget', txnIds: Array.from({ length: 4_097 }, (_, i) => `t${i}`) },
-      { t: 'heuristic', txnId: 't1', participantId: 'shop', outcome: 'abort', gid: 'g', operator: 'ops', reason: 'r', atMs: 3 },
+      {
+        t: 'heuristic',
+        txnId: 't1',
+        participantId: 'shop',
+        outcome: 'abort',
+        gid: 'g',
+        operator: 'ops',
+        reason: 'r',
+        atMs: 3,
+      },
     ];
     for (const c of all) expect(commandProblem(encodeCommand(c)), c.t).toBeNull();
   });
 
   it('refuses, as a JSON entry of its own, a Decide, Forget or Stage that fits a decision batch; the batch entry carrying it passes', () => {
-    const fits: BatchCommand[] = [decide, { t: 'forget', txnIds: ['t1'] }, { t: 'stage', txnId: 't2', participants: ['shop'], atMs: 4 }];
+    const fits: BatchCommand[] = [
+      decide,
+      { t: 'forget', txnIds: ['t1'] },
+      { t: 'stage', txnId: 't2', participants: ['shop'], atMs: 4 },
+    ];
     for (const c of fits) {
-      expect(commandProblem(encodeCommand(c)), c.t).toBe(`a ${c.t} that fits a decision batch rides one (tag 0x04), not a JSON entry of its own`);
+      expect(commandProblem(encodeCommand(c)), c.t).toBe(
+        `a ${c.t} that fits a decision batch rides one (tag 0x04), not a JSON entry of its own`,
+      );
       expect(entryProblem(EntryType.Normal, encodeCommand(c)), c.t).toMatch(/fits a decision batch/);
       expect(entryProblem(EntryType.Normal, encodeDecisionBatch([c])), c.t).toBeNull();
     }
@@ -431,7 +580,9 @@ describe('command check (the commit layer decides what a command is)', () => {
     expect(commandProblem(cmd([] as unknown as Command))).toMatch(/not an object/);
     expect(commandProblem(Buffer.from([0x02, ...Buffer.from('null')]))).toMatch(/not an object/);
     expect(commandProblem(cmd({ id: 'x' }))).toMatch(/unknown command kind/);
-    expect(commandProblem(cmd({ ...decide, operator: 'ops' } as Record<string, unknown>))).toMatch(/malformed operator act/);
+    expect(commandProblem(cmd({ ...decide, operator: 'ops' } as Record<string, unknown>))).toMatch(
+      /malformed operator act/,
+    );
   });
 });
 
@@ -439,13 +590,23 @@ describe('refusal log', () => {
   it('counts every refusal but logs one line per sender and reason per interval, then says how many it left out', () => {
     const lines: Record<string, unknown>[] = [];
     let nowMs = 0;
-    const log = new RefusalLog(pino({ level: 'warn' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }), 10_000, () => nowMs);
+    const log = new RefusalLog(
+      pino({ level: 'warn' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }),
+      10_000,
+      () => nowMs,
+    );
     const r: Refusal = { reason: 'number', field: 'messages[0].term', detail: 'too big' };
     for (let i = 0; i < 5; i++) log.refuse('n1', r);
     log.refuse('n3', r);
     expect(log.totals().get('number')).toBe(6);
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatchObject({ from: 'n1', reason: 'number', field: 'messages[0].term', detail: 'too big', msg: 'refused Raft input from "n1": messages[0].term: too big' });
+    expect(lines[0]).toMatchObject({
+      from: 'n1',
+      reason: 'number',
+      field: 'messages[0].term',
+      detail: 'too big',
+      msg: 'refused Raft input from "n1": messages[0].term: too big',
+    });
     nowMs = 10_000;
     log.refuse('n1', r);
     expect(lines).toHaveLength(3);
@@ -455,8 +616,13 @@ describe('refusal log', () => {
   it('bounds the lines per interval over all senders (an id costs nothing to vary), and says how many it left out', () => {
     const lines: Record<string, unknown>[] = [];
     let nowMs = 0;
-    const log = new RefusalLog(pino({ level: 'warn' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }), 10_000, () => nowMs);
-    for (let i = 0; i < 1_000; i++) log.refuse(`forged-${i}`, { reason: 'sender', field: 'from', detail: 'not a member' });
+    const log = new RefusalLog(
+      pino({ level: 'warn' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }),
+      10_000,
+      () => nowMs,
+    );
+    for (let i = 0; i < 1_000; i++)
+      log.refuse(`forged-${i}`, { reason: 'sender', field: 'from', detail: 'not a member' });
     expect(log.totals().get('sender')).toBe(1_000);
     expect(lines).toHaveLength(REFUSAL_LINES_MAX);
     nowMs = 10_000;

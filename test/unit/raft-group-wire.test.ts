@@ -10,7 +10,17 @@ import type { MethodDefinition } from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
 import { describe, expect, test } from 'vitest';
 import { EntryType, message, MessageType as MT, type Message } from '../../src/raft/types.ts';
-import { fromWire, fromWireEnvelope, LOAD_OPTIONS, PROTO_PATH, streamMethod, toWire, toWireEnvelope, WIRE_GROUP_MAX, type WireBatch } from '../../src/transport/proto.ts';
+import {
+  fromWire,
+  fromWireEnvelope,
+  LOAD_OPTIONS,
+  PROTO_PATH,
+  streamMethod,
+  toWire,
+  toWireEnvelope,
+  WIRE_GROUP_MAX,
+  type WireBatch,
+} from '../../src/transport/proto.ts';
 
 /**
  * The same proto without the group field, loaded by proto-loader with the
@@ -27,7 +37,16 @@ const OLD = streamBeforeGroups();
 
 const msgArb: fc.Arbitrary<Message> = fc
   .record({
-    type: fc.constantFrom(MT.App, MT.AppResp, MT.Vote, MT.VoteResp, MT.PreVote, MT.Heartbeat, MT.HeartbeatResp, MT.TimeoutNow),
+    type: fc.constantFrom(
+      MT.App,
+      MT.AppResp,
+      MT.Vote,
+      MT.VoteResp,
+      MT.PreVote,
+      MT.Heartbeat,
+      MT.HeartbeatResp,
+      MT.TimeoutNow,
+    ),
     term: fc.integer({ min: 1, max: 2 ** 40 }),
     index: fc.nat({ max: 2 ** 40 }),
     logTerm: fc.nat({ max: 2 ** 20 }),
@@ -92,7 +111,10 @@ describe('the group of a Raft message on the wire', () => {
 
   test('the encoder asserts a group number the wire can carry; the decoder refuses one it cannot, naming the field', () => {
     const m = message({ type: MT.Heartbeat, from: 'n1', to: 'n2', term: 3 });
-    for (const bad of [-1, 1.5, WIRE_GROUP_MAX + 1, Number.NaN]) expect(() => toWireEnvelope({ group: bad, message: m }), String(bad)).toThrow(/invariant violated: a group number/);
+    for (const bad of [-1, 1.5, WIRE_GROUP_MAX + 1, Number.NaN])
+      expect(() => toWireEnvelope({ group: bad, message: m }), String(bad)).toThrow(
+        /invariant violated: a group number/,
+      );
     for (const bad of [-1, 1.5, 'x', WIRE_GROUP_MAX + 1]) {
       const w = { ...toWire(m), group: bad as number };
       expect(() => fromWireEnvelope(w), String(bad)).toThrow(/^group is not a group number/);

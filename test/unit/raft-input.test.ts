@@ -26,7 +26,10 @@ const VOTERS = ['n1', 'n2', 'n3'];
 function node(id: string): RawNode {
   const storage = MemoryStorage.from(
     { term: 0, vote: '', commit: 0 },
-    { metadata: { index: 0, term: 0, confState: { voters: VOTERS, learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) },
+    {
+      metadata: { index: 0, term: 0, confState: { voters: VOTERS, learners: [], votersOutgoing: [] } },
+      data: new Uint8Array(0),
+    },
     [],
   );
   return new RawNode({ id, storage, random: () => 0 });
@@ -90,8 +93,17 @@ describe('messages a follower relays for another node leave through the transpor
     const server = new grpc.Server(SERVER_OPTIONS);
     n1.register(server);
     servers.push(server);
-    const port = await new Promise<number>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
-    const n2Transport = new GrpcTransport({ clusterId: 'c1', selfId: 'n2', peers: new Map([['n1', `127.0.0.1:${port}`]]), onMessages: () => {}, onUnreachable: () => {}, logger: quiet });
+    const port = await new Promise<number>((res, rej) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
+    );
+    const n2Transport = new GrpcTransport({
+      clusterId: 'c1',
+      selfId: 'n2',
+      peers: new Map([['n1', `127.0.0.1:${port}`]]),
+      onMessages: () => {},
+      onUnreachable: () => {},
+      logger: quiet,
+    });
     transports.push(n1, n2Transport);
 
     // n2 follows n1 in term 1.
@@ -100,9 +112,13 @@ describe('messages a follower relays for another node leave through the transpor
     n2.advance(n2.ready());
     // n3 asks n2 (not the leader) to hand it leadership, and for a read.
     expect(n2.step(message({ type: MT.TransferLeader, from: 'n3', to: 'n2', term: 1 }))).toBeNull();
-    expect(n2.step(message({ type: MT.ReadIndex, from: 'n3', to: 'n2', context: new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]) }))).toBeNull();
+    expect(
+      n2.step(message({ type: MT.ReadIndex, from: 'n3', to: 'n2', context: new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]) })),
+    ).toBeNull();
     const rd = n2.ready();
-    const relayed = [...rd.messagesNow, ...rd.messages].filter((m) => m.type === MT.TransferLeader || m.type === MT.ReadIndex);
+    const relayed = [...rd.messagesNow, ...rd.messages].filter(
+      (m) => m.type === MT.TransferLeader || m.type === MT.ReadIndex,
+    );
     expect(relayed.map((m) => [MT[m.type], m.from, m.to])).toEqual([
       ['TransferLeader', 'n3', 'n1'],
       ['ReadIndex', 'n3', 'n1'],
@@ -119,8 +135,16 @@ describe('messages a follower relays for another node leave through the transpor
 });
 
 describe('a committed entry this node cannot apply', () => {
-  function singleNode(recovered: RecoveredState | null, q: EventQueue, disk: SimDisk): { d: Driver<unknown>; sm: NodeStateMachine; fatal: Error[] } {
-    const raw = RawNode.restart({ id: 'a', random: new Rng(1).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, recovered ?? disk.recover(), { voters: ['a'], learners: [], votersOutgoing: [] });
+  function singleNode(
+    recovered: RecoveredState | null,
+    q: EventQueue,
+    disk: SimDisk,
+  ): { d: Driver<unknown>; sm: NodeStateMachine; fatal: Error[] } {
+    const raw = RawNode.restart(
+      { id: 'a', random: new Rng(1).asRandom(), electionTicks: 10, heartbeatTicks: 1 },
+      recovered ?? disk.recover(),
+      { voters: ['a'], learners: [], votersOutgoing: [] },
+    );
     const sm = new NodeStateMachine();
     const fatal: Error[] = [];
     const d = new Driver<unknown>({
@@ -173,9 +197,14 @@ describe('a committed entry this node cannot apply', () => {
 
   it('names the index of a malformed command and of a membership change that does not decode the same way', () => {
     const sm = new NodeStateMachine();
-    expect(() => sm.apply({ term: 1, index: 7, type: 0, data: encodeCommand({ t: 'forget', txnIds: 'x' } as never) })).toThrow(/log entry 7 cannot be applied: forget needs a list of txnIds/);
     expect(() =>
-      sm.applyConfChange({ type: 0, nodeId: 'n4', base: { voters: [], learners: [], votersOutgoing: [] }, context: Buffer.from('{') }, { term: 1, index: 9, type: 1, data: new Uint8Array(0) }),
+      sm.apply({ term: 1, index: 7, type: 0, data: encodeCommand({ t: 'forget', txnIds: 'x' } as never) }),
+    ).toThrow(/log entry 7 cannot be applied: forget needs a list of txnIds/);
+    expect(() =>
+      sm.applyConfChange(
+        { type: 0, nodeId: 'n4', base: { voters: [], learners: [], votersOutgoing: [] }, context: Buffer.from('{') },
+        { term: 1, index: 9, type: 1, data: new Uint8Array(0) },
+      ),
     ).toThrow(UnappliableEntryError);
   });
 });
@@ -185,12 +214,24 @@ describe('who may send this node Raft traffic', () => {
     term: 1,
     index,
     type: EntryType.ConfChange,
-    data: encodeConfChange({ type, nodeId, base: { voters: VOTERS, learners: [], votersOutgoing: [] }, context: new Uint8Array(0) }),
+    data: encodeConfChange({
+      type,
+      nodeId,
+      base: { voters: VOTERS, learners: [], votersOutgoing: [] },
+      context: new Uint8Array(0),
+    }),
   });
   const withLog = (voters: string[], entries: ReturnType<typeof change>[]): RawNode =>
     new RawNode({
       id: 'n2',
-      storage: MemoryStorage.from({ term: 1, vote: '', commit: 0 }, { metadata: { index: 0, term: 0, confState: { voters, learners: [], votersOutgoing: [] } }, data: new Uint8Array(0) }, entries),
+      storage: MemoryStorage.from(
+        { term: 1, vote: '', commit: 0 },
+        {
+          metadata: { index: 0, term: 0, confState: { voters, learners: [], votersOutgoing: [] } },
+          data: new Uint8Array(0),
+        },
+        entries,
+      ),
       random: () => 0,
     });
 

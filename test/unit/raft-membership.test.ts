@@ -4,7 +4,14 @@
 
 import { describe, expect, it } from 'vitest';
 import { Driver, type StateMachine } from '../../src/node/driver.ts';
-import { checkConfChange, ConfChangeRefusedError, ConfChangeType, decodeConfChange, encodeConfChange, nextConfState } from '../../src/raft/confchange.ts';
+import {
+  checkConfChange,
+  ConfChangeRefusedError,
+  ConfChangeType,
+  decodeConfChange,
+  encodeConfChange,
+  nextConfState,
+} from '../../src/raft/confchange.ts';
 import { MemoryStorage } from '../../src/raft/memory-storage.ts';
 import { ProposalDroppedError } from '../../src/raft/raft.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
@@ -60,7 +67,11 @@ class World {
   }
 
   start(n: Node): void {
-    const raw = RawNode.restart({ id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 }, n.disk.recover(), n.conf);
+    const raw = RawNode.restart(
+      { id: n.id, random: new Rng(this.rng.u32()).asRandom(), electionTicks: 10, heartbeatTicks: 1 },
+      n.disk.recover(),
+      n.conf,
+    );
     n.sm = new Machine();
     const d = new Driver<number>({
       node: raw,
@@ -133,7 +144,9 @@ class World {
   change(type: ConfChangeType, id: NodeId): { err: Error | null; conf: ConfState | null } {
     for (let attempt = 0; ; attempt++) {
       const out: { err: Error | null; conf: ConfState | null; done: boolean } = { err: null, conf: null, done: false };
-      this.electLeader().driver!.proposeConfChange({ type, nodeId: id, context: EMPTY }, (err, r) => Object.assign(out, { err, conf: r?.confState ?? null, done: true }));
+      this.electLeader().driver!.proposeConfChange({ type, nodeId: id, context: EMPTY }, (err, r) =>
+        Object.assign(out, { err, conf: r?.confState ?? null, done: true }),
+      );
       for (let i = 0; i < 100 && !out.done; i++) this.run(20);
       if (attempt < 20 && out.err instanceof ProposalDroppedError && /in progress/.test(out.err.message)) {
         this.run(100);
@@ -162,12 +175,25 @@ describe('conf change helpers', () => {
     expect(checkConfChange(cs, { type: ConfChangeType.AddLearner, nodeId: 'c' })).toMatch(/already a learner/);
     expect(checkConfChange(cs, { type: ConfChangeType.AddVoter, nodeId: 'c' })).toBeNull();
     expect(checkConfChange(cs, { type: ConfChangeType.Remove, nodeId: 'x' })).toMatch(/not a member/);
-    expect(checkConfChange({ voters: ['a'], learners: [], votersOutgoing: [] }, { type: ConfChangeType.Remove, nodeId: 'a' })).toMatch(/last voter/);
+    expect(
+      checkConfChange(
+        { voters: ['a'], learners: [], votersOutgoing: [] },
+        { type: ConfChangeType.Remove, nodeId: 'a' },
+      ),
+    ).toMatch(/last voter/);
   });
 
   it('computes the next configuration and round-trips the entry', () => {
-    expect(nextConfState(cs, { type: ConfChangeType.AddVoter, nodeId: 'c' })).toEqual({ voters: ['a', 'b', 'c'], learners: [], votersOutgoing: [] });
-    expect(nextConfState(cs, { type: ConfChangeType.Remove, nodeId: 'a' })).toEqual({ voters: ['b'], learners: ['c'], votersOutgoing: [] });
+    expect(nextConfState(cs, { type: ConfChangeType.AddVoter, nodeId: 'c' })).toEqual({
+      voters: ['a', 'b', 'c'],
+      learners: [],
+      votersOutgoing: [],
+    });
+    expect(nextConfState(cs, { type: ConfChangeType.Remove, nodeId: 'a' })).toEqual({
+      voters: ['b'],
+      learners: ['c'],
+      votersOutgoing: [],
+    });
     const cc = { type: ConfChangeType.AddLearner, nodeId: 'd', base: cs, context: new Uint8Array([1, 2, 3]) };
     expect(decodeConfChange(encodeConfChange(cc))).toEqual(cc);
     expect(() => decodeConfChange(Buffer.from('{nope'))).toThrow(/malformed membership change/);
@@ -224,15 +250,23 @@ describe('raft core: membership change', () => {
   });
 
   it('a new leader proposes no change before an entry of its term is applied', () => {
-    const storage = MemoryStorage.from({ term: 0, vote: '', commit: 0 }, { metadata: { index: 0, term: 0, confState: { voters: ['a'], learners: [], votersOutgoing: [] } }, data: EMPTY }, []);
+    const storage = MemoryStorage.from(
+      { term: 0, vote: '', commit: 0 },
+      { metadata: { index: 0, term: 0, confState: { voters: ['a'], learners: [], votersOutgoing: [] } }, data: EMPTY },
+      [],
+    );
     const node = new RawNode({ id: 'a', storage, random: () => 0 });
     node.campaign();
     expect(node.raft.role).toBe(Role.Leader);
-    expect(() => node.proposeConfChange({ type: ConfChangeType.AddLearner, nodeId: 'b', context: EMPTY })).toThrow(/in progress/);
+    expect(() => node.proposeConfChange({ type: ConfChangeType.AddLearner, nodeId: 'b', context: EMPTY })).toThrow(
+      /in progress/,
+    );
     // Persist and apply the leader's empty entry: now a change may go.
     for (let i = 0; i < 3 && node.hasReady(); i++) node.advance(node.ready());
     expect(node.raft.log.applied).toBe(node.raft.log.lastIndex());
-    expect(node.proposeConfChange({ type: ConfChangeType.AddLearner, nodeId: 'b', context: EMPTY })).toBe(node.raft.log.lastIndex());
+    expect(node.proposeConfChange({ type: ConfChangeType.AddLearner, nodeId: 'b', context: EMPTY })).toBe(
+      node.raft.log.lastIndex(),
+    );
   });
 
   it('refuses to remove the last voter', () => {

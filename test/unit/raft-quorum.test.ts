@@ -146,7 +146,14 @@ describe('quorum: vote result', () => {
 type Op = { kind: 'add'; gap: number; size: number } | { kind: 'free'; back: number } | { kind: 'reset' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('add' as const), gap: fc.integer({ min: 1, max: 3 }), size: fc.nat({ max: 40 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('add' as const),
+      gap: fc.integer({ min: 1, max: 3 }),
+      size: fc.nat({ max: 40 }),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('free' as const), back: fc.integer({ min: -2, max: 12 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const) }) },
 );
@@ -154,35 +161,40 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 describe('progress: Inflights against an array model', () => {
   it('count, bytes and full agree with the model after every operation', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 80 }), fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 400 })), fc.array(opArb, { maxLength: 600 }), (countMax, bytesMax, ops) => {
-        const inf = new Inflights(countMax, bytesMax);
-        let model: { index: number; size: number }[] = [];
-        let last = 0;
-        const modelBytes = () => model.reduce((s, m) => s + m.size, 0);
-        const modelFull = () => model.length >= countMax || (bytesMax > 0 && modelBytes() >= bytesMax);
-        for (const op of ops) {
-          if (op.kind === 'add') {
-            const index = last + op.gap;
-            if (modelFull()) {
-              expect(() => inf.add(index, op.size)).toThrow(InvariantError);
+      fc.property(
+        fc.integer({ min: 1, max: 80 }),
+        fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 400 })),
+        fc.array(opArb, { maxLength: 600 }),
+        (countMax, bytesMax, ops) => {
+          const inf = new Inflights(countMax, bytesMax);
+          let model: { index: number; size: number }[] = [];
+          let last = 0;
+          const modelBytes = () => model.reduce((s, m) => s + m.size, 0);
+          const modelFull = () => model.length >= countMax || (bytesMax > 0 && modelBytes() >= bytesMax);
+          for (const op of ops) {
+            if (op.kind === 'add') {
+              const index = last + op.gap;
+              if (modelFull()) {
+                expect(() => inf.add(index, op.size)).toThrow(InvariantError);
+              } else {
+                inf.add(index, op.size);
+                model.push({ index, size: op.size });
+                last = index;
+              }
+            } else if (op.kind === 'free') {
+              const upTo = last - op.back;
+              inf.freeLE(upTo);
+              model = model.filter((m) => m.index > upTo);
             } else {
-              inf.add(index, op.size);
-              model.push({ index, size: op.size });
-              last = index;
+              inf.reset();
+              model = [];
             }
-          } else if (op.kind === 'free') {
-            const upTo = last - op.back;
-            inf.freeLE(upTo);
-            model = model.filter((m) => m.index > upTo);
-          } else {
-            inf.reset();
-            model = [];
+            expect(inf.count()).toBe(model.length);
+            expect(inf.bytesInFlight()).toBe(modelBytes());
+            expect(inf.full()).toBe(modelFull());
           }
-          expect(inf.count()).toBe(model.length);
-          expect(inf.bytesInFlight()).toBe(modelBytes());
-          expect(inf.full()).toBe(modelFull());
-        }
-      }),
+        },
+      ),
       { numRuns: 500 },
     );
   });

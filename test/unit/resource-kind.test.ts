@@ -18,7 +18,13 @@ describe('resource kind of a participant', () => {
       returned: false,
     });
     t.apply({ t: 'register', id: 'shop', endpoint: '127.0.0.1:1', atMs: 9, kind: 'mysql' }, 2);
-    expect(t.participants.get('shop')).toEqual({ id: 'shop', endpoint: '127.0.0.1:1', registeredAtMs: 5, resourceKind: 'mysql', serves: [] });
+    expect(t.participants.get('shop')).toEqual({
+      id: 'shop',
+      endpoint: '127.0.0.1:1',
+      registeredAtMs: 5,
+      resourceKind: 'mysql',
+      serves: [],
+    });
   });
 
   it('a registration records the optional methods served; the log check refuses a serves that is not a short list of method names', () => {
@@ -28,14 +34,26 @@ describe('resource kind of a participant', () => {
     expect(t.participants.get('shop')?.serves).toEqual(['Exchange', 'Status']);
     expect(commandProblem(encodeCommand({ ...reg, serves: ['Status', 'SomethingNewer'] }))).toBeNull();
     expect(commandProblem(encodeCommand(reg))).toBeNull();
-    for (const serves of [['status'], [''], ['Sta tus'], ['S'.repeat(33)], Array.from({ length: 17 }, (_, i) => `M${i}`)])
+    for (const serves of [
+      ['status'],
+      [''],
+      ['Sta tus'],
+      ['S'.repeat(33)],
+      Array.from({ length: 17 }, (_, i) => `M${i}`),
+    ])
       expect(commandProblem(encodeCommand({ ...reg, serves })), JSON.stringify(serves)).toMatch(/serves/);
-    expect(commandProblem(new TextEncoder().encode(`\u0002${JSON.stringify({ ...reg, serves: 'Status' })}`))).toMatch(/serves/);
+    expect(commandProblem(new TextEncoder().encode(`\u0002${JSON.stringify({ ...reg, serves: 'Status' })}`))).toMatch(
+      /serves/,
+    );
     expect(normalServes(['Status', 'Exchange', 'Status'])).toEqual(['Exchange', 'Status']);
   });
 
   it('a register command without a resource kind is malformed', () => {
-    expect(commandProblem(encodeCommand({ t: 'register', id: 'old', endpoint: '127.0.0.1:2', atMs: 1 } as unknown as Command))).toMatch(/resource kind/);
+    expect(
+      commandProblem(
+        encodeCommand({ t: 'register', id: 'old', endpoint: '127.0.0.1:2', atMs: 1 } as unknown as Command),
+      ),
+    ).toMatch(/resource kind/);
   });
 
   it('a snapshot keeps the kind; a participant without one in a snapshot is malformed', () => {
@@ -47,7 +65,9 @@ describe('resource kind of a participant', () => {
 
     const old = JSON.parse(JSON.stringify(t.toJSON())) as { p: Record<string, unknown>[] };
     for (const p of old.p) delete p.resourceKind;
-    expect(() => new DecisionTable().restoreFrom(old)).toThrow(/^a participant in the snapshot is malformed: no resource kind$/);
+    expect(() => new DecisionTable().restoreFrom(old)).toThrow(
+      /^a participant in the snapshot is malformed: no resource kind$/,
+    );
   });
 
   it('the command check refuses a log entry whose kind is not a short lower-case word', () => {
@@ -66,7 +86,21 @@ describe('resource kind of a participant', () => {
     expect(resourceKindOf({ postgres: { url: 'postgres://x/y' } })).toBe('postgres');
     expect(resourceKindOf({ mysql: { url: 'mysql://x/y' } })).toBe('mysql');
     expect(resourceKindOf({ tcc: { memory: {} } as unknown as TccParticipantOptions })).toBe('tcc-memory');
-    expect(resourceKindOf({ tcc: { postgres: { url: 'postgres://x/y', handlers: {} } } as unknown as TccParticipantOptions })).toBe('tcc-postgres');
-    for (const k of ['memory', 'postgres', 'mysql', 'tcc-memory', 'tcc-postgres', 'saga-memory', 'saga-postgres', 'unknown']) expect(RESOURCE_KIND.test(k), k).toBe(true);
+    expect(
+      resourceKindOf({
+        tcc: { postgres: { url: 'postgres://x/y', handlers: {} } } as unknown as TccParticipantOptions,
+      }),
+    ).toBe('tcc-postgres');
+    for (const k of [
+      'memory',
+      'postgres',
+      'mysql',
+      'tcc-memory',
+      'tcc-postgres',
+      'saga-memory',
+      'saga-postgres',
+      'unknown',
+    ])
+      expect(RESOURCE_KIND.test(k), k).toBe(true);
   });
 });

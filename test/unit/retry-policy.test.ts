@@ -2,7 +2,14 @@
 // the whole-system simulator's client both follow.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BeginRule, classifyFailure, DEFAULT_BACKOFF, pauseMs, retryable, type AttemptFailure } from '../../src/client/retry-policy.ts';
+import {
+  BeginRule,
+  classifyFailure,
+  DEFAULT_BACKOFF,
+  pauseMs,
+  retryable,
+  type AttemptFailure,
+} from '../../src/client/retry-policy.ts';
 
 describe('classifyFailure: what one failed attempt says', () => {
   it.each<[string, Parameters<typeof classifyFailure>[0], AttemptFailure]>([
@@ -10,7 +17,11 @@ describe('classifyFailure: what one failed attempt says', () => {
     ['no leader yet (NO_LEADER)', { code: 'UNAVAILABLE', reason: 'NO_LEADER' }, 'not-acted-on'],
     ['a connection never made', { code: 'UNAVAILABLE', neverConnected: true }, 'not-acted-on'],
     ['a stream cut mid-way', { code: 'UNAVAILABLE' }, 'maybe-acted-on'],
-    ['a leader that lost its leadership (UNKNOWN_OUTCOME)', { code: 'DEADLINE_EXCEEDED', reason: 'UNKNOWN_OUTCOME' }, 'maybe-acted-on'],
+    [
+      'a leader that lost its leadership (UNKNOWN_OUTCOME)',
+      { code: 'DEADLINE_EXCEEDED', reason: 'UNKNOWN_OUTCOME' },
+      'maybe-acted-on',
+    ],
     ['a silent node (deadline)', { code: 'DEADLINE_EXCEEDED' }, 'maybe-acted-on'],
     ['an unregistered participant', { code: 'INVALID_ARGUMENT' }, 'refused'],
     ['a decided id begun again', { code: 'ALREADY_EXISTS', reason: 'ALREADY_DECIDED' }, 'refused'],
@@ -22,7 +33,10 @@ describe('classifyFailure: what one failed attempt says', () => {
   });
 
   it('only what another node may still answer is retried', () => {
-    expect((['refused', 'not-acted-on', 'maybe-acted-on', 'failed'] as const).filter(retryable)).toEqual(['not-acted-on', 'maybe-acted-on']);
+    expect((['refused', 'not-acted-on', 'maybe-acted-on', 'failed'] as const).filter(retryable)).toEqual([
+      'not-acted-on',
+      'maybe-acted-on',
+    ]);
   });
 });
 
@@ -48,7 +62,13 @@ describe('BeginRule: begin rides along only while no attempt may have reached a 
   });
 
   it('R2: against a reference, for any sequence of attempts', () => {
-    const results = fc.constantFrom<'answered' | AttemptFailure>('answered', 'refused', 'not-acted-on', 'maybe-acted-on', 'failed');
+    const results = fc.constantFrom<'answered' | AttemptFailure>(
+      'answered',
+      'refused',
+      'not-acted-on',
+      'maybe-acted-on',
+      'failed',
+    );
     fc.assert(
       fc.property(fc.array(results, { maxLength: 12 }), (seq) => {
         const r = new BeginRule(false);

@@ -12,7 +12,14 @@ import type { SagaEngineConfig } from '../../src/saga/engine.ts';
 import { SagaTable, triesOf, type SagaCommand } from '../../src/saga/state.ts';
 import { DONE, SagaWorld, steps } from './saga-fixture.ts';
 
-const attempt = (step: number, kind: 'action' | 'compensate', error: string, atMs: number): SagaCommand => ({ t: 'saga.attempt', sagaId: 's1', step, kind, error, atMs });
+const attempt = (step: number, kind: 'action' | 'compensate', error: string, atMs: number): SagaCommand => ({
+  t: 'saga.attempt',
+  sagaId: 's1',
+  step,
+  kind,
+  error,
+  atMs,
+});
 
 /** Hands the engine over to a new leader, as a failover does: the old one's memory is gone. */
 function failover(w: SagaWorld, term: number, cfg: Partial<SagaEngineConfig>): void {
@@ -34,7 +41,14 @@ describe('saga table: failed attempts', () => {
     expect(late.problem).toMatch(/not waiting on step 1 action/);
     const s = t.sagas.get('s1');
     if (!s) throw new Error('no saga');
-    expect(triesOf(s, 0, 'action')).toEqual({ step: 0, kind: 'action', attempts: 2, firstFailureAtMs: 10, lastFailureAtMs: 20, lastError: 'down 2' });
+    expect(triesOf(s, 0, 'action')).toEqual({
+      step: 0,
+      kind: 'action',
+      attempts: 2,
+      firstFailureAtMs: 10,
+      lastFailureAtMs: 20,
+      lastError: 'down 2',
+    });
     expect(triesOf(s, 1, 'action')).toBeNull();
   });
 
@@ -50,7 +64,18 @@ describe('saga table: failed attempts', () => {
 
   it('keeps attempts, type and labels in snapshots; a record written without them (before they existed) loads as none', () => {
     const t = new SagaTable();
-    t.apply({ t: 'saga.start', sagaId: 's1', steps: steps(1), pivot: null, atMs: 1, type: 'order-refund', labels: { order: 'ORD-7731', amount: '12,400 RUB' } }, 1);
+    t.apply(
+      {
+        t: 'saga.start',
+        sagaId: 's1',
+        steps: steps(1),
+        pivot: null,
+        atMs: 1,
+        type: 'order-refund',
+        labels: { order: 'ORD-7731', amount: '12,400 RUB' },
+      },
+      1,
+    );
     t.apply(attempt(0, 'action', 'down', 10), 2);
     t.apply({ t: 'saga.start', sagaId: 's2', steps: steps(1), pivot: null, atMs: 1 }, 3);
     const json = JSON.parse(JSON.stringify(t.toJSON()));
@@ -71,20 +96,32 @@ describe('saga table: failed attempts', () => {
 
   it('refuses a start with a bad type or bad labels, naming the saga and the label', () => {
     const t = new SagaTable();
-    const start = (extra: object): string | null => t.apply({ t: 'saga.start', sagaId: 's1', steps: steps(1), pivot: null, atMs: 1, ...extra } as SagaCommand, 1).problem;
+    const start = (extra: object): string | null =>
+      t.apply({ t: 'saga.start', sagaId: 's1', steps: steps(1), pivot: null, atMs: 1, ...extra } as SagaCommand, 1)
+        .problem;
     expect(start({ type: 'has space' })).toMatch(/saga s1: type "has space" must be 1–64 letters/);
     expect(start({ type: 'x'.repeat(65) })).toMatch(/must be 1–64/);
     expect(start({ labels: { 'bad key': 'v' } })).toMatch(/label name "bad key"/);
     expect(start({ labels: { order: 'x'.repeat(257) } })).toMatch(/label order holds 257 bytes \(limit 256\)/);
     expect(start({ labels: { order: 'a\nb' } })).toMatch(/label order holds a control character/);
-    expect(start({ labels: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) })).toMatch(/has 17 labels \(limit 16\)/);
+    expect(start({ labels: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) })).toMatch(
+      /has 17 labels \(limit 16\)/,
+    );
     expect(t.sagas.size).toBe(0);
   });
 
   it('checks saga.attempt’s form where the entry enters the node', () => {
     expect(checkedCommand(encodeCommand(attempt(0, 'action', 'down', 1)), [new SagaTable()]).problem).toBeNull();
-    const bad = encodeCommand({ t: 'saga.attempt', sagaId: 's1', step: 0, kind: 'action', atMs: 1 } as unknown as SagaCommand);
-    expect(checkedCommand(bad, [new SagaTable()]).problem).toMatch(/saga.attempt needs sagaId, step, kind, error and atMs/);
+    const bad = encodeCommand({
+      t: 'saga.attempt',
+      sagaId: 's1',
+      step: 0,
+      kind: 'action',
+      atMs: 1,
+    } as unknown as SagaCommand);
+    expect(checkedCommand(bad, [new SagaTable()]).problem).toMatch(
+      /saga.attempt needs sagaId, step, kind, error and atMs/,
+    );
   });
 });
 
@@ -196,7 +233,12 @@ describe('saga engine: attempts across leaders', () => {
     w.answer(new Error('refund down 2'));
     w.applyAll();
     w.applyAll();
-    expect(w.sagas.sagas.get('s1')?.stuck).toMatchObject({ step: 0, kind: 'compensate', attempts: 3, lastError: 'refund down 2' });
+    expect(w.sagas.sagas.get('s1')?.stuck).toMatchObject({
+      step: 0,
+      kind: 'compensate',
+      attempts: 3,
+      lastError: 'refund down 2',
+    });
   });
 
   it('starts with a type and labels, and refuses a repeated start with other labels or bad ones before logging', () => {
@@ -205,9 +247,17 @@ describe('saga engine: attempts across leaders', () => {
     w.engine.start('s1', steps(1), null, () => {}, 'CN=shop', { type: 'order', labels: { order: 'ORD-7731' } });
     expect(w.proposals[0].cmd).toMatchObject({ t: 'saga.start', type: 'order', labels: { order: 'ORD-7731' } });
     w.applyAll();
-    w.engine.start('s1', steps(1), null, (e) => void (e && errs.push(e.message)), 'CN=shop', { type: 'order', labels: { order: 'ORD-1' } });
-    w.engine.start('s2', steps(1), null, (e) => void (e && errs.push(e.message)), 'CN=shop', { type: 'no spaces allowed' });
-    expect(errs).toEqual(['saga s1 already exists with another type or other labels; use a new id', expect.stringMatching(/saga s2: type "no spaces allowed" must be/)]);
+    w.engine.start('s1', steps(1), null, (e) => void (e && errs.push(e.message)), 'CN=shop', {
+      type: 'order',
+      labels: { order: 'ORD-1' },
+    });
+    w.engine.start('s2', steps(1), null, (e) => void (e && errs.push(e.message)), 'CN=shop', {
+      type: 'no spaces allowed',
+    });
+    expect(errs).toEqual([
+      'saga s1 already exists with another type or other labels; use a new id',
+      expect.stringMatching(/saga s2: type "no spaces allowed" must be/),
+    ]);
     expect(w.proposals).toEqual([]);
   });
 });

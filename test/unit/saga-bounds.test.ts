@@ -12,14 +12,33 @@ import { encodeCommand } from '../../src/commit/state.ts';
 import { newTxnId } from '../../src/domain/txn-id.ts';
 import { sagaPage } from '../../src/node/saga-service.ts';
 import { answerProblem, SagaError, type SagaEngineConfig } from '../../src/saga/engine.ts';
-import { type SagaApplyResult, type SagaCommand, type SagaRecord, type SagaStepDef, SagaTable } from '../../src/saga/state.ts';
+import {
+  type SagaApplyResult,
+  type SagaCommand,
+  type SagaRecord,
+  type SagaStepDef,
+  SagaTable,
+} from '../../src/saga/state.ts';
 import { DONE, SagaWorld, steps } from './saga-fixture.ts';
 
 /** A timed saga id created at `atMs` (a UUIDv7 after a prefix). */
 const timed = (atMs: number, n = 0): string => `trip:${newTxnId(atMs, new Uint8Array(10).fill(n))}`;
 
-const start = (sagaId: string, owner = 'CN=app', defs: SagaStepDef[] = steps(1)): Extract<SagaCommand, { t: 'saga.start' }> => ({ t: 'saga.start', sagaId, steps: defs, pivot: null, atMs: 1, owner });
-const done = (sagaId: string, step: number): SagaCommand => ({ t: 'saga.result', sagaId, step, kind: 'action', outcome: 'done', output: 'ok', reason: '', atMs: 2 });
+const start = (
+  sagaId: string,
+  owner = 'CN=app',
+  defs: SagaStepDef[] = steps(1),
+): Extract<SagaCommand, { t: 'saga.start' }> => ({ t: 'saga.start', sagaId, steps: defs, pivot: null, atMs: 1, owner });
+const done = (sagaId: string, step: number): SagaCommand => ({
+  t: 'saga.result',
+  sagaId,
+  step,
+  kind: 'action',
+  outcome: 'done',
+  output: 'ok',
+  reason: '',
+  atMs: 2,
+});
 
 /** Runs a one-step saga to its end and logs saga.ended, so the table may evict it. */
 function runToEnd(t: SagaTable, sagaId: string, index: number): void {
@@ -40,12 +59,36 @@ function startVia(w: SagaWorld, sagaId: string, defs: SagaStepDef[], owner = 'CN
 describe('saga definitions: every field bounded (R9)', () => {
   const big = (n: number): string => 'x'.repeat(n);
   const cases: [string, SagaStepDef[], RegExp][] = [
-    ['a 900,000-character step name', [{ service: 'svc0', name: big(900_000), input: '' }], /saga s step 0: name "x{40}"… \(900000 characters\) must be 1–128 printable ASCII characters/],
-    ['a name with a control character', [{ service: 'svc0', name: 'a\u001b[2Jb', input: '' }], /step 0: name .* must be 1–128 printable ASCII characters/],
-    ['a step service that is not a participant id', [{ service: big(65), name: 'n', input: '' }], /step 0: step service .* is not a participant id/],
-    ['a step input over 64 KiB', [{ service: 'svc0', name: 'n', input: big(65_537) }], /step 0: input of 65537 bytes \(limit 65536\)/],
-    ['inputs over 256 KiB together', Array.from({ length: 15 }, () => ({ service: 'svc0', name: 'n', input: big(64 * 1024) })), /saga s: its inputs hold 983040 bytes together \(limit 262144\)/],
-    ['65 steps', Array.from({ length: 65 }, () => ({ service: 'svc0', name: 'n', input: '' })), /saga s has 65 steps \(limit 64\)/],
+    [
+      'a 900,000-character step name',
+      [{ service: 'svc0', name: big(900_000), input: '' }],
+      /saga s step 0: name "x{40}"… \(900000 characters\) must be 1–128 printable ASCII characters/,
+    ],
+    [
+      'a name with a control character',
+      [{ service: 'svc0', name: 'a\u001b[2Jb', input: '' }],
+      /step 0: name .* must be 1–128 printable ASCII characters/,
+    ],
+    [
+      'a step service that is not a participant id',
+      [{ service: big(65), name: 'n', input: '' }],
+      /step 0: step service .* is not a participant id/,
+    ],
+    [
+      'a step input over 64 KiB',
+      [{ service: 'svc0', name: 'n', input: big(65_537) }],
+      /step 0: input of 65537 bytes \(limit 65536\)/,
+    ],
+    [
+      'inputs over 256 KiB together',
+      Array.from({ length: 15 }, () => ({ service: 'svc0', name: 'n', input: big(64 * 1024) })),
+      /saga s: its inputs hold 983040 bytes together \(limit 262144\)/,
+    ],
+    [
+      '65 steps',
+      Array.from({ length: 65 }, () => ({ service: 'svc0', name: 'n', input: '' })),
+      /saga s has 65 steps \(limit 64\)/,
+    ],
   ];
 
   for (const [what, defs, refusal] of cases)
@@ -62,16 +105,23 @@ describe('saga definitions: every field bounded (R9)', () => {
 
   it('refuses a saga id over 128 bytes and one with "/"', () => {
     const w = new SagaWorld();
-    expect(startVia(w, 'x'.repeat(129), steps(1))?.message).toMatch(/saga id "x{40}"… \(129 characters\) must be 1 to 128 printable ASCII/);
+    expect(startVia(w, 'x'.repeat(129), steps(1))?.message).toMatch(
+      /saga id "x{40}"… \(129 characters\) must be 1 to 128 printable ASCII/,
+    );
     expect(startVia(w, 'a/b', steps(1))?.code).toBe('invalid');
   });
 
   it("bounds a saga's outputs together, and cuts timeline texts the same way on every replica", () => {
-    expect(answerProblem({ status: 'done', output: 'x'.repeat(10), reason: '' }, 9)).toMatch(/output of 10 bytes, past what the saga's outputs may still hold \(9 of 262144 bytes together\)/);
+    expect(answerProblem({ status: 'done', output: 'x'.repeat(10), reason: '' }, 9)).toMatch(
+      /output of 10 bytes, past what the saga's outputs may still hold \(9 of 262144 bytes together\)/,
+    );
     expect(answerProblem({ status: 'failed', output: '', reason: 'no' }, 0)).toBeNull();
     const t = new SagaTable();
     t.apply(start('s'), 1);
-    t.apply({ t: 'saga.stuck', sagaId: 's', step: 0, kind: 'action', attempts: 10, lastError: 'e'.repeat(50_000), atMs: 3 }, 2);
+    t.apply(
+      { t: 'saga.stuck', sagaId: 's', step: 0, kind: 'action', attempts: 10, lastError: 'e'.repeat(50_000), atMs: 3 },
+      2,
+    );
     const s = t.sagas.get('s') as SagaRecord;
     expect(s.stuck?.lastError.length).toBeLessThan(1_100);
     expect(s.timeline.at(-1)?.detail).toMatch(/^10 attempts; last error: e+… \(50025 characters\)$/);
@@ -88,7 +138,9 @@ describe('saga definitions: every field bounded (R9)', () => {
     w.answer({ status: 'done', output: 'y', reason: '' });
     // Logged as a failed attempt of step 4, never as its output.
     expect(w.proposals.map((p) => p.cmd.t)).toEqual(['saga.attempt']);
-    expect(w.engine.running()[0]?.lastError).toMatch(/output of 1 bytes, past what the saga's outputs may still hold \(0 of 262144 bytes together\)/);
+    expect(w.engine.running()[0]?.lastError).toMatch(
+      /output of 1 bytes, past what the saga's outputs may still hold \(0 of 262144 bytes together\)/,
+    );
   });
 });
 
@@ -115,7 +167,9 @@ describe('saga ids: an evicted id is refused, never run again (R9)', () => {
     // a's tombstone was pushed out: the horizon is a's creation time.
     expect(t.tombstones.has(a)).toBe(false);
     expect(t.horizonAtMs).toBe(1_000);
-    expect((t.apply(start(a), 10) as SagaApplyResult).problem).toMatch(/at or before the retention horizon 1970-01-01T00:00:01.000Z: a saga with this id may have run and been forgotten/);
+    expect((t.apply(start(a), 10) as SagaApplyResult).problem).toMatch(
+      /at or before the retention horizon 1970-01-01T00:00:01.000Z: a saga with this id may have run and been forgotten/,
+    );
     expect((t.apply(start(timed(1_000, 7)), 11) as SagaApplyResult).changed).toBe(false);
     expect((t.apply(start(timed(1_001)), 12) as SagaApplyResult).changed).toBe(true);
   });
@@ -144,13 +198,19 @@ describe('saga ids: an evicted id is refused, never run again (R9)', () => {
     const again = startVia(w, old, steps(1));
     expect(again?.code).toBe('precondition');
     expect(again?.message).toMatch(new RegExp(`saga id ${old} was created at .*, at or before the retention horizon`));
-    expect(startVia(w, 'trip-2', steps(1))?.message).toBe('saga trip-2 finished and was forgotten; a saga id runs once: use a new id');
+    expect(startVia(w, 'trip-2', steps(1))?.message).toBe(
+      'saga trip-2 finished and was forgotten; a saga id runs once: use a new id',
+    );
     // Nothing was called again.
     expect(w.calls).toEqual([]);
     // A timed id from the future, and (with untimedIds: 'refuse') an untimed one.
-    expect(startVia(w, timed(w.now + 120_000), steps(1))?.message).toMatch(/saga id .* more than 60000 ms after this leader's clock/);
+    expect(startVia(w, timed(w.now + 120_000), steps(1))?.message).toMatch(
+      /saga id .* more than 60000 ms after this leader's clock/,
+    );
     const strict = new SagaWorld({ untimedIds: 'refuse' });
-    expect(startVia(strict, 'trip-9', steps(1))?.message).toMatch(/saga id trip-9 carries no creation time, and this cluster starts only ids it can prove new/);
+    expect(startVia(strict, 'trip-9', steps(1))?.message).toMatch(
+      /saga id trip-9 carries no creation time, and this cluster starts only ids it can prove new/,
+    );
     expect(startVia(strict, timed(strict.now), steps(1))).toBeNull();
   });
 
@@ -174,7 +234,9 @@ describe('sagas per client (R9)', () => {
     // Two starts in flight (not yet applied) already fill the quota.
     for (const id of ['a1', 'a2', 'a3']) w.engine.start(id, steps(1), null, (e) => errs.push(e), 'CN=app');
     expect(errs.map((e) => e?.code)).toEqual(['exhausted']);
-    expect(errs[0]?.message).toBe('client CN=app has 2 sagas running (limit sagaClientRunningMax=2); wait for some to end before starting more');
+    expect(errs[0]?.message).toBe(
+      'client CN=app has 2 sagas running (limit sagaClientRunningMax=2); wait for some to end before starting more',
+    );
     w.applyAll();
     expect(startVia(w, 'b1', steps(1), 'CN=other')).toBeNull();
     expect(startVia(w, 'a4', steps(1))?.code).toBe('exhausted');
@@ -191,7 +253,9 @@ describe('sagas per client (R9)', () => {
     const w = new SagaWorld({ runningBytesMax: 100_000 } as Partial<SagaEngineConfig>);
     const def = [{ service: 'svc0', name: 'n', input: 'x'.repeat(60_000) }];
     expect(startVia(w, 'a', def)).toBeNull();
-    expect(startVia(w, 'b', def)?.message).toMatch(/running sagas hold 60\d+ bytes of definitions and outputs \(limit 100000\); retry later/);
+    expect(startVia(w, 'b', def)?.message).toMatch(
+      /running sagas hold 60\d+ bytes of definitions and outputs \(limit 100000\); retry later/,
+    );
   });
 
   it('ended sagas are kept up to a byte total too: the oldest ended go first', () => {
@@ -210,7 +274,11 @@ describe('sagas per client (R9)', () => {
 describe('ListSagas pages', () => {
   const table = (): SagaTable => {
     const t = new SagaTable();
-    for (let i = 0; i < 10; i++) t.apply(start(`s${i}`, i % 2 === 0 ? 'CN=alice' : 'CN=bob', [{ service: 'svc0', name: 'n', input: 'x'.repeat(1_000) }]), i + 1);
+    for (let i = 0; i < 10; i++)
+      t.apply(
+        start(`s${i}`, i % 2 === 0 ? 'CN=alice' : 'CN=bob', [{ service: 'svc0', name: 'n', input: 'x'.repeat(1_000) }]),
+        i + 1,
+      );
     return t;
   };
   const all = { afterIndex: -1, limit: 1_000, bytesMax: 1024 * 1024, stuckOnly: false, owner: null };
@@ -268,6 +336,8 @@ describe('saga table state in snapshots and entries', () => {
 
   it('an entry with a starter the node could not have written is refused at the edge', () => {
     expect(checkedCommand(encodeCommand(start('x', 'CN=alice')), [new SagaTable()]).problem).toBeNull();
-    expect(checkedCommand(encodeCommand(start('x', 'x'.repeat(300))), [new SagaTable()]).problem).toMatch(/saga.start needs .* a starter of at most 256 printable characters/);
+    expect(checkedCommand(encodeCommand(start('x', 'x'.repeat(300))), [new SagaTable()]).problem).toMatch(
+      /saga.start needs .* a starter of at most 256 printable characters/,
+    );
   });
 });

@@ -7,7 +7,8 @@ import { DecisionTable } from '../../src/commit/state.ts';
 import { SagaEngine, type SagaEngineConfig, type StepAnswer, type StepRequest } from '../../src/saga/engine.ts';
 import { SagaTable, type SagaApplyResult, type SagaCommand, type SagaStepDef } from '../../src/saga/state.ts';
 
-export const steps = (n: number): SagaStepDef[] => Array.from({ length: n }, (_, k) => ({ service: `svc${k % 2}`, name: `step${k}`, input: `in${k}` }));
+export const steps = (n: number): SagaStepDef[] =>
+  Array.from({ length: n }, (_, k) => ({ service: `svc${k % 2}`, name: `step${k}`, input: `in${k}` }));
 
 export interface Call {
   to: string;
@@ -26,7 +27,11 @@ export class SagaWorld {
   engine: SagaEngine;
 
   constructor(cfg: Partial<SagaEngineConfig> = {}) {
-    for (const id of ['svc0', 'svc1']) this.table.apply({ t: 'register', id, endpoint: `127.0.0.1:${id.length}`, atMs: 0, kind: 'memory' }, ++this.index);
+    for (const id of ['svc0', 'svc1'])
+      this.table.apply(
+        { t: 'register', id, endpoint: `127.0.0.1:${id.length}`, atMs: 0, kind: 'memory' },
+        ++this.index,
+      );
     this.engine = this.newEngine(cfg);
     this.engine.setLeadership(1);
   }
@@ -42,7 +47,14 @@ export class SagaWorld {
         callStep: (to, req, _d, cb) => this.calls.push({ to: to.id, req, cb }),
         endSaga: (to, sagaId, _d, cb) => this.ends.push({ to: to.id, sagaId, cb }),
       },
-      { retryMinMs: 100, retryMaxMs: 1_000, actionAttemptsMax: 3, actionAbandonAfterMs: 0, stuckAfterAttempts: 4, ...cfg },
+      {
+        retryMinMs: 100,
+        retryMaxMs: 1_000,
+        actionAttemptsMax: 3,
+        actionAbandonAfterMs: 0,
+        stuckAfterAttempts: 4,
+        ...cfg,
+      },
     );
   }
 

@@ -13,22 +13,50 @@ import { NodeStateMachine } from '../../src/node/machine.ts';
 import { ProposalBatcher } from '../../src/node/proposal-batcher.ts';
 import { nodeProducts } from '../../src/node/products.ts';
 import { EntryType, type Entry } from '../../src/raft/types.ts';
-import { currentCall, SAGA_TRANSITIONS, SagaTable, STEP_TRANSITIONS, type SagaCommand, type SagaRecord } from '../../src/saga/state.ts';
+import {
+  currentCall,
+  SAGA_TRANSITIONS,
+  SagaTable,
+  STEP_TRANSITIONS,
+  type SagaCommand,
+  type SagaRecord,
+} from '../../src/saga/state.ts';
 import { InvariantError } from '../../src/util/assert.ts';
 import { DONE, SagaWorld, steps } from './saga-fixture.ts';
 
 const machine = (): NodeStateMachine => new NodeStateMachine(nodeProducts().tables);
-const entry = (index: number, cmd: SagaCommand): Entry => ({ index, term: 1, type: EntryType.Normal, data: encodeCommand(cmd) });
+const entry = (index: number, cmd: SagaCommand): Entry => ({
+  index,
+  term: 1,
+  type: EntryType.Normal,
+  data: encodeCommand(cmd),
+});
 const sagaIn = (m: NodeStateMachine, id = 's1'): SagaRecord => {
   const t = m.products.find((p): p is SagaTable => p instanceof SagaTable);
   const s = t?.sagas.get(id);
   if (!s) throw new Error(`no saga ${id} in the state machine`);
   return s;
 };
-const done = (step: number, atMs: number): SagaCommand => ({ t: 'saga.result', sagaId: 's1', step, kind: 'action', outcome: 'done', output: `out${step}`, reason: '', atMs });
+const done = (step: number, atMs: number): SagaCommand => ({
+  t: 'saga.result',
+  sagaId: 's1',
+  step,
+  kind: 'action',
+  outcome: 'done',
+  output: `out${step}`,
+  reason: '',
+  atMs,
+});
 /** The log of a 3-step saga run to its end: its start and one entry per step. */
 const LOG: SagaCommand[] = [
-  { t: 'saga.start', sagaId: 's1', steps: [0, 1, 2].map((k) => ({ service: `svc${k}`, name: `step${k}`, input: `in${k}` })), pivot: null, atMs: 10, owner: 'CN=app' },
+  {
+    t: 'saga.start',
+    sagaId: 's1',
+    steps: [0, 1, 2].map((k) => ({ service: `svc${k}`, name: `step${k}`, input: `in${k}` })),
+    pivot: null,
+    atMs: 10,
+    owner: 'CN=app',
+  },
   done(0, 11),
   done(1, 12),
   done(2, 13),
@@ -43,7 +71,10 @@ describe('a saga step in one log entry', () => {
     expect(s.status).toEqual(['done', 'running', 'pending']);
     expect(s.outputs).toEqual(['out0', null, null]);
     expect(currentCall(s)).toEqual({ step: 1, kind: 'action' });
-    expect(s.timeline.filter((e) => e.index === 2).map((e) => `${e.what} ${e.step} ${e.kind}`)).toEqual(['done 0 action', 'sent 1 action']);
+    expect(s.timeline.filter((e) => e.index === 2).map((e) => `${e.what} ${e.step} ${e.kind}`)).toEqual([
+      'done 0 action',
+      'sent 1 action',
+    ]);
   });
 
   it('a snapshot taken after that entry restores the started step, and the restored table and a replay of the log end in the same bytes', () => {
@@ -103,7 +134,8 @@ describe('saga entries of concurrent sagas', () => {
         proposals.push(datas);
         const m = machine();
         m.apply(entry(1, LOG[0]));
-        for (const [i, d] of datas.entries()) cbs[i](null, { index: 10 + i, result: m.apply({ index: 10 + i, term: 1, type: EntryType.Normal, data: d }) });
+        for (const [i, d] of datas.entries())
+          cbs[i](null, { index: 10 + i, result: m.apply({ index: 10 + i, term: 1, type: EntryType.Normal, data: d }) });
       },
       (fn) => {
         endOfTurn = fn;
@@ -111,10 +143,24 @@ describe('saga entries of concurrent sagas', () => {
       () => () => {},
     );
     const answered: (string | null)[] = [];
-    // Eight sagas' step answers arrive in one turn (only s1 exists in this machine: the others are refused, each on its own).
+    // Eight sagas' step answers arrive in one turn (only s1 exists in this machine: the others are refused, each on its
+    // own).
     for (let k = 0; k < 8; k++) {
-      const cmd: SagaCommand = { t: 'saga.result', sagaId: k === 0 ? 's1' : `other${k}`, step: 0, kind: 'action', outcome: 'done', output: 'out0', reason: '', atMs: 20 + k };
-      batcher.add(cmd, (err, r) => answered.push(err ? err.message : r?.result && 'problem' in r.result ? (r.result.problem as string | null) : 'no result'));
+      const cmd: SagaCommand = {
+        t: 'saga.result',
+        sagaId: k === 0 ? 's1' : `other${k}`,
+        step: 0,
+        kind: 'action',
+        outcome: 'done',
+        output: 'out0',
+        reason: '',
+        atMs: 20 + k,
+      };
+      batcher.add(cmd, (err, r) =>
+        answered.push(
+          err ? err.message : r?.result && 'problem' in r.result ? (r.result.problem as string | null) : 'no result',
+        ),
+      );
     }
     expect(proposals).toHaveLength(0);
     (endOfTurn as unknown as () => void)();
@@ -128,7 +174,10 @@ describe('saga entries of concurrent sagas', () => {
 describe('saga transitions', () => {
   const kinds = ['action', 'compensate'] as const;
   const outcomes = ['done', 'failed', 'abandoned'] as const;
-  /** Whether `to` follows `from` by one or more moves of `moves` (one entry may make two: a saga's last compensation ends it). */
+  /**
+   * Whether `to` follows `from` by one or more moves of `moves` (one entry may make two: a saga's last compensation
+   * ends it).
+   */
   const follows = <S extends string>(moves: Readonly<Record<S, readonly S[]>>, from: S, to: S): boolean => {
     const seen = new Set<S>();
     const next = [...moves[from]];
@@ -141,24 +190,35 @@ describe('saga transitions', () => {
     }
     return false;
   };
-  const arbResult = fc.record({ step: fc.integer({ min: 0, max: 3 }), kind: fc.constantFrom(...kinds), outcome: fc.constantFrom(...outcomes) });
+  const arbResult = fc.record({
+    step: fc.integer({ min: 0, max: 3 }),
+    kind: fc.constantFrom(...kinds),
+    outcome: fc.constantFrom(...outcomes),
+  });
 
   it('whatever results the log holds, every step and saga change follows the legal transitions (the table asserts each move), and a saga that has not ended waits on exactly one call', () => {
     fc.assert(
-      fc.property(fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }), fc.array(arbResult, { maxLength: 30 }), (pivot, results) => {
-        const t = new SagaTable();
-        t.apply({ t: 'saga.start', sagaId: 's1', steps: steps(4), pivot, atMs: 1 }, 1);
-        const s = t.sagas.get('s1') as SagaRecord;
-        for (const [i, r] of results.entries()) {
-          const status = [...s.status];
-          const state = s.state;
-          t.apply({ t: 'saga.result', sagaId: 's1', ...r, output: '', reason: '', atMs: 2 + i }, 2 + i);
-          for (const [k, was] of status.entries()) if (s.status[k] !== was) expect(follows(STEP_TRANSITIONS, was, s.status[k]), `step ${k}: ${was} → ${s.status[k]}`).toBe(true);
-          if (s.state !== state) expect(follows(SAGA_TRANSITIONS, state, s.state), `${state} → ${s.state}`).toBe(true);
-          const calls = s.status.filter((x) => x === 'running' || x === 'compensating').length;
-          expect(calls).toBe(s.state === 'finished' || s.state === 'compensated' ? 0 : 1);
-        }
-      }),
+      fc.property(
+        fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }),
+        fc.array(arbResult, { maxLength: 30 }),
+        (pivot, results) => {
+          const t = new SagaTable();
+          t.apply({ t: 'saga.start', sagaId: 's1', steps: steps(4), pivot, atMs: 1 }, 1);
+          const s = t.sagas.get('s1') as SagaRecord;
+          for (const [i, r] of results.entries()) {
+            const status = [...s.status];
+            const state = s.state;
+            t.apply({ t: 'saga.result', sagaId: 's1', ...r, output: '', reason: '', atMs: 2 + i }, 2 + i);
+            for (const [k, was] of status.entries())
+              if (s.status[k] !== was)
+                expect(follows(STEP_TRANSITIONS, was, s.status[k]), `step ${k}: ${was} → ${s.status[k]}`).toBe(true);
+            if (s.state !== state)
+              expect(follows(SAGA_TRANSITIONS, state, s.state), `${state} → ${s.state}`).toBe(true);
+            const calls = s.status.filter((x) => x === 'running' || x === 'compensating').length;
+            expect(calls).toBe(s.state === 'finished' || s.state === 'compensated' ? 0 : 1);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -20,7 +20,14 @@ interface Line {
 
 const INTERVAL_MS = 5_000;
 
-function world(): { w: SagaCore; sagas: SagaTable; lines: Line[]; flagged: (string | undefined)[]; clock: { now: number }; apply: (c: SagaCommand) => SagaApplyResult } {
+function world(): {
+  w: SagaCore;
+  sagas: SagaTable;
+  lines: Line[];
+  flagged: (string | undefined)[];
+  clock: { now: number };
+  apply: (c: SagaCommand) => SagaApplyResult;
+} {
   const table = new DecisionTable();
   table.apply({ t: 'register', id: 'pay', endpoint: '127.0.0.1:9', atMs: 0, kind: 'memory' }, 1);
   const sagas = new SagaTable();
@@ -65,10 +72,44 @@ function stuckSaga(apply: (c: SagaCommand) => SagaApplyResult, id: string, type?
     atMs: 1,
     ...(type ? { type, labels: { amount: '12,400 RUB', order: 'ORD-7731' } } : {}),
   });
-  apply({ t: 'saga.result', sagaId: id, step: 0, kind: 'action', outcome: 'done', output: 'debited', reason: '', atMs: 2 });
-  apply({ t: 'saga.result', sagaId: id, step: 1, kind: 'action', outcome: 'failed', output: '', reason: 'out of stock', atMs: 3 });
-  for (let i = 0; i < 4; i++) apply({ t: 'saga.attempt', sagaId: id, step: 0, kind: 'compensate', error: `refund system unreachable (${i})`, atMs: 4 + i });
-  apply({ t: 'saga.stuck', sagaId: id, step: 0, kind: 'compensate', attempts: 4, lastError: 'refund system unreachable (3)', atMs: 10 });
+  apply({
+    t: 'saga.result',
+    sagaId: id,
+    step: 0,
+    kind: 'action',
+    outcome: 'done',
+    output: 'debited',
+    reason: '',
+    atMs: 2,
+  });
+  apply({
+    t: 'saga.result',
+    sagaId: id,
+    step: 1,
+    kind: 'action',
+    outcome: 'failed',
+    output: '',
+    reason: 'out of stock',
+    atMs: 3,
+  });
+  for (let i = 0; i < 4; i++)
+    apply({
+      t: 'saga.attempt',
+      sagaId: id,
+      step: 0,
+      kind: 'compensate',
+      error: `refund system unreachable (${i})`,
+      atMs: 4 + i,
+    });
+  apply({
+    t: 'saga.stuck',
+    sagaId: id,
+    step: 0,
+    kind: 'compensate',
+    attempts: 4,
+    lastError: 'refund system unreachable (3)',
+    atMs: 10,
+  });
 }
 
 describe('a stuck saga’s warn line', () => {
@@ -108,7 +149,8 @@ describe('a stuck saga’s warn line', () => {
         clock.now += 100;
         w.tick();
       }
-      for (let i = 1; i < lines.length; i++) expect(lines[i].atMs - lines[i - 1].atMs).toBeGreaterThanOrEqual(INTERVAL_MS);
+      for (let i = 1; i < lines.length; i++)
+        expect(lines[i].atMs - lines[i - 1].atMs).toBeGreaterThanOrEqual(INTERVAL_MS);
       expect(lines.length).toBeLessThanOrEqual(1 + 30_000 / INTERVAL_MS);
       expect(lines.length).toBeGreaterThanOrEqual(30_000 / INTERVAL_MS - 1);
       const n = lines.length;
@@ -143,9 +185,13 @@ describe('a stuck saga’s warn line', () => {
       clock.now += 1_000;
       w.tick();
       expect(lines).toHaveLength(STUCK_LINES_PER_SCAN + 1);
-      expect(lines[STUCK_LINES_PER_SCAN].msg).toBe(`${50 - STUCK_LINES_PER_SCAN} more stuck sagas are due a warn line; verdict saga list --stuck lists them all`);
+      expect(lines[STUCK_LINES_PER_SCAN].msg).toBe(
+        `${50 - STUCK_LINES_PER_SCAN} more stuck sagas are due a warn line; verdict saga list --stuck lists them all`,
+      );
       // Untyped sagas are named without a type.
-      expect(lines[0].msg).toMatch(/^saga s0 is stuck and needs a person: step 0 compensate at pay\/debit failed 4 times/);
+      expect(lines[0].msg).toMatch(
+        /^saga s0 is stuck and needs a person: step 0 compensate at pay\/debit failed 4 times/,
+      );
     } finally {
       w.close();
     }
@@ -155,7 +201,14 @@ describe('a stuck saga’s warn line', () => {
 describe('stuck metrics by saga type', () => {
   it('bound the label values: the first types seen, then "(other)"; no type is "(none)"', () => {
     const t = new TypeLabels(2);
-    expect([t.of('a'), t.of('b'), t.of('c'), t.of('a'), t.of(undefined), t.of('')]).toEqual(['a', 'b', OTHER_TYPE_LABEL, 'a', NO_TYPE_LABEL, NO_TYPE_LABEL]);
+    expect([t.of('a'), t.of('b'), t.of('c'), t.of('a'), t.of(undefined), t.of('')]).toEqual([
+      'a',
+      'b',
+      OTHER_TYPE_LABEL,
+      'a',
+      NO_TYPE_LABEL,
+      NO_TYPE_LABEL,
+    ]);
   });
 
   it('verdict_sagas_stuck{type} counts the table’s stuck sagas; verdict_saga_stuck_total{type} the flags applied while leading', async () => {

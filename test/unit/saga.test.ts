@@ -18,7 +18,11 @@ function startedTable(n: number, pivot: number | null): SagaTable {
   return t;
 }
 
-const result = (step: number, kind: 'action' | 'compensate', outcome: 'done' | 'failed' | 'abandoned'): SagaCommand => ({
+const result = (
+  step: number,
+  kind: 'action' | 'compensate',
+  outcome: 'done' | 'failed' | 'abandoned',
+): SagaCommand => ({
   t: 'saga.result',
   sagaId: 's1',
   step,
@@ -80,7 +84,10 @@ describe('saga table', () => {
     const again = t.apply(result(0, 'action', 'done'), 3) as SagaApplyResult;
     expect(again.changed).toBe(false);
     expect(t.sagas.get('s1')?.status).toEqual(['done', 'running']);
-    const start = t.apply({ t: 'saga.start', sagaId: 's1', steps: steps(5), pivot: null, atMs: 9 }, 4) as SagaApplyResult;
+    const start = t.apply(
+      { t: 'saga.start', sagaId: 's1', steps: steps(5), pivot: null, atMs: 9 },
+      4,
+    ) as SagaApplyResult;
     expect(start.changed).toBe(false);
     expect(start.saga?.steps.length).toBe(2);
   });
@@ -97,23 +104,52 @@ describe('saga table', () => {
     expect(ok.changed).toBe(true);
     const s = t.sagas.get('s1');
     expect(s?.stuck).toBeNull();
-    expect(s?.timeline.find((e) => e.what === 'resolved done')).toMatchObject({ operator: 'alice', detail: 'paid by hand', step: 0 });
+    expect(s?.timeline.find((e) => e.what === 'resolved done')).toMatchObject({
+      operator: 'alice',
+      detail: 'paid by hand',
+      step: 0,
+    });
   });
 
   it('refuses bad definitions naming the saga and the step, and keeps nothing', () => {
     const t = new SagaTable();
     const none = t.apply({ t: 'saga.start', sagaId: 's2', steps: [], pivot: null, atMs: 1 }, 1) as SagaApplyResult;
     expect(none.problem).toBe('saga s2 has no steps');
-    const badPivot = t.apply({ t: 'saga.start', sagaId: 's3', steps: steps(2), pivot: 2, atMs: 1 }, 2) as SagaApplyResult;
+    const badPivot = t.apply(
+      { t: 'saga.start', sagaId: 's3', steps: steps(2), pivot: 2, atMs: 1 },
+      2,
+    ) as SagaApplyResult;
     expect(badPivot.problem).toMatch(/saga s3: pivot 2 is not one of its steps/);
     expect(t.sagas.size).toBe(0);
   });
 
   it('command checks: saga commands are checked at the edge like every command', () => {
-    expect(checkedCommand(encodeCommand({ t: 'saga.start', sagaId: 'x', steps: steps(1), pivot: null, atMs: 1 } as SagaCommand), [new SagaTable()]).problem).toBeNull();
-    const bad = Buffer.concat([Buffer.from([2]), Buffer.from(JSON.stringify({ t: 'saga.result', sagaId: 'x', step: -1, kind: 'action', outcome: 'done', output: '', reason: '', atMs: 1 }))]);
+    expect(
+      checkedCommand(
+        encodeCommand({ t: 'saga.start', sagaId: 'x', steps: steps(1), pivot: null, atMs: 1 } as SagaCommand),
+        [new SagaTable()],
+      ).problem,
+    ).toBeNull();
+    const bad = Buffer.concat([
+      Buffer.from([2]),
+      Buffer.from(
+        JSON.stringify({
+          t: 'saga.result',
+          sagaId: 'x',
+          step: -1,
+          kind: 'action',
+          outcome: 'done',
+          output: '',
+          reason: '',
+          atMs: 1,
+        }),
+      ),
+    ]);
     expect(checkedCommand(bad, [new SagaTable()]).problem).toMatch(/saga.result needs/);
-    const pivots = Buffer.concat([Buffer.from([2]), Buffer.from(JSON.stringify({ t: 'saga.start', sagaId: 'x', steps: steps(1), pivot: [0, 1], atMs: 1 }))]);
+    const pivots = Buffer.concat([
+      Buffer.from([2]),
+      Buffer.from(JSON.stringify({ t: 'saga.start', sagaId: 'x', steps: steps(1), pivot: [0, 1], atMs: 1 })),
+    ]);
     expect(checkedCommand(pivots, [new SagaTable()]).problem).toMatch(/saga.start needs/);
   });
 
@@ -140,7 +176,9 @@ describe('saga engine', () => {
     expect(w.calls).toEqual([]);
     expect(w.proposals.map((p) => p.cmd.t)).toEqual(['saga.result']);
     w.applyAll();
-    expect(w.calls.map((c) => ({ key: c.req.key, outputs: c.req.outputs }))).toEqual([{ key: 's1/1/action', outputs: ['ok'] }]);
+    expect(w.calls.map((c) => ({ key: c.req.key, outputs: c.req.outputs }))).toEqual([
+      { key: 's1/1/action', outputs: ['ok'] },
+    ]);
   });
 
   it('retries with the same key, abandons an action before the pivot at its bound and compensates it', () => {
@@ -150,7 +188,10 @@ describe('saga engine', () => {
     const keys: string[] = [];
     for (let i = 0; i < 3; i++) {
       keys.push(w.answer(new Error('down')).req.key);
-      if (i < 2) expect(w.proposals.map((p) => p.cmd)).toMatchObject([{ t: 'saga.attempt', step: 0, kind: 'action', error: 'down' }]);
+      if (i < 2)
+        expect(w.proposals.map((p) => p.cmd)).toMatchObject([
+          { t: 'saga.attempt', step: 0, kind: 'action', error: 'down' },
+        ]);
       if (i < 2) w.applyAll();
       w.now += 2_000;
       w.engine.tick();
@@ -220,7 +261,12 @@ describe('saga engine', () => {
     w.engine.start('s2', [], null, cb);
     w.engine.start('s3', steps(2), 5, cb);
     w.engine.resolve('s4', 0, 'done', 'op', 'r', cb);
-    expect(errs).toEqual(['saga s1 step 0: step service nobody is not registered with this cluster', 'saga s2 has no steps', 'saga s3: pivot 5 is not one of its steps 0..1', 'no saga s4']);
+    expect(errs).toEqual([
+      'saga s1 step 0: step service nobody is not registered with this cluster',
+      'saga s2 has no steps',
+      'saga s3: pivot 5 is not one of its steps 0..1',
+      'no saga s4',
+    ]);
     w.engine.start('s5', steps(1), null, () => {});
     w.applyAll();
     w.engine.resolve('s5', 0, 'done', 'op', 'r', cb);
@@ -253,7 +299,16 @@ describe('saga engine', () => {
 });
 
 describe('saga inbox', () => {
-  const req = (step: number, kind: 'action' | 'compensate'): StepRequest => ({ sagaId: 's1', step, kind, key: stepKey('s1', step, kind), name: 'n', input: '', outputs: [], attempt: 1 });
+  const req = (step: number, kind: 'action' | 'compensate'): StepRequest => ({
+    sagaId: 's1',
+    step,
+    kind,
+    key: stepKey('s1', step, kind),
+    name: 'n',
+    input: '',
+    outputs: [],
+    attempt: 1,
+  });
   const journal = (): { records: InboxRecord[]; append: (r: InboxRecord, cb: (e: Error | null) => void) => void } => {
     const records: InboxRecord[] = [];
     return { records, append: (r, cb) => (records.push(r), cb(null)) };

@@ -47,7 +47,9 @@ describe('the local cluster: certificates made once, found by the CLI and the SD
       /^no TLS: the local cluster's certificates are not in .*verdict-config-.*\/local \(npm start makes them on its first start\); .*--ca FILE --cert FILE --key FILE.*, or --insecure/,
     );
     expect(() => localClusterTls(undefined, env())).toThrow(TlsSetupError);
-    expect(() => localClusterTls(undefined, env())).toThrow(/no CA in .*\/local yet: `npm start` \(verdict cluster up\) makes it on its first start/);
+    expect(() => localClusterTls(undefined, env())).toThrow(
+      /no CA in .*\/local yet: `npm start` \(verdict cluster up\) makes it on its first start/,
+    );
   });
 
   it('cluster up makes the CA and every certificate once, owner-only; the CLI then uses the admin certificate for loopback endpoints', () => {
@@ -75,12 +77,22 @@ describe('the local cluster: certificates made once, found by the CLI and the SD
     expect(clientSecurity([], env())).toEqual(admin);
     expect(clientSecurity(['--endpoints', '127.0.0.1:7001,localhost:7002'], env())).toEqual(admin);
     // Not the local cluster's addresses: no guess.
-    expect(() => clientSecurity(['--endpoints', '10.0.0.5:7001'], env())).toThrow(/^no TLS for 10\.0\.0\.5:7001: give the cluster's CA/);
-    expect(() => clientSecurity([], { ...env(), VERDICT_ENDPOINTS: 'db1.example:7001' })).toThrow(/^no TLS for db1\.example:7001/);
+    expect(() => clientSecurity(['--endpoints', '10.0.0.5:7001'], env())).toThrow(
+      /^no TLS for 10\.0\.0\.5:7001: give the cluster's CA/,
+    );
+    expect(() => clientSecurity([], { ...env(), VERDICT_ENDPOINTS: 'db1.example:7001' })).toThrow(
+      /^no TLS for db1\.example:7001/,
+    );
     // The SDK's helper: the client certificate by default, or any other by name.
-    expect(localClusterTls(undefined, env())).toEqual({ ca: admin.ca, cert: join(dir, 'alice.crt'), key: join(dir, 'alice.key') });
+    expect(localClusterTls(undefined, env())).toEqual({
+      ca: admin.ca,
+      cert: join(dir, 'alice.crt'),
+      key: join(dir, 'alice.key'),
+    });
     expect(localClusterTls('ops-admin', env())).toEqual(admin);
-    expect(() => localClusterTls('carts', env())).toThrow(/no certificate "carts" in .*: make it with `npx verdict certs --participant carts=127\.0\.0\.1:PORT`/);
+    expect(() => localClusterTls('carts', env())).toThrow(
+      /no certificate "carts" in .*: make it with `npx verdict certs --participant carts=127\.0\.0\.1:PORT`/,
+    );
   });
 
   it('given TLS files or --insecure, the CLI takes them as said; both at once are refused', () => {
@@ -92,15 +104,25 @@ describe('the local cluster: certificates made once, found by the CLI and the SD
     expect(insecure).toEqual(['--endpoints', '10.0.0.5:7001']);
     expect(clientSecurity([], { ...env(), VERDICT_INSECURE: 'true' })).toBeNull();
     // Files in the environment win over VERDICT_INSECURE (a harness's default), never over the flag.
-    expect(clientSecurity([], { ...env(), VERDICT_INSECURE: 'true', VERDICT_TLS_CA: 'ca.crt' })).toEqual({ ca: 'ca.crt', cert: undefined, key: undefined });
-    expect(() => clientSecurity(['--insecure', '--ca', 'ca.crt'], env())).toThrow(/--insecure and TLS files .* were both given: choose one/);
+    expect(clientSecurity([], { ...env(), VERDICT_INSECURE: 'true', VERDICT_TLS_CA: 'ca.crt' })).toEqual({
+      ca: 'ca.crt',
+      cert: undefined,
+      key: undefined,
+    });
+    expect(() => clientSecurity(['--insecure', '--ca', 'ca.crt'], env())).toThrow(
+      /--insecure and TLS files .* were both given: choose one/,
+    );
   });
 
   it('a participant of the local cluster without TLS flags gets its certificate from the local CA; never a node name, never for another cluster', () => {
     vi.stubEnv('VERDICT_CONFIG_DIR', configDir);
     const said: string[] = [];
     const files = localServerTls('carts', '127.0.0.1:7105', 'local', ['127.0.0.1:7001'], { info: (l) => said.push(l) });
-    expect(files).toEqual({ ca: join(configDir, 'local', 'ca.crt'), cert: join(configDir, 'local', 'carts.crt'), key: join(configDir, 'local', 'carts.key') });
+    expect(files).toEqual({
+      ca: join(configDir, 'local', 'ca.crt'),
+      cert: join(configDir, 'local', 'carts.crt'),
+      key: join(configDir, 'local', 'carts.key'),
+    });
     expect(said).toEqual([`made ${join(configDir, 'local', 'carts.crt')} (participant carts at 127.0.0.1:7105)`]);
     const cert = new X509Certificate(readFileSync(files?.cert ?? ''));
     expect(cert.subject).toBe('OU=local\nCN=carts');
@@ -108,10 +130,17 @@ describe('the local cluster: certificates made once, found by the CLI and the SD
     // Kept the second time.
     expect(localServerTls('carts', '127.0.0.1:7105', 'local', ['127.0.0.1:7001'], quiet)).toEqual(files);
     // A node's name, the CA's, or a client's existing certificate is never handed out as a participant's.
-    expect(() => localServerTls('n1', '127.0.0.1:7105', 'local', ['127.0.0.1:7001'], quiet)).toThrow(/"n1" is the name of a node/);
-    expect(() => localServerTls('ca', '127.0.0.1:7105', 'local', ['127.0.0.1:7001'], quiet)).toThrow(/"ca" is the name of the CA's files/);
-    expect(() => localServerTls('alice', '127.0.0.1:7105', 'local', ['127.0.0.1:7001'], quiet)).toThrow(/alice\.crt already exists and is CN=alice, not OU=local, CN=alice/);
-    // Another cluster, or a cluster not on loopback: not the local one, so no certificate (the start then refuses plaintext).
+    expect(() => localServerTls('n1', '127.0.0.1:7105', 'local', ['127.0.0.1:7001'], quiet)).toThrow(
+      /"n1" is the name of a node/,
+    );
+    expect(() => localServerTls('ca', '127.0.0.1:7105', 'local', ['127.0.0.1:7001'], quiet)).toThrow(
+      /"ca" is the name of the CA's files/,
+    );
+    expect(() => localServerTls('alice', '127.0.0.1:7105', 'local', ['127.0.0.1:7001'], quiet)).toThrow(
+      /alice\.crt already exists and is CN=alice, not OU=local, CN=alice/,
+    );
+    // Another cluster, or a cluster not on loopback: not the local one, so no certificate (the start then refuses
+    // plaintext).
     expect(localServerTls('carts', '127.0.0.1:7105', 'prod', ['127.0.0.1:7001'], quiet)).toBeNull();
     expect(localServerTls('carts', '127.0.0.1:7105', 'local', ['10.0.0.5:7001'], quiet)).toBeNull();
   });

@@ -12,7 +12,16 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EntryType, type Entry, type Snapshot } from '../../src/raft/types.ts';
-import { CorruptRecordError, decodeHardState, decodeLogState, encodeHardState, encodeLogState, KEY_HARD_STATE, KEY_LOG_STATE, type LogState } from '../../src/storage/codec.ts';
+import {
+  CorruptRecordError,
+  decodeHardState,
+  decodeLogState,
+  encodeHardState,
+  encodeLogState,
+  KEY_HARD_STATE,
+  KEY_LOG_STATE,
+  type LogState,
+} from '../../src/storage/codec.ts';
 import { encodeRecords, encodeSegmentHeader, scanRecords, segmentFileName } from '../../src/storage/segment-format.ts';
 import { MARK_FILE, MARK_SLOT_BYTES, MarkFile, newestMark } from '../../src/storage/mark-file.ts';
 import { SyncWorker } from '../../src/storage/sync-worker.ts';
@@ -51,25 +60,43 @@ async function closeAll(): Promise<void> {
 }
 
 function persist(store: DiskLogStore, b: Partial<PersistBatch>): Promise<void> {
-  const batch: PersistBatch = { hardState: null, entries: [], snapshot: null, localSnapshot: null, compactTo: 0, sync: true, ...b };
+  const batch: PersistBatch = {
+    hardState: null,
+    entries: [],
+    snapshot: null,
+    localSnapshot: null,
+    compactTo: 0,
+    sync: true,
+    ...b,
+  };
   return new Promise((resolve, reject) => store.persist(batch, (err) => (err ? reject(err) : resolve())));
 }
 
 function ents(from: number, to: number, term: number): Entry[] {
   const out: Entry[] = [];
-  for (let i = from; i <= to; i++) out.push({ term, index: i, type: EntryType.Normal, data: Uint8Array.from({ length: 20 + (i % 9) }, (_, j) => (i * 31 + j) & 0xff) });
+  for (let i = from; i <= to; i++)
+    out.push({
+      term,
+      index: i,
+      type: EntryType.Normal,
+      data: Uint8Array.from({ length: 20 + (i % 9) }, (_, j) => (i * 31 + j) & 0xff),
+    });
   return out;
 }
 
 function snap(index: number, term: number): Snapshot {
-  return { metadata: { index, term, confState: { voters: ['n1'], learners: [], votersOutgoing: [] } }, data: Uint8Array.of(index & 0xff) };
+  return {
+    metadata: { index, term, confState: { voters: ['n1'], learners: [], votersOutgoing: [] } },
+    data: Uint8Array.of(index & 0xff),
+  };
 }
 
 /** A store holding entries 1..last (term 1) in several segments, closed; returns the data dir. */
 async function writtenLog(last: number, opts: DiskLogStoreOptions = SMALL): Promise<string> {
   const dir = await tempDir();
   const { store } = await openStore(dir, opts);
-  for (let i = 1; i <= last; i += 5) await persist(store, { entries: ents(i, Math.min(i + 4, last), 1), hardState: { term: 1, vote: 'n1', commit: 2 } });
+  for (let i = 1; i <= last; i += 5)
+    await persist(store, { entries: ents(i, Math.min(i + 4, last), 1), hardState: { term: 1, vote: 'n1', commit: 2 } });
   await closeAll();
   return dir;
 }
@@ -90,9 +117,17 @@ async function flipByte(file: string, offset: number): Promise<void> {
 
 describe('segment log: write and read back', () => {
   it('the record encoder refuses, before a byte is written, what the scan would refuse as invalid (paired checks)', () => {
-    const e = (index: number, term: number, type = EntryType.Normal): Entry => ({ index, term, type, data: new Uint8Array([1]) });
+    const e = (index: number, term: number, type = EntryType.Normal): Entry => ({
+      index,
+      term,
+      type,
+      data: new Uint8Array([1]),
+    });
     const { buf } = encodeRecords([e(5, 1), e(6, 2)]);
-    expect(scanRecords(Buffer.concat([encodeSegmentHeader(0, 5), buf]), 5)).toMatchObject({ problem: null, entries: [{ index: 5 }, { index: 6 }] });
+    expect(scanRecords(Buffer.concat([encodeSegmentHeader(0, 5), buf]), 5)).toMatchObject({
+      problem: null,
+      entries: [{ index: 5 }, { index: 6 }],
+    });
     expect(() => encodeRecords([e(5, 1), e(7, 1)])).toThrow(/entry 7 \(term 1\) follows entry 5/);
     expect(() => encodeRecords([e(5, 2), e(6, 1)])).toThrow(/entry 6 \(term 1\) follows entry 5 \(term 2\)/);
     expect(() => encodeRecords([e(5, 1, 9 as EntryType)])).toThrow(/known type/);
@@ -292,7 +327,11 @@ describe('segment log: a log cut below the high-water mark starts the node recov
     await truncate(last, victim.offset + 11);
     const { recovered, report } = await openStore(dir);
     expect(recovered.recoverIndex).toBe(20);
-    expect(report.truncated[0]).toMatchObject({ index: victim.index, belowHighWater: true, savedAs: `${last}.cut-${victim.offset}` });
+    expect(report.truncated[0]).toMatchObject({
+      index: victim.index,
+      belowHighWater: true,
+      savedAs: `${last}.cut-${victim.offset}`,
+    });
     expect((await readFile(`${last}.cut-${victim.offset}`)).byteLength).toBe(11);
   });
 
@@ -393,12 +432,22 @@ describe('segment log: zeros written ahead of the records', () => {
     const end = header.byteLength + recs.byteLength;
     for (const n of [1, 3, 7, 8, 4096]) {
       const s = scanRecords(Buffer.concat([header, recs, Buffer.alloc(n)]), 1);
-      expect({ n, problem: s.problem, end: s.end, count: s.entries.length }).toEqual({ n, problem: null, end, count: 3 });
+      expect({ n, problem: s.problem, end: s.end, count: s.entries.length }).toEqual({
+        n,
+        problem: null,
+        end,
+        count: 3,
+      });
     }
     const junk = scanRecords(Buffer.concat([header, recs, Buffer.alloc(5), Buffer.of(1)]), 1);
     expect(junk.problem).toMatchObject({ kind: 'incomplete', offset: end, index: 4 });
     const later = scanRecords(Buffer.concat([header, recs, Buffer.alloc(64), Buffer.of(9, 9)]), 1);
-    expect(later.problem).toMatchObject({ kind: 'incomplete', offset: end, index: 4, detail: `zeros where a record should start, and data again at byte offset ${end + 64}` });
+    expect(later.problem).toMatchObject({
+      kind: 'incomplete',
+      offset: end,
+      index: 4,
+      detail: `zeros where a record should start, and data again at byte offset ${end + 64}`,
+    });
   });
 
   it('the zeros stop at the roll-over size, and segments that rolled read back whole', async () => {
@@ -419,7 +468,13 @@ describe('segment log: zeros written ahead of the records', () => {
     expect(recovered.entries).toEqual(ents(1, 20, 1));
     expect(recovered.recoverIndex).toBe(0);
     expect(report.truncated).toHaveLength(1);
-    expect(report.truncated[0]).toMatchObject({ file, offset: records, index: 21, belowHighWater: false, savedAs: null });
+    expect(report.truncated[0]).toMatchObject({
+      file,
+      offset: records,
+      index: 21,
+      belowHighWater: false,
+      savedAs: null,
+    });
     expect(report.truncated[0].detail).toMatch(/checksum mismatch/);
     await persist(store, { entries: ents(21, 22, 1) });
     await closeAll();
@@ -518,7 +573,18 @@ async function markOf(dir: string): Promise<LogState> {
 /** Puts a newer log state record in LevelDB than the store's: the state a crash between the two syncs leaves. */
 async function setMark(dir: string, ackedThrough: number, mayHoldUpTo: number): Promise<void> {
   const { firstSeq, markSeq } = await markOf(dir);
-  await withRawDb(dir, (db) => db.put(KEY_LOG_STATE, encodeLogState({ highWaterIndex: ackedThrough, highWaterTerm: 1, firstSeq, mayHoldIndex: mayHoldUpTo, markSeq: markSeq + 1 })));
+  await withRawDb(dir, (db) =>
+    db.put(
+      KEY_LOG_STATE,
+      encodeLogState({
+        highWaterIndex: ackedThrough,
+        highWaterTerm: 1,
+        firstSeq,
+        mayHoldIndex: mayHoldUpTo,
+        markSeq: markSeq + 1,
+      }),
+    ),
+  );
 }
 
 /** Half of record `index` at the end of the last segment: a segment write whose sync never finished. */
@@ -621,7 +687,11 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
   it("after a leader's snapshot and the entries that follow it, a loss below the mark is noticed", async () => {
     const dir = await writtenLog(20);
     const { store } = await openStore(dir, BESIDE);
-    await persist(store, { snapshot: snap(30, 2), entries: ents(31, 36, 2), hardState: { term: 2, vote: 'n2', commit: 30 } });
+    await persist(store, {
+      snapshot: snap(30, 2),
+      entries: ents(31, 36, 2),
+      hardState: { term: 2, vote: 'n2', commit: 30 },
+    });
     await closeAll();
     expect(await markOf(dir)).toMatchObject({ highWaterIndex: 36, mayHoldIndex: 36 });
     await cutAfter(dir, 33);
@@ -659,14 +729,24 @@ describe('segment log: the two-field mark (acknowledged through, may hold up to)
     // The envelope of the new record, re-sealed around the old 24-byte payload.
     const old = Buffer.concat([Buffer.from(full.subarray(0, 5)), payload]);
     old.writeUInt32BE(crc32(payload), 0);
-    expect(decodeLogState(old, 'raft')).toEqual({ highWaterIndex: 20, highWaterTerm: 1, firstSeq, mayHoldIndex: 20, markSeq: 0 });
-    expect(() => decodeLogState(encodeLogStateUnchecked(20, 1, firstSeq, 19), 'raft')).toThrow(/may-hold index 19 is below the acknowledged-through index 20/);
+    expect(decodeLogState(old, 'raft')).toEqual({
+      highWaterIndex: 20,
+      highWaterTerm: 1,
+      firstSeq,
+      mayHoldIndex: 20,
+      markSeq: 0,
+    });
+    expect(() => decodeLogState(encodeLogStateUnchecked(20, 1, firstSeq, 19), 'raft')).toThrow(
+      /may-hold index 19 is below the acknowledged-through index 20/,
+    );
   });
 });
 
 /** A log state record with any fields, checksummed, bypassing the encoder's own assertion. */
 function encodeLogStateUnchecked(hw: number, term: number, firstSeq: number, mayHold: number): Uint8Array {
-  const sealed = Buffer.from(encodeLogState({ highWaterIndex: hw, highWaterTerm: term, firstSeq, mayHoldIndex: hw, markSeq: 0 }));
+  const sealed = Buffer.from(
+    encodeLogState({ highWaterIndex: hw, highWaterTerm: term, firstSeq, mayHoldIndex: hw, markSeq: 0 }),
+  );
   sealed.writeBigUInt64BE(BigInt(mayHold), 5 + 24);
   sealed.writeUInt32BE(crc32(sealed.subarray(5)), 0);
   return sealed;
@@ -732,14 +812,18 @@ describe('the mark file (raft/high-water): two slots, the newest mark wins, sync
     const dir = await writtenLog(20);
     const buf = await readFile(markPath(dir));
     await writeFile(markPath(dir), Buffer.alloc(buf.byteLength, 0x5a));
-    await expect(DiskLogStore.open(dir, ID, SMALL)).rejects.toThrow(/corrupt high-water mark file .*no slot holds a valid record/);
+    await expect(DiskLogStore.open(dir, ID, SMALL)).rejects.toThrow(
+      /corrupt high-water mark file .*no slot holds a valid record/,
+    );
     // LevelDB names a mark seq above 0 once a snapshot, a cut or the confirmation wrote one there.
     const dir2 = await writtenLog(20);
     await setMark(dir2, 20, 20);
     await rm(markPath(dir2));
     const err = await DiskLogStore.open(dir2, ID, SMALL).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CorruptRecordError);
-    expect(String(err)).toMatch(/high-water mark file .*it is missing, but the log state record in LevelDB names mark \d+/);
+    expect(String(err)).toMatch(
+      /high-water mark file .*it is missing, but the log state record in LevelDB names mark \d+/,
+    );
   });
 
   it('a store written before the mark file (its log state in LevelDB, no mark seq) keeps its mark: a loss below it is still noticed', async () => {
@@ -751,7 +835,12 @@ describe('the mark file (raft/high-water): two slots, the newest mark wins, sync
     payload.writeBigUInt64BE(1n, 8);
     payload.writeBigUInt64BE(BigInt(firstSeq), 16);
     payload.writeBigUInt64BE(20n, 24);
-    const record = Buffer.concat([Buffer.from(encodeLogState({ highWaterIndex: 0, highWaterTerm: 0, firstSeq, mayHoldIndex: 0, markSeq: 0 }).subarray(0, 5)), payload]);
+    const record = Buffer.concat([
+      Buffer.from(
+        encodeLogState({ highWaterIndex: 0, highWaterTerm: 0, firstSeq, mayHoldIndex: 0, markSeq: 0 }).subarray(0, 5),
+      ),
+      payload,
+    ]);
     record.writeUInt32BE(crc32(payload), 0);
     await withRawDb(dir, (db) => db.put(KEY_LOG_STATE, record));
     await rm(markPath(dir));
@@ -785,7 +874,9 @@ describe('the mark file (raft/high-water): two slots, the newest mark wins, sync
     const segment = openSync(join(dir, 'segment'), 'w+');
     const worker = new SyncWorker('test store');
     try {
-      await expect(worker.run(1 << 20, fd, Uint8Array.of(1, 2, 3), 0)).rejects.toThrow(/test store: fdatasync of the segment failed: .*EBADF/);
+      await expect(worker.run(1 << 20, fd, Uint8Array.of(1, 2, 3), 0)).rejects.toThrow(
+        /test store: fdatasync of the segment failed: .*EBADF/,
+      );
       await worker.run(segment, fd, Uint8Array.of(7, 8, 9), 4096);
       const back = await readFile(join(dir, 'mark'));
       expect([...back.subarray(4096, 4099)]).toEqual([7, 8, 9]);
@@ -798,7 +889,10 @@ describe('the mark file (raft/high-water): two slots, the newest mark wins, sync
 
   it('a process whose only work was the store ends on its own after close(), not while the sync worker stops', async () => {
     const dir = await tempDir();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/unit/fixtures/store-close.ts', dir], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/unit/fixtures/store-close.ts', dir], {
+      cwd: process.cwd(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let errOut = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -810,6 +904,8 @@ describe('the mark file (raft/high-water): two slots, the newest mark wins, sync
 
 /** The hard state record LevelDB holds, read through the store's own open handle (LevelDB allows one opener). */
 async function storedHardState(store: DiskLogStore): Promise<unknown> {
-  const v = await (store as unknown as { db: { get(k: Uint8Array): Promise<Uint8Array | undefined> } }).db.get(KEY_HARD_STATE);
+  const v = await (store as unknown as { db: { get(k: Uint8Array): Promise<Uint8Array | undefined> } }).db.get(
+    KEY_HARD_STATE,
+  );
   return v === undefined ? null : decodeHardState(v, 'raft');
 }

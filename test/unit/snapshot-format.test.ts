@@ -21,12 +21,82 @@ function filled(): NodeStateMachine {
   const m = machine();
   const op = { operator: 'ops', reason: 'incident 7', atMs: 40 };
   let i = 0;
-  m.apply(entry(++i, encodeCommand({ t: 'register', id: 'p1', endpoint: '127.0.0.1:7001', atMs: 10, kind: 'memory', serves: ['Exchange'] })));
-  m.apply(entry(++i, encodeCommand({ t: 'decide', txnId: 't1', outcome: 'abort', reason: 'operator', participants: ['p1'], atMs: 41, operator: op })));
-  m.apply(entry(++i, encodeCommand({ t: 'heuristic', txnId: 't1', participantId: 'p1', outcome: 'commit', gid: 'g1', operator: 'dba', reason: 'lock held', atMs: 50 })));
-  m.apply(entry(++i, saga({ t: 'saga.start', sagaId: 's1', steps: [{ service: 'hotel', name: 'book', input: '{}' }], pivot: null, atMs: 60, owner: 'CN=app' })));
-  m.apply(entry(++i, saga({ t: 'saga.result', sagaId: 's1', step: 0, kind: 'action', outcome: 'done', output: 'room 9', reason: '', atMs: 61 })));
-  m.apply(entry(++i, encodeLeaseCommand({ t: 'lease.acquire', name: 'outbox/p0', holder: 'relay-a', ttlMs: 1_000, atMs: 70 })));
+  m.apply(
+    entry(
+      ++i,
+      encodeCommand({
+        t: 'register',
+        id: 'p1',
+        endpoint: '127.0.0.1:7001',
+        atMs: 10,
+        kind: 'memory',
+        serves: ['Exchange'],
+      }),
+    ),
+  );
+  m.apply(
+    entry(
+      ++i,
+      encodeCommand({
+        t: 'decide',
+        txnId: 't1',
+        outcome: 'abort',
+        reason: 'operator',
+        participants: ['p1'],
+        atMs: 41,
+        operator: op,
+      }),
+    ),
+  );
+  m.apply(
+    entry(
+      ++i,
+      encodeCommand({
+        t: 'heuristic',
+        txnId: 't1',
+        participantId: 'p1',
+        outcome: 'commit',
+        gid: 'g1',
+        operator: 'dba',
+        reason: 'lock held',
+        atMs: 50,
+      }),
+    ),
+  );
+  m.apply(
+    entry(
+      ++i,
+      saga({
+        t: 'saga.start',
+        sagaId: 's1',
+        steps: [{ service: 'hotel', name: 'book', input: '{}' }],
+        pivot: null,
+        atMs: 60,
+        owner: 'CN=app',
+      }),
+    ),
+  );
+  m.apply(
+    entry(
+      ++i,
+      saga({
+        t: 'saga.result',
+        sagaId: 's1',
+        step: 0,
+        kind: 'action',
+        outcome: 'done',
+        output: 'room 9',
+        reason: '',
+        atMs: 61,
+      }),
+    ),
+  );
+  m.apply(
+    entry(
+      ++i,
+      encodeLeaseCommand({ t: 'lease.acquire', name: 'outbox/p0', holder: 'relay-a', ttlMs: 1_000, atMs: 70 }),
+    ),
+  );
   m.apply(entry(++i, encodePut('k', new Uint8Array([1, 2, 3]))));
   return m;
 }

@@ -9,7 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { coordinatorParticipantService, type CoordinatorParticipantHandlers } from '../../src/participant/cluster-link.ts';
+import {
+  coordinatorParticipantService,
+  type CoordinatorParticipantHandlers,
+} from '../../src/participant/cluster-link.ts';
 import { retryAnyway, UNIMPLEMENTED_BEFORE_GIVING_UP } from '../../src/participant/registration.ts';
 import { startParticipant } from '../../src/participant/runtime.ts';
 import { raftNodeService } from '../../src/transport/proto.ts';
@@ -21,7 +24,11 @@ afterAll(() => {
 });
 
 function bind(server: grpc.Server): Promise<string> {
-  return new Promise((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(`127.0.0.1:${port}`))));
+  return new Promise((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) =>
+      err ? reject(err) : resolve(`127.0.0.1:${port}`),
+    ),
+  );
 }
 
 type Unary = (req: object, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => void;
@@ -30,11 +37,17 @@ describe('a node that is starting', () => {
   it('answers UNAVAILABLE until its gate opens, then serves; a method the service lacks is UNIMPLEMENTED', async () => {
     const server = new grpc.Server();
     try {
-      const gate = gatedService(server, raftNodeService as grpc.ServiceDefinition<grpc.UntypedServiceImplementation>, 1024 * 1024);
+      const gate = gatedService(
+        server,
+        raftNodeService as grpc.ServiceDefinition<grpc.UntypedServiceImplementation>,
+        1024 * 1024,
+      );
       const address = await bind(server);
       const Client = grpc.makeGenericClientConstructor(raftNodeService as grpc.ServiceDefinition, 'RaftNode');
-      const client = new Client(address, grpc.credentials.createInsecure()) as unknown as Record<string, Unary> & grpc.Client;
-      const call = (method: string): Promise<{ err: grpc.ServiceError | null; res?: unknown }> => new Promise((resolve) => client[method]!.call(client, {}, (err, res) => resolve({ err, res })));
+      const client = new Client(address, grpc.credentials.createInsecure()) as unknown as Record<string, Unary> &
+        grpc.Client;
+      const call = (method: string): Promise<{ err: grpc.ServiceError | null; res?: unknown }> =>
+        new Promise((resolve) => client[method]!.call(client, {}, (err, res) => resolve({ err, res })));
       try {
         const before = await call('Status');
         expect(before.err?.code).toBe(grpc.status.UNAVAILABLE);
@@ -72,7 +85,8 @@ describe("a participant's registration", () => {
     const impl: CoordinatorParticipantHandlers = {
       RegisterParticipant: (call, cb) => {
         attempts += 1;
-        if (attempts <= 3) return cb({ code: grpc.status.UNIMPLEMENTED, details: 'unknown service verdict.coordinator.Coordinator' });
+        if (attempts <= 3)
+          return cb({ code: grpc.status.UNIMPLEMENTED, details: 'unknown service verdict.coordinator.Coordinator' });
         cb(null, {
           participant: {
             participantId: call.request.participantId,
@@ -86,7 +100,8 @@ describe("a participant's registration", () => {
           },
         });
       },
-      GetOutcome: (call, cb) => cb(null, { txnId: call.request.txnId, outcome: 'OUTCOME_IN_PROGRESS', reason: '', decisionIndex: 0 }),
+      GetOutcome: (call, cb) =>
+        cb(null, { txnId: call.request.txnId, outcome: 'OUTCOME_IN_PROGRESS', reason: '', decisionIndex: 0 }),
     };
     server.addService(coordinatorParticipantService, impl);
     const address = await bind(server);

@@ -12,7 +12,13 @@ const encode = (s: NodeStatus): Buffer => method.responseSerialize(s);
 const reference = (b: Buffer): NodeStatus => method.responseDeserialize(b);
 
 const index = fc.maxSafeNat();
-const peerArb = fc.record({ nodeId: fc.string(), address: fc.string(), matchIndex: index, nextIndex: index, state: fc.string() });
+const peerArb = fc.record({
+  nodeId: fc.string(),
+  address: fc.string(),
+  matchIndex: index,
+  nextIndex: index,
+  state: fc.string(),
+});
 const statusArb: fc.Arbitrary<NodeStatus> = fc.record({
   clusterId: fc.string(),
   nodeId: fc.string({ unit: 'grapheme' }),
@@ -59,7 +65,29 @@ describe('NodeStatus decoding (the fast status path)', () => {
   it('skips fields it does not know (a newer node), of every wire type, as proto-loader does', () => {
     fc.assert(
       fc.property(statusArb, fc.nat({ max: 1_000 }), (s, n) => {
-        const unknown = [...tag(100, 0), ...varint(n), ...tag(101, 2), 3, 1, 2, 3, ...tag(102, 5), 1, 2, 3, 4, ...tag(103, 1), 1, 2, 3, 4, 5, 6, 7, 8];
+        const unknown = [
+          ...tag(100, 0),
+          ...varint(n),
+          ...tag(101, 2),
+          3,
+          1,
+          2,
+          3,
+          ...tag(102, 5),
+          1,
+          2,
+          3,
+          4,
+          ...tag(103, 1),
+          1,
+          2,
+          3,
+          4,
+          5,
+          6,
+          7,
+          8,
+        ];
         const bytes = Buffer.concat([Buffer.from(unknown), encode(s), Buffer.from(unknown)]);
         expect(decodeNodeStatus(bytes)).toEqual(reference(bytes));
         expect(decodeNodeStatus(bytes)).toEqual(s);
@@ -124,12 +152,16 @@ describe('NodeStatus decoding (the fast status path)', () => {
     // pid past uint32
     expect(refusal([...tag(12, 0), ...varint(2 ** 32)])).toMatch(/^NodeStatus: pid is 4294967296, beyond uint32/);
     // a version longer than any semver
-    expect(refusal([...tag(13, 2), 65, ...Array(65).fill(0x31)])).toMatch(/^NodeStatus: version is 65 characters, more than 64/);
+    expect(refusal([...tag(13, 2), 65, ...Array(65).fill(0x31)])).toMatch(
+      /^NodeStatus: version is 65 characters, more than 64/,
+    );
     // a group (wire type 3), which proto3 does not have
     expect(refusal([...tag(40, 3)])).toMatch(/wire type 3/);
     // field number 0
     expect(refusal([0, 0])).toMatch(/field number 0/);
     // a peer's match_index sent as a string: the peer is named
-    expect(refusal([...tag(11, 2), 3, ...tag(3, 2), 1, 65])).toMatch(/^NodeStatus\.peers\[0\]: match_index has wire type 2/);
+    expect(refusal([...tag(11, 2), 3, ...tag(3, 2), 1, 65])).toMatch(
+      /^NodeStatus\.peers\[0\]: match_index has wire type 2/,
+    );
   });
 });

@@ -7,7 +7,17 @@ import { Level as ClassicLevel } from 'level';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EntryType, NONE, emptySnapshot, type Entry, type HardState, type Snapshot } from '../../src/raft/types.ts';
-import { CorruptRecordError, encodeHardState, encodeIdentity, encodeSnapshot, FORMAT_VERSION, KEY_HARD_STATE, KEY_IDENTITY, KEY_LOG_STATE, KEY_SNAPSHOT } from '../../src/storage/codec.ts';
+import {
+  CorruptRecordError,
+  encodeHardState,
+  encodeIdentity,
+  encodeSnapshot,
+  FORMAT_VERSION,
+  KEY_HARD_STATE,
+  KEY_IDENTITY,
+  KEY_LOG_STATE,
+  KEY_SNAPSHOT,
+} from '../../src/storage/codec.ts';
 import { scanRecords } from '../../src/storage/segment-format.ts';
 import { StorageIdentityError } from '../../src/storage/dir-identity.ts';
 import { MARK_FILE } from '../../src/storage/mark-file.ts';
@@ -35,7 +45,10 @@ async function tempDir(): Promise<string> {
   return join(d, 'node');
 }
 
-async function openStore(dir: string, id: StorageIdentity = ID): Promise<{ store: DiskLogStore; recovered: RecoveredState; report: OpenReport }> {
+async function openStore(
+  dir: string,
+  id: StorageIdentity = ID,
+): Promise<{ store: DiskLogStore; recovered: RecoveredState; report: OpenReport }> {
   const r = await DiskLogStore.open(dir, id);
   open.push(r.store);
   return r;
@@ -47,7 +60,10 @@ async function closeStore(store: DiskLogStore): Promise<void> {
   await store.close();
 }
 
-async function reopen(store: DiskLogStore, dir: string): Promise<{ store: DiskLogStore; recovered: RecoveredState; report: OpenReport }> {
+async function reopen(
+  store: DiskLogStore,
+  dir: string,
+): Promise<{ store: DiskLogStore; recovered: RecoveredState; report: OpenReport }> {
   await closeStore(store);
   return openStore(dir);
 }
@@ -65,7 +81,10 @@ function persist(store: DiskLogStore, batch: Partial<PersistBatch>): Promise<voi
 function ents(from: number, to: number, term: number, tag = 0): Entry[] {
   const out: Entry[] = [];
   for (let i = from; i <= to; i++) {
-    const data = Uint8Array.from({ length: (i + tag) % 5 === 0 ? 0 : 3 + (i % 7) }, (_, j) => (i * 37 + j * 101 + tag) & 0xff);
+    const data = Uint8Array.from(
+      { length: (i + tag) % 5 === 0 ? 0 : 3 + (i % 7) },
+      (_, j) => (i * 37 + j * 101 + tag) & 0xff,
+    );
     out.push({ term, index: i, type: i % 4 === 0 ? EntryType.ConfChange : EntryType.Normal, data });
   }
   return out;
@@ -84,13 +103,23 @@ async function entryKeysOnDisk(dir: string): Promise<number[]> {
 }
 
 async function dump(dir: string): Promise<Array<[string, string]>> {
-  return withRawDb(dir, async (db) => (await db.iterator().all()).map(([k, v]): [string, string] => [Buffer.from(k).toString('hex'), Buffer.from(v).toString('hex')]));
+  return withRawDb(dir, async (db) =>
+    (await db.iterator().all()).map(([k, v]): [string, string] => [
+      Buffer.from(k).toString('hex'),
+      Buffer.from(v).toString('hex'),
+    ]),
+  );
 }
 
 describe('DiskLogStore: round trips', () => {
   it('a fresh store recovers the zero hard state, the empty snapshot and no entries', async () => {
     const { recovered } = await openStore(await tempDir());
-    expect(recovered).toEqual({ hardState: { term: 0, vote: NONE, commit: 0 }, snapshot: emptySnapshot(), entries: [], recoverIndex: 0 });
+    expect(recovered).toEqual({
+      hardState: { term: 0, vote: NONE, commit: 0 },
+      snapshot: emptySnapshot(),
+      entries: [],
+      recoverIndex: 0,
+    });
   });
 
   it('hard state, binary entries and a snapshot survive a reopen unchanged', async () => {
@@ -100,7 +129,12 @@ describe('DiskLogStore: round trips', () => {
     await persist(store, { hardState: hs, entries: [...ents(1, 5, 2), ...ents(6, 9, 3)] });
     let recovered: RecoveredState;
     ({ store, recovered } = await reopen(store, dir));
-    expect(recovered).toEqual({ hardState: hs, snapshot: emptySnapshot(), entries: [...ents(1, 5, 2), ...ents(6, 9, 3)], recoverIndex: 0 });
+    expect(recovered).toEqual({
+      hardState: hs,
+      snapshot: emptySnapshot(),
+      entries: [...ents(1, 5, 2), ...ents(6, 9, 3)],
+      recoverIndex: 0,
+    });
 
     await persist(store, { hardState: { term: 3, vote: 'n2', commit: 6 }, localSnapshot: snap(4, 2) });
     ({ recovered } = await reopen(store, dir));
@@ -187,7 +221,11 @@ describe('DiskLogStore: truncation, snapshots, compaction', () => {
     const dir = await tempDir();
     const { store } = await openStore(dir);
     await persist(store, { entries: ents(1, 5, 1), hardState: { term: 1, vote: NONE, commit: 2 } });
-    await persist(store, { snapshot: snap(20, 3), entries: ents(21, 23, 3), hardState: { term: 3, vote: NONE, commit: 20 } });
+    await persist(store, {
+      snapshot: snap(20, 3),
+      entries: ents(21, 23, 3),
+      hardState: { term: 3, vote: NONE, commit: 20 },
+    });
     const { recovered } = await reopen(store, dir);
     expect(recovered.snapshot).toEqual(snap(20, 3));
     expect(recovered.entries).toEqual(ents(21, 23, 3));
@@ -223,26 +261,68 @@ describe('DiskLogStore: truncation, snapshots, compaction', () => {
     const { store } = await openStore(dir);
     await persist(store, { entries: ents(1, 10, 1) });
     await persist(store, { localSnapshot: snap(5, 1), compactTo: 5 });
-    expect(() => store.persist(batchOf({ compactTo: 7 }), () => {})).toThrow(/compactTo 7 is beyond the snapshot index 5/);
+    expect(() => store.persist(batchOf({ compactTo: 7 }), () => {})).toThrow(
+      /compactTo 7 is beyond the snapshot index 5/,
+    );
     const { recovered } = await reopen(store, dir);
     expect(recovered.snapshot.metadata.index).toBe(5);
     expect(recovered.entries).toEqual(ents(6, 10, 1));
   });
 
   it.each<[string, Partial<PersistBatch>, RegExp]>([
-    ['entries that leave a gap after the last index', { entries: ents(12, 13, 1) }, /leaves a gap after the last index 10/],
-    ['entries that are not contiguous', { entries: [...ents(11, 11, 1), ...ents(13, 13, 1)] }, /not contiguous: 11 then 13/],
+    [
+      'entries that leave a gap after the last index',
+      { entries: ents(12, 13, 1) },
+      /leaves a gap after the last index 10/,
+    ],
+    [
+      'entries that are not contiguous',
+      { entries: [...ents(11, 11, 1), ...ents(13, 13, 1)] },
+      /not contiguous: 11 then 13/,
+    ],
     ['entries whose terms go back', { entries: [...ents(11, 11, 2), ...ents(12, 12, 1)] }, /entry terms go back/],
-    ['entries that overwrite committed ones', { entries: ents(4, 4, 2) }, /would overwrite committed entries \(commit 5\)/],
-    ['entries at or below the snapshot index', { snapshot: snap(8, 1), entries: ents(8, 9, 1) }, /entry 8 is at or below the snapshot index 8/],
-    ["a leader's snapshot that goes backwards", { snapshot: snap(2, 1) }, /snapshot index 2 is behind the stored snapshot 3/],
-    ["a leader's snapshot below the commit index", { snapshot: snap(4, 1) }, /snapshot index 4 would drop committed entries \(commit 5\)/],
-    ['a local snapshot that goes backwards', { localSnapshot: snap(2, 1) }, /local snapshot index 2 is behind the stored snapshot 3/],
-    ['a local snapshot beyond the last index', { localSnapshot: snap(11, 1) }, /local snapshot index 11 is beyond the last index 10/],
-    ['a commit beyond the last index', { hardState: { term: 1, vote: 'n1', commit: 11 } }, /commit 11 is beyond the last index 10/],
+    [
+      'entries that overwrite committed ones',
+      { entries: ents(4, 4, 2) },
+      /would overwrite committed entries \(commit 5\)/,
+    ],
+    [
+      'entries at or below the snapshot index',
+      { snapshot: snap(8, 1), entries: ents(8, 9, 1) },
+      /entry 8 is at or below the snapshot index 8/,
+    ],
+    [
+      "a leader's snapshot that goes backwards",
+      { snapshot: snap(2, 1) },
+      /snapshot index 2 is behind the stored snapshot 3/,
+    ],
+    [
+      "a leader's snapshot below the commit index",
+      { snapshot: snap(4, 1) },
+      /snapshot index 4 would drop committed entries \(commit 5\)/,
+    ],
+    [
+      'a local snapshot that goes backwards',
+      { localSnapshot: snap(2, 1) },
+      /local snapshot index 2 is behind the stored snapshot 3/,
+    ],
+    [
+      'a local snapshot beyond the last index',
+      { localSnapshot: snap(11, 1) },
+      /local snapshot index 11 is beyond the last index 10/,
+    ],
+    [
+      'a commit beyond the last index',
+      { hardState: { term: 1, vote: 'n1', commit: 11 } },
+      /commit 11 is beyond the last index 10/,
+    ],
     ['a commit that goes back', { hardState: { term: 1, vote: 'n1', commit: 4 } }, /commit goes back from 5 to 4/],
     ['a term that goes backwards', { hardState: { term: 0, vote: 'n1', commit: 5 } }, /term goes back from 1 to 0/],
-    ['a second vote in the same term', { hardState: { term: 1, vote: 'n2', commit: 5 } }, /vote in term 1 changes from n1 to n2/],
+    [
+      'a second vote in the same term',
+      { hardState: { term: 1, vote: 'n2', commit: 5 } },
+      /vote in term 1 changes from n1 to n2/,
+    ],
   ])('rejects %s before writing anything', async (_name, bad, why) => {
     const dir = await tempDir();
     const { store } = await openStore(dir);
@@ -270,7 +350,15 @@ interface Model {
 
 const stepArb = fc.record({
   snapshot: fc.option(fc.nat(), { freq: 6 }),
-  entries: fc.option(fc.record({ startSeed: fc.nat(), count: fc.integer({ min: 1, max: 6 }), newTerm: fc.boolean(), data: fc.uint8Array({ maxLength: 12 }) }), { freq: 2 }),
+  entries: fc.option(
+    fc.record({
+      startSeed: fc.nat(),
+      count: fc.integer({ min: 1, max: 6 }),
+      newTerm: fc.boolean(),
+      data: fc.uint8Array({ maxLength: 12 }),
+    }),
+    { freq: 2 },
+  ),
   hardState: fc.option(fc.record({ voteSeed: fc.nat(), commitSeed: fc.nat() }), { freq: 2 }),
   localSnapshot: fc.option(fc.nat(), { freq: 4 }),
   compactSeed: fc.option(fc.nat(), { freq: 3 }),
@@ -303,7 +391,14 @@ function makeBatch(m: Model, step: Step): PersistBatch {
     const lo = Math.max(snapIndex(), m.hardState.commit) + 1;
     const start = lo + (startSeed % (modelLast(m) + 1 - lo + 1));
     if (newTerm) m.term += 1;
-    add({ entries: Array.from({ length: count }, (_, i) => ({ term: m.term, index: start + i, type: EntryType.Normal, data: data.slice(i) })) });
+    add({
+      entries: Array.from({ length: count }, (_, i) => ({
+        term: m.term,
+        index: start + i,
+        type: EntryType.Normal,
+        data: data.slice(i),
+      })),
+    });
   }
   if (step.hardState !== null) {
     const prev = m.hardState;
@@ -340,7 +435,12 @@ function applyToModel(m: Model, b: PersistBatch): void {
 
 function modelState(m: Model): RecoveredState {
   const after = [...m.log.values()].filter((e) => e.index > m.snapshot.metadata.index);
-  return { hardState: m.hardState, snapshot: m.snapshot, entries: after.sort((a, b) => a.index - b.index), recoverIndex: 0 };
+  return {
+    hardState: m.hardState,
+    snapshot: m.snapshot,
+    entries: after.sort((a, b) => a.index - b.index),
+    recoverIndex: 0,
+  };
 }
 
 describe('DiskLogStore: property', () => {
@@ -349,8 +449,18 @@ describe('DiskLogStore: property', () => {
       fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 25 }), async (steps) => {
         const dir = await tempDir();
         let { store } = await openStore(dir);
-        const m: Model = { hardState: { term: 0, vote: NONE, commit: 0 }, snapshot: emptySnapshot(), log: new Map(), term: 1 };
-        const sim: RecoveredState = { hardState: { term: 0, vote: NONE, commit: 0 }, snapshot: emptySnapshot(), entries: [], recoverIndex: 0 };
+        const m: Model = {
+          hardState: { term: 0, vote: NONE, commit: 0 },
+          snapshot: emptySnapshot(),
+          log: new Map(),
+          term: 1,
+        };
+        const sim: RecoveredState = {
+          hardState: { term: 0, vote: NONE, commit: 0 },
+          snapshot: emptySnapshot(),
+          entries: [],
+          recoverIndex: 0,
+        };
         const pending: Promise<void>[] = [];
         try {
           for (const step of steps) {
@@ -424,8 +534,12 @@ describe('DiskLogStore: damaged LevelDB records are refused with the path and th
     );
     const err = await DiskLogStore.open(dir, ID).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CorruptRecordError);
-    expect((err as Error).message).toMatch(new RegExp(`corrupt hard state record in ${escape(join(dir, 'raft'))}: checksum mismatch`));
-    expect((err as Error).message).toContain('run `verdict node repair --config <file>` to move the data directory aside; the node then rejoins empty');
+    expect((err as Error).message).toMatch(
+      new RegExp(`corrupt hard state record in ${escape(join(dir, 'raft'))}: checksum mismatch`),
+    );
+    expect((err as Error).message).toContain(
+      'run `verdict node repair --config <file>` to move the data directory aside; the node then rejoins empty',
+    );
     expect((err as Error).message).not.toMatch(/\bdelete\b|\bremove\b|empty directory/);
   });
 
@@ -481,7 +595,10 @@ describe('DiskLogStore: a data directory in another storage format is refused', 
     async (format) => {
       const dir = await tempDir();
       await mkdir(dir, { recursive: true });
-      const db = new ClassicLevel<Uint8Array, Uint8Array>(join(dir, 'raft'), { keyEncoding: 'view', valueEncoding: 'view' });
+      const db = new ClassicLevel<Uint8Array, Uint8Array>(join(dir, 'raft'), {
+        keyEncoding: 'view',
+        valueEncoding: 'view',
+      });
       await db.open();
       // Format 1 kept the raft entries in LevelDB too, under keys 0x10 + u64 index; one such key stands for them.
       await db.batch([
@@ -497,7 +614,9 @@ describe('DiskLogStore: a data directory in another storage format is refused', 
       expect(err).toBeInstanceOf(StorageIdentityError);
       const msg = (err as Error).message;
       expect(msg).not.toContain('\n');
-      expect(msg).toContain(`${join(dir, 'raft')} was written in storage format ${format} but this build reads format ${FORMAT_VERSION} only`);
+      expect(msg).toContain(
+        `${join(dir, 'raft')} was written in storage format ${format} but this build reads format ${FORMAT_VERSION} only`,
+      );
       expect(msg).toContain('run `verdict node repair --config');
       expect(msg).not.toMatch(/\bdelete\b|\bremove\b/);
       expect(await dump(dir)).toEqual(before);

@@ -7,7 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { ParticipantEngine } from '../../src/participant/engine.ts';
 import { barrierStep, TccRefusal, type BarrierOp, type TccBranch } from '../../src/participant/tcc/barrier.ts';
 import { ReserveWatcher, type AskAbort } from '../../src/participant/tcc/expiry.ts';
-import { MemoryTccResource, replayTcc, type TccMemoryHandlers, type TccRecord } from '../../src/participant/tcc/memory.ts';
+import {
+  MemoryTccResource,
+  replayTcc,
+  type TccMemoryHandlers,
+  type TccRecord,
+} from '../../src/participant/tcc/memory.ts';
 import type { ClusterOutcome, TxnRecord } from '../../src/participant/types.ts';
 import type { Decide, DecisionOutcome } from '../../src/domain/protocol.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -57,7 +62,13 @@ function syncJournal(): { records: TccRecord[]; append: (r: TccRecord, cb: (err:
 }
 
 function seatResource(handlers = seatHandlers(), journal = syncJournal(), now = { ms: 0 }) {
-  const resource = new MemoryTccResource({ participantId: 'seats', handlers, live: replayTcc('seats', handlers, journal.records), journal, clock: { nowMs: () => now.ms } });
+  const resource = new MemoryTccResource({
+    participantId: 'seats',
+    handlers,
+    live: replayTcc('seats', handlers, journal.records),
+    journal,
+    clock: { nowMs: () => now.ms },
+  });
   return { resource, journal, handlers };
 }
 
@@ -73,7 +84,12 @@ const run = (res: MemoryTccResource<Seats>, op: BarrierOp): string => {
 function sequences(len: number): BarrierOp[][] {
   if (len === 0) return [[]];
   const shorter = sequences(len - 1);
-  return [...shorter, ...shorter.filter((s) => s.length === len - 1).flatMap((s) => (['try', 'confirm', 'cancel'] as const).map((op) => [...s, op]))];
+  return [
+    ...shorter,
+    ...shorter
+      .filter((s) => s.length === len - 1)
+      .flatMap((s) => (['try', 'confirm', 'cancel'] as const).map((op) => [...s, op])),
+  ];
 }
 
 describe('TCC barrier', () => {
@@ -120,7 +136,10 @@ describe('TCC barrier', () => {
     expect(barrierStep('T', 'confirmed', 'confirm')).toEqual({ kind: 'done' });
     expect(barrierStep('T', 'confirmed', 'cancel')).toMatchObject({ kind: 'refuse', hanging: false });
     expect(barrierStep('T', 'cancelled', 'confirm')).toMatchObject({ kind: 'refuse', hanging: false });
-    expect(barrierStep('T', undefined, 'confirm')).toMatchObject({ kind: 'refuse', reason: expect.stringMatching(/no Try is on record/) });
+    expect(barrierStep('T', undefined, 'confirm')).toMatchObject({
+      kind: 'refuse',
+      reason: expect.stringMatching(/no Try is on record/),
+    });
   });
 });
 
@@ -208,7 +227,12 @@ class Timers {
   }
 }
 
-function engineWith(resource: MemoryTccResource<Seats>, timers: Timers, ask: (cb: (err: Error | null, o: ClusterOutcome) => void) => void, forgetAborts = false) {
+function engineWith(
+  resource: MemoryTccResource<Seats>,
+  timers: Timers,
+  ask: (cb: (err: Error | null, o: ClusterOutcome) => void) => void,
+  forgetAborts = false,
+) {
   const journal: TxnRecord[] = [];
   const engine = new ParticipantEngine({
     clusterId: 'c',
@@ -226,8 +250,21 @@ function engineWith(resource: MemoryTccResource<Seats>, timers: Timers, ask: (cb
   return engine;
 }
 
-const prepareReq = (txnId: string, k = 2) => ({ clusterId: 'c', participantId: 'seats', txnId, participants: ['seats', 'pay'], payload: seats(k), timeoutMs: 60_000 });
-const decision = (txnId: string, d: DecisionOutcome): Decide => ({ clusterId: 'c', participantId: 'seats', txnId, outcome: d, reason: '' });
+const prepareReq = (txnId: string, k = 2) => ({
+  clusterId: 'c',
+  participantId: 'seats',
+  txnId,
+  participants: ['seats', 'pay'],
+  payload: seats(k),
+  timeoutMs: 60_000,
+});
+const decision = (txnId: string, d: DecisionOutcome): Decide => ({
+  clusterId: 'c',
+  participantId: 'seats',
+  txnId,
+  outcome: d,
+  reason: '',
+});
 
 describe('TCC under the participant engine', () => {
   it('an ABORT before the PREPARE is an empty rollback; the late PREPARE is refused (hanging Try) and votes NO, even once the engine forgot the ABORT', () => {
@@ -379,15 +416,26 @@ describe('TCC memory handlers are folded (docs/tcc.md)', () => {
   it("each event runs its handler twice (the live copy, then the journal's fold once synced) and once more per record at every start", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'verdict-tcc-fold-'));
     const handlers = seatHandlers();
-    const open = () => openTccParticipant({ clusterId: 'c', participantId: 'seats', dataDir: dir, log: SILENT, memory: handlers as TccMemoryHandlers<unknown> });
+    const open = () =>
+      openTccParticipant({
+        clusterId: 'c',
+        participantId: 'seats',
+        dataDir: dir,
+        log: SILENT,
+        memory: handlers as TccMemoryHandlers<unknown>,
+      });
     let setup = await open();
     try {
       calls.try = 0;
       calls.confirm = 0;
-      const vote = await new Promise<boolean>((resolve, reject) => setup.resource.prepare('T', seats(2), (err, v) => (err ? reject(err) : resolve(v.yes))));
+      const vote = await new Promise<boolean>((resolve, reject) =>
+        setup.resource.prepare('T', seats(2), (err, v) => (err ? reject(err) : resolve(v.yes))),
+      );
       expect(vote).toBe(true);
       expect(calls.try).toBe(2);
-      await new Promise<void>((resolve, reject) => setup.resource.commit('T', (err) => (err ? reject(err) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        setup.resource.commit('T', (err) => (err ? reject(err) : resolve())),
+      );
       expect(calls.confirm).toBe(2);
       await setup.close();
       await setup.journal.close();
@@ -418,12 +466,21 @@ describe('a reserve whose Try was recorded but whose vote never left (the proces
       decode: (t) => JSON.parse(t) as { held: string[] },
     };
     const log = { info: () => {}, warn: () => {}, error: () => {} };
-    const open = () => openTccParticipant({ memory: kv as TccMemoryHandlers<unknown>, clusterId: 'c', participantId: 'seats', dataDir, log });
+    const open = () =>
+      openTccParticipant({
+        memory: kv as TccMemoryHandlers<unknown>,
+        clusterId: 'c',
+        participantId: 'seats',
+        dataDir,
+        log,
+      });
     try {
       const first = await open();
       // The Try runs and its barrier record is synced; the engine's prepared record never is.
       await new Promise<void>((resolve, reject) =>
-        first.resource.prepare('t-orphan', new TextEncoder().encode('x'), (err, vote) => (err ? reject(err) : vote.yes ? resolve() : reject(new Error(vote.reason)))),
+        first.resource.prepare('t-orphan', new TextEncoder().encode('x'), (err, vote) =>
+          err ? reject(err) : vote.yes ? resolve() : reject(new Error(vote.reason)),
+        ),
       );
       expect(first.records).toEqual([]);
       await first.close();

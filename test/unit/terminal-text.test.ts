@@ -11,7 +11,9 @@ describe('printable', () => {
     expect(printable('\u009b31m\u2028')).toBe('\\u{9b}31m\\u{2028}');
     // Nothing printable is left that a terminal acts on.
     const all = Array.from({ length: 0xa0 }, (_, i) => String.fromCharCode(i)).join('');
-    const controls = [...printable(all)].filter((ch) => ch.charCodeAt(0) < 0x20 || (ch.charCodeAt(0) >= 0x7f && ch.charCodeAt(0) <= 0x9f));
+    const controls = [...printable(all)].filter(
+      (ch) => ch.charCodeAt(0) < 0x20 || (ch.charCodeAt(0) >= 0x7f && ch.charCodeAt(0) <= 0x9f),
+    );
     expect(controls).toEqual([]);
   });
 });

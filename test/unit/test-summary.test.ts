@@ -21,7 +21,15 @@ function runFixtures(files: string[]): ReturnType<typeof summarize> {
   const report = join(tmp, `${files.join('-')}.json`);
   const r = spawnSync(
     process.execPath,
-    [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--root', FIXTURES, '--reporter=dot', `--reporter=${join(ROOT, 'test', 'summary.mjs')}`, ...files],
+    [
+      join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'),
+      'run',
+      '--root',
+      FIXTURES,
+      '--reporter=dot',
+      `--reporter=${join(ROOT, 'test', 'summary.mjs')}`,
+      ...files,
+    ],
     {
       cwd: ROOT,
       env: { ...process.env, VERDICT_SUMMARY_FILE: report, VITEST_POOL_ID: '' },
@@ -38,7 +46,9 @@ describe('the summary line of npm test', () => {
     const s = runFixtures(['setup-throws.fixture.ts']);
     expect(s.passed).toBe(0);
     expect(s.failed).toBe(3);
-    expect(s.failures).toEqual(['test/unit/fixtures/summary/setup-throws.fixture.ts: 3 test(s) did not run, setup failed: nats-server not found']);
+    expect(s.failures).toEqual([
+      'test/unit/fixtures/summary/setup-throws.fixture.ts: 3 test(s) did not run, setup failed: nats-server not found',
+    ]);
   });
 
   it('counts failures, failed setups of a describe, a failed afterAll and a file that did not load; leaves skip and todo out', () => {
@@ -58,17 +68,33 @@ describe('the summary line of npm test', () => {
 
   it('counts a test skipped while running (a missing component) as failed', () => {
     const s = summarize({
-      modules: [{ file: 'x.test.ts', errors: [], suites: [], tests: [{ name: 'needs etcd', mode: 'run', state: 'skipped', errors: [], note: 'etcd missing', setupError: null }] }],
+      modules: [
+        {
+          file: 'x.test.ts',
+          errors: [],
+          suites: [],
+          tests: [
+            { name: 'needs etcd', mode: 'run', state: 'skipped', errors: [], note: 'etcd missing', setupError: null },
+          ],
+        },
+      ],
       unhandled: ['boom'],
     });
-    expect(s).toEqual({ passed: 0, failed: 2, failures: ['x.test.ts > needs etcd: skipped while running (etcd missing)', 'unhandled error: boom'] });
+    expect(s).toEqual({
+      passed: 0,
+      failed: 2,
+      failures: ['x.test.ts > needs etcd: skipped while running (etcd missing)', 'unhandled error: boom'],
+    });
   });
 });
 
 describe('nothing outlives a test run', () => {
   it('finds a process carrying the run marker, and kills it', async () => {
     const runId = `summary-test-${process.pid}-${Date.now()}`;
-    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env: { ...process.env, [MARKER]: runId }, stdio: 'ignore' });
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+      env: { ...process.env, [MARKER]: runId },
+      stdio: 'ignore',
+    });
     const exited = new Promise((r) => child.once('exit', r));
     try {
       // The child's environment is readable once it has started: wait for it with a bound.

@@ -13,7 +13,15 @@ import { loadNodeTls } from '../../src/node/node-tls.ts';
 import { checkAdmin, checkParticipant, OPEN_POLICY, type AuthPolicy } from '../../src/transport/auth.ts';
 import { NodeCallers } from '../../src/participant/node-callers.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../../src/transport/grpc.ts';
-import { certificateRole, explainConnectError, loadTls, nodeCertificateProblem, nodeRoleProblem, participantServerProblem, TlsSetupError } from '../../src/transport/tls.ts';
+import {
+  certificateRole,
+  explainConnectError,
+  loadTls,
+  nodeCertificateProblem,
+  nodeRoleProblem,
+  participantServerProblem,
+  TlsSetupError,
+} from '../../src/transport/tls.ts';
 import { nodeChannelCredentials, serverCredentials } from '../../src/transport/tls-credentials.ts';
 import { freePorts } from '../free-ports.ts';
 import { certDir, TestCa, type CertFiles } from '../tls-certs.ts';
@@ -53,11 +61,15 @@ describe('loading certificate files', () => {
   });
 
   it('refuses a key of another certificate, a certificate of another CA, a missing file, a non-PEM file', () => {
-    expect(tlsError(() => loadTls({ ca: ca.cert, cert: n1.cert, key: n2.key }, names))).toMatch(/"tls\.key" \(.*n2\.key\) is not the private key of "tls\.cert"/);
+    expect(tlsError(() => loadTls({ ca: ca.cert, cert: n1.cert, key: n2.key }, names))).toMatch(
+      /"tls\.key" \(.*n2\.key\) is not the private key of "tls\.cert"/,
+    );
     expect(tlsError(() => loadTls({ ca: ca.cert, cert: rogueN2.cert, key: rogueN2.key }, names))).toMatch(
       /"tls\.cert" \(.*rogue-n2\.crt, issued by "CN=rogue-ca"\) is not signed by the CA in "tls\.ca"/,
     );
-    expect(tlsError(() => loadTls({ ca: join(dir, 'nope.crt') }, names))).toMatch(/"tls\.ca": cannot read .*nope\.crt \(ENOENT\); expected a PEM file/);
+    expect(tlsError(() => loadTls({ ca: join(dir, 'nope.crt') }, names))).toMatch(
+      /"tls\.ca": cannot read .*nope\.crt \(ENOENT\); expected a PEM file/,
+    );
     const junk = join(dir, 'junk.crt');
     writeFileSync(junk, 'hello');
     expect(tlsError(() => loadTls({ ca: junk }, names))).toMatch(/holds no PEM certificate/);
@@ -66,14 +78,21 @@ describe('loading certificate files', () => {
 
   it('a node refuses to start with a certificate that names another node, cluster or host', () => {
     const cfg = (nodeId: string, listen = '127.0.0.1:7001', files = n1) =>
-      parseConfig({ clusterId: 'c1', nodeId, listen, dataDir: 'd', peers: { [nodeId]: listen }, tls: { ca: ca.cert, ...files } }, '/x/n.json');
+      parseConfig(
+        { clusterId: 'c1', nodeId, listen, dataDir: 'd', peers: { [nodeId]: listen }, tls: { ca: ca.cert, ...files } },
+        '/x/n.json',
+      );
     expect(loadNodeTls(cfg('n1'))).not.toBeNull();
     const err = (f: () => unknown): string => refusalOf(ConfigError, f);
     expect(err(() => loadNodeTls(cfg('n2')))).toMatch(
       /"tls\.cert" .*this node's certificate names node "n1" of cluster "c1" .*expected node "n2" of cluster "c1".*; issue it with -subj "\/O=verdict-node\/OU=c1\/CN=n2"/,
     );
-    expect(err(() => loadNodeTls(cfg('n1', '10.1.2.3:7001')))).toMatch(/does not name 10\.1\.2\.3 in its subjectAltName .*add subjectAltName=IP:10\.1\.2\.3/);
-    expect(err(() => loadNodeTls(cfg('n1', '127.0.0.1:7001', { cert: n1.cert, key: n3.key })))).toMatch(/is not the private key/);
+    expect(err(() => loadNodeTls(cfg('n1', '10.1.2.3:7001')))).toMatch(
+      /does not name 10\.1\.2\.3 in its subjectAltName .*add subjectAltName=IP:10\.1\.2\.3/,
+    );
+    expect(err(() => loadNodeTls(cfg('n1', '127.0.0.1:7001', { cert: n1.cert, key: n3.key })))).toMatch(
+      /is not the private key/,
+    );
     // The right names without the node mark: a participant's certificate, or a node's made before the mark.
     expect(err(() => loadNodeTls(cfg('n2', '127.0.0.1:7001', n2Unmarked)))).toMatch(
       /this node's certificate \(OU=c1, CN=n2\) is not a node's: it lacks the node mark O=verdict-node .*; issue it with -subj "\/O=verdict-node\/OU=c1\/CN=n2"/,
@@ -82,10 +101,14 @@ describe('loading certificate files', () => {
 
   it('names a node by CN, its cluster by OU, and its role by the node mark', () => {
     expect(nodeCertificateProblem({ O: 'verdict-node', CN: 'n1', OU: 'c1' }, 'c1', 'n1')).toBeNull();
-    expect(nodeCertificateProblem({ O: 'verdict-node', CN: 'n1', OU: 'c2' }, 'c1', 'n1')).toMatch(/names node "n1" of cluster "c2"/);
+    expect(nodeCertificateProblem({ O: 'verdict-node', CN: 'n1', OU: 'c2' }, 'c1', 'n1')).toMatch(
+      /names node "n1" of cluster "c2"/,
+    );
     expect(nodeCertificateProblem({ CN: 'alice' }, 'c1', 'n1')).toMatch(/names node "alice" of cluster ""/);
     expect(nodeCertificateProblem('O=verdict-node\nOU=c1\nCN=n1', 'c1', 'n1')).toBeNull();
-    expect(nodeCertificateProblem('OU=c1\nCN=n1', 'c1', 'n1')).toMatch(/is not a node's: it lacks the node mark O=verdict-node/);
+    expect(nodeCertificateProblem('OU=c1\nCN=n1', 'c1', 'n1')).toMatch(
+      /is not a node's: it lacks the node mark O=verdict-node/,
+    );
   });
 
   it('tells a node, a participant and a client apart by one rule (certificateRole), as verdict certs makes them', () => {
@@ -103,13 +126,19 @@ describe('loading certificate files', () => {
     expect(nodeRoleProblem({ O: 'verdict-node', OU: 'c2', CN: 'n1' }, 'c1')).toMatch(/is not of cluster "c1"/);
     // A participant's server certificate: its CN, its cluster, and no node mark.
     expect(participantServerProblem({ OU: 'c1', CN: 'shop' }, 'c1', 'shop')).toBeNull();
-    expect(participantServerProblem({ OU: 'c1', CN: 'ledger' }, 'c1', 'shop')).toMatch(/names "ledger" of cluster "c1"/);
-    expect(participantServerProblem({ O: 'verdict-node', OU: 'c1', CN: 'shop' }, 'c1', 'shop')).toMatch(/names node "shop"/);
+    expect(participantServerProblem({ OU: 'c1', CN: 'ledger' }, 'c1', 'shop')).toMatch(
+      /names "ledger" of cluster "c1"/,
+    );
+    expect(participantServerProblem({ O: 'verdict-node', OU: 'c1', CN: 'shop' }, 'c1', 'shop')).toMatch(
+      /names node "shop"/,
+    );
   });
 });
 
 describe('admin check', () => {
-  const call = (cn?: string) => ({ getAuthContext: () => (cn === undefined ? {} : { sslPeerCertificate: { subject: { CN: cn } } as never }) });
+  const call = (cn?: string) => ({
+    getAuthContext: () => (cn === undefined ? {} : { sslPeerCertificate: { subject: { CN: cn } } as never }),
+  });
   const tls = (adminNames: string[]): AuthPolicy => ({ tls: { clusterId: 'c1', adminNames } });
 
   it('lets every caller through without TLS (no identities: docs/security.md)', () => {
@@ -122,19 +151,25 @@ describe('admin check', () => {
     expect(checkAdmin(call('ops-admin'), p)).toBeNull();
     const denied = checkAdmin(call('alice'), p, 'leader transfer');
     expect(denied?.code).toBe(grpc.status.PERMISSION_DENIED);
-    expect(denied?.details).toBe("leader transfer needs an admin certificate: client certificate CN=alice is not in the node's tls.adminNames; use a certificate whose CN is one of them");
+    expect(denied?.details).toBe(
+      "leader transfer needs an admin certificate: client certificate CN=alice is not in the node's tls.adminNames; use a certificate whose CN is one of them",
+    );
     expect(checkAdmin(call(), p)?.details).toMatch(/a caller without a verified client certificate/);
   });
 
   it('refuses every certificate with TLS and no adminNames, and says how to name admins', () => {
     const denied = checkAdmin(call('alice'), tls([]), 'put');
     expect(denied?.code).toBe(grpc.status.PERMISSION_DENIED);
-    expect(denied?.details).toBe("put needs an admin certificate, and this node has none: set tls.adminNames to the CNs of the operators' client certificates");
+    expect(denied?.details).toBe(
+      "put needs an admin certificate, and this node has none: set tls.adminNames to the CNs of the operators' client certificates",
+    );
   });
 });
 
 describe('participant check: a participant id belongs to the certificate named after it', () => {
-  const call = (subject?: Record<string, string>) => ({ getAuthContext: () => (subject === undefined ? {} : { sslPeerCertificate: { subject } as never }) });
+  const call = (subject?: Record<string, string>) => ({
+    getAuthContext: () => (subject === undefined ? {} : { sslPeerCertificate: { subject } as never }),
+  });
   const p: AuthPolicy = { tls: { clusterId: 'c1', adminNames: ['ops-admin'] } };
 
   it('accepts CN = participant id with OU = cluster id', () => {
@@ -143,7 +178,8 @@ describe('participant check: a participant id belongs to the certificate named a
   });
 
   it('refuses another name, another cluster, an admin, and no certificate, naming the caller', () => {
-    const details = (subject: Record<string, string> | undefined): string | undefined => checkParticipant(call(subject), p, 'shop', 'registering participant "shop"')?.details;
+    const details = (subject: Record<string, string> | undefined): string | undefined =>
+      checkParticipant(call(subject), p, 'shop', 'registering participant "shop"')?.details;
     expect(details({ CN: 'mallory', OU: 'c1' })).toBe(
       'registering participant "shop" is for participant "shop" only, whose certificate has CN=shop, OU=c1; the caller presented client certificate CN=mallory, OU=c1',
     );
@@ -155,15 +191,19 @@ describe('participant check: a participant id belongs to the certificate named a
   });
 
   it('echoes a bounded id: a 100 kB participant id is not sent back whole', () => {
-    const details = checkParticipant(call({ CN: 'x'.repeat(100_000), OU: 'c1' }), p, 'a'.repeat(100_000), 'asking')?.details ?? '';
+    const details =
+      checkParticipant(call({ CN: 'x'.repeat(100_000), OU: 'c1' }), p, 'a'.repeat(100_000), 'asking')?.details ?? '';
     expect(details.length).toBeLessThan(400);
     expect(details).toMatch(/^asking is for participant "a{64}" only/);
   });
 });
 
 describe('a participant recognises the nodes of its cluster (NodeCallers)', () => {
-  const call = (subject?: Record<string, string>) => ({ getAuthContext: () => (subject === undefined ? {} : { sslPeerCertificate: { subject } as never }) });
-  const verdictOf = (callers: NodeCallers, subject?: Record<string, string>): Promise<string | null> => new Promise((r) => callers.check(call(subject), r));
+  const call = (subject?: Record<string, string>) => ({
+    getAuthContext: () => (subject === undefined ? {} : { sslPeerCertificate: { subject } as never }),
+  });
+  const verdictOf = (callers: NodeCallers, subject?: Record<string, string>): Promise<string | null> =>
+    new Promise((r) => callers.check(call(subject), r));
 
   function setup(members: string[][]) {
     let nowMs = 0;
@@ -188,10 +228,18 @@ describe('a participant recognises the nodes of its cluster (NodeCallers)', () =
   it('refuses a participant certificate of its own cluster (even one naming a member), another cluster, a node not a member, and no certificate', async () => {
     const s = setup([['n1', 'n2', 'n3']]);
     await s.callers.refresh();
-    expect(await verdictOf(s.callers, { CN: 'ledger', OU: 'c1' })).toMatch(/^the caller's certificate \(OU=c1, CN=ledger\) is not a node's: it lacks the node mark O=verdict-node/);
-    expect(await verdictOf(s.callers, { CN: 'n1', OU: 'c1' })).toMatch(/^the caller's certificate \(OU=c1, CN=n1\) is not a node's/);
-    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'n1', OU: 'c2' })).toMatch(/^the caller's certificate \(O=verdict-node, OU=c2, CN=n1\) is not of cluster "c1"/);
-    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'n9', OU: 'c1' })).toBe('the caller\'s certificate CN=n9 names no node of cluster "c1" (its nodes: n1, n2, n3)');
+    expect(await verdictOf(s.callers, { CN: 'ledger', OU: 'c1' })).toMatch(
+      /^the caller's certificate \(OU=c1, CN=ledger\) is not a node's: it lacks the node mark O=verdict-node/,
+    );
+    expect(await verdictOf(s.callers, { CN: 'n1', OU: 'c1' })).toMatch(
+      /^the caller's certificate \(OU=c1, CN=n1\) is not a node's/,
+    );
+    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'n1', OU: 'c2' })).toMatch(
+      /^the caller's certificate \(O=verdict-node, OU=c2, CN=n1\) is not of cluster "c1"/,
+    );
+    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'n9', OU: 'c1' })).toBe(
+      'the caller\'s certificate CN=n9 names no node of cluster "c1" (its nodes: n1, n2, n3)',
+    );
     expect(await verdictOf(s.callers, undefined)).toBe('the caller has no verified client certificate');
     expect(s.callers.refused).toBe(5);
   });
@@ -209,23 +257,45 @@ describe('a participant recognises the nodes of its cluster (NodeCallers)', () =
     expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'n4', OU: 'c1' })).toBeNull();
     expect(s.fetches()).toBe(2);
     // An impostor right after: no new fetch, refused.
-    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'mallory', OU: 'c1' })).toMatch(/names no node of cluster "c1" \(its nodes: n1, n2, n3, n4\)/);
+    expect(await verdictOf(s.callers, { O: 'verdict-node', CN: 'mallory', OU: 'c1' })).toMatch(
+      /names no node of cluster "c1" \(its nodes: n1, n2, n3, n4\)/,
+    );
     expect(s.fetches()).toBe(2);
   });
 });
 
 describe('connection errors explained', () => {
   it('turns OpenSSL and grpc texts into what to fix', () => {
-    const grpcText = (e: string): string => `No connection established. Last error: ${e} (2026-11-30T05:35:19.636Z). Resolution note: `;
-    expect(explainConnectError(grpcText('80ECCAFD567F0000:error:0A00045C:SSL routines:ssl3_read_bytes:tlsv13 alert certificate required:../deps/openssl/x.c:1601:SSL alert number 116\n'), true)).toBe(
+    const grpcText = (e: string): string =>
+      `No connection established. Last error: ${e} (2026-11-30T05:35:19.636Z). Resolution note: `;
+    expect(
+      explainConnectError(
+        grpcText(
+          '80ECCAFD567F0000:error:0A00045C:SSL routines:ssl3_read_bytes:tlsv13 alert certificate required:../deps/openssl/x.c:1601:SSL alert number 116\n',
+        ),
+        true,
+      ),
+    ).toBe(
       "the server requires a client certificate (mutual TLS): give a certificate and key signed by the cluster's CA (tlsv13 alert certificate required)",
     );
-    expect(explainConnectError(grpcText('Error: self-signed certificate in certificate chain'), true)).toMatch(/^the server's certificate is not signed by our CA/);
-    expect(explainConnectError('14 UNAVAILABLE: No connection established. Last error: Failed to connect (2026-11-30T05:35:19.666Z)', true)).toMatch(
-      /^the server closed the TLS handshake: it refused our certificate/,
+    expect(explainConnectError(grpcText('Error: self-signed certificate in certificate chain'), true)).toMatch(
+      /^the server's certificate is not signed by our CA/,
     );
+    expect(
+      explainConnectError(
+        '14 UNAVAILABLE: No connection established. Last error: Failed to connect (2026-11-30T05:35:19.666Z)',
+        true,
+      ),
+    ).toMatch(/^the server closed the TLS handshake: it refused our certificate/);
     expect(explainConnectError(grpcText('Failed to connect'), false)).toMatch(/it may require TLS/);
-    expect(explainConnectError(grpcText('Error: 80AC4EAC017F0000:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/x.c:350:'), true)).toMatch(/^the server does not speak TLS/);
+    expect(
+      explainConnectError(
+        grpcText(
+          'Error: 80AC4EAC017F0000:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/x.c:350:',
+        ),
+        true,
+      ),
+    ).toMatch(/^the server does not speak TLS/);
     expect(explainConnectError('something else', true)).toBe('something else');
   });
 });
@@ -234,8 +304,14 @@ describe('node-to-node TLS between two transports on loopback', () => {
   const quiet = pino({ level: 'silent' });
   const material = (f: CertFiles) => loadTls({ ca: ca.cert, ...f }, names);
 
-  /** n1 serves with the given server cert; n2 dials it presenting `client`. Resolves with what n1 received and n2's stream failure (if any). */
-  async function exchange(o: { n1Server: CertFiles; n2Client: CertFiles }): Promise<{ received: Message[]; refused: string[]; n2Log: string[] }> {
+  /**
+   * n1 serves with the given server cert; n2 dials it presenting `client`. Resolves with what n1 received and n2's
+   * stream failure (if any).
+   */
+  async function exchange(o: {
+    n1Server: CertFiles;
+    n2Client: CertFiles;
+  }): Promise<{ received: Message[]; refused: string[]; n2Log: string[] }> {
     const n2Log: string[] = [];
     const n2Logger = pino({ level: 'warn' }, { write: (line: string) => n2Log.push(line) });
     const [port] = await freePorts(1);
@@ -260,7 +336,9 @@ describe('node-to-node TLS between two transports on loopback', () => {
     });
     const server = new grpc.Server(SERVER_OPTIONS);
     n1Transport.register(server);
-    await new Promise<void>((res, rej) => server.bindAsync(address, serverCredentials(material(o.n1Server)), (e) => (e ? rej(e) : res())));
+    await new Promise<void>((res, rej) =>
+      server.bindAsync(address, serverCredentials(material(o.n1Server)), (e) => (e ? rej(e) : res())),
+    );
     const unreachable: string[] = [];
     const n2Transport = new GrpcTransport({
       clusterId: 'c1',
@@ -314,7 +392,9 @@ describe('node-to-node TLS between two transports on loopback', () => {
     // n2's log says why, once.
     const warnings = r.n2Log.map((l) => JSON.parse(l) as { msg: string; details: string });
     expect(warnings[0]).toMatchObject({ msg: 'stream to peer ended; reconnecting' });
-    expect(warnings[0].details).toMatch(/node at 127\.0\.0\.1 refused: its certificate names node "n3" of cluster "c1" .*expected node "n1"/);
+    expect(warnings[0].details).toMatch(
+      /node at 127\.0\.0\.1 refused: its certificate names node "n3" of cluster "c1" .*expected node "n1"/,
+    );
   });
 
   it('a dialling node refuses a server whose certificate has the right names but no node mark', async () => {
@@ -322,6 +402,8 @@ describe('node-to-node TLS between two transports on loopback', () => {
     const r = await exchange({ n1Server: n1Unmarked, n2Client: n2 });
     expect(r.received).toEqual([]);
     const warnings = r.n2Log.map((l) => JSON.parse(l) as { msg: string; details: string });
-    expect(warnings[0].details).toMatch(/node at 127\.0\.0\.1 refused: its certificate \(OU=c1, CN=n1\) is not a node's/);
+    expect(warnings[0].details).toMatch(
+      /node at 127\.0\.0\.1 refused: its certificate \(OU=c1, CN=n1\) is not a node's/,
+    );
   });
 });

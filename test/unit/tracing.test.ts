@@ -8,7 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/node/config.ts';
 import { createLogger } from '../../src/node/logger.ts';
 import { TxnTraces } from '../../src/node/txn-traces.ts';
-import { parseTraceparent, traceContext, traceFromMetadata, traceToMetadata } from '../../src/transport/trace-context.ts';
+import {
+  parseTraceparent,
+  traceContext,
+  traceFromMetadata,
+  traceToMetadata,
+} from '../../src/transport/trace-context.ts';
 import { NO_TRACING, openTracing, otlpEndpointFrom, TracingSetupError } from '../../src/transport/tracing.ts';
 import { childLogger } from '../../src/util/child-log.ts';
 import { withTraceIds } from '../../src/util/trace-log.ts';
@@ -52,16 +57,26 @@ describe('W3C trace context', () => {
 
   it('node config: otlpEndpoint is off by default, an http(s) URL from the file or VERDICT_OTLP_ENDPOINT, anything else refused naming the key', () => {
     expect(parseConfig(N1_CONFIG, 'n1.json').otlpEndpoint).toBeNull();
-    expect(parseConfig({ ...N1_CONFIG, otlpEndpoint: 'http://127.0.0.1:4318' }, 'n1.json').otlpEndpoint).toBe('http://127.0.0.1:4318');
-    expect(parseConfig(N1_CONFIG, 'n1.json', { env: { VERDICT_OTLP_ENDPOINT: 'https://collector:4318' } }).otlpEndpoint).toBe('https://collector:4318');
+    expect(parseConfig({ ...N1_CONFIG, otlpEndpoint: 'http://127.0.0.1:4318' }, 'n1.json').otlpEndpoint).toBe(
+      'http://127.0.0.1:4318',
+    );
+    expect(
+      parseConfig(N1_CONFIG, 'n1.json', { env: { VERDICT_OTLP_ENDPOINT: 'https://collector:4318' } }).otlpEndpoint,
+    ).toBe('https://collector:4318');
     expect(() => parseConfig({ ...N1_CONFIG, otlpEndpoint: 'collector:4318' }, 'n1.json')).toThrow(ConfigError);
-    expect(() => parseConfig({ ...N1_CONFIG, otlpEndpoint: 'collector:4318' }, 'n1.json')).toThrow(/otlpEndpoint.*expected an http:\/\/ or https:\/\/ URL/);
+    expect(() => parseConfig({ ...N1_CONFIG, otlpEndpoint: 'collector:4318' }, 'n1.json')).toThrow(
+      /otlpEndpoint.*expected an http:\/\/ or https:\/\/ URL/,
+    );
   });
 
   it('takes the OTLP endpoint from the setting, else OTEL_EXPORTER_OTLP_ENDPOINT; none is tracing off; a bad URL is refused', () => {
     expect(otlpEndpointFrom(undefined, {})).toBeUndefined();
-    expect(otlpEndpointFrom(undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318/' })).toBe('http://127.0.0.1:4318');
-    expect(otlpEndpointFrom('http://collector:4318', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://other:4318' })).toBe('http://collector:4318');
+    expect(otlpEndpointFrom(undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318/' })).toBe(
+      'http://127.0.0.1:4318',
+    );
+    expect(otlpEndpointFrom('http://collector:4318', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://other:4318' })).toBe(
+      'http://collector:4318',
+    );
     expect(() => otlpEndpointFrom('collector:4318', {})).toThrow(TracingSetupError);
   });
 });
@@ -100,12 +115,18 @@ describe('spans', () => {
     await tracing.shutdown();
     const spans = exporter.getFinishedSpans();
     const by = new Map(spans.map((s) => [s.name, s]));
-    expect([...by.keys()].sort()).toEqual(['verdict.decision', 'verdict.decision.replicate', 'verdict.node.commit', 'verdict.prepare']);
+    expect([...by.keys()].sort()).toEqual([
+      'verdict.decision',
+      'verdict.decision.replicate',
+      'verdict.node.commit',
+      'verdict.prepare',
+    ]);
     expect(spans).toHaveLength(4);
     for (const s of spans) expect(s.spanContext().traceId).toBe(TRACE_ID);
     const commitId = by.get('verdict.node.commit')?.spanContext().spanId;
     expect(by.get('verdict.node.commit')?.parentSpanContext?.spanId).toBe(SPAN_ID);
-    for (const n of ['verdict.prepare', 'verdict.decision.replicate', 'verdict.decision']) expect(by.get(n)?.parentSpanContext?.spanId, n).toBe(commitId);
+    for (const n of ['verdict.prepare', 'verdict.decision.replicate', 'verdict.decision'])
+      expect(by.get(n)?.parentSpanContext?.spanId, n).toBe(commitId);
     expect(by.get('verdict.decision.replicate')?.attributes['verdict.log_index']).toBe(42);
   });
 
@@ -115,7 +136,11 @@ describe('spans', () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     try {
       const { port } = silent.address() as { port: number };
-      const tracing = await openTracing({ serviceName: 'x', otlpEndpoint: `http://127.0.0.1:${port}`, exportDelayMs: 10 });
+      const tracing = await openTracing({
+        serviceName: 'x',
+        otlpEndpoint: `http://127.0.0.1:${port}`,
+        exportDelayMs: 10,
+      });
       tracing.start('verdict.test', 'internal', PARENT)?.end();
       await new Promise((r) => setTimeout(r, 100));
       const startedAtMs = Date.now();
@@ -162,7 +187,12 @@ describe('log lines', () => {
     childLogger(log, { component: 'transport', clusterId: 'c1', node: 'n4' }).info('transport line');
     expect(duplicateKeys(out[0])).toEqual(['node']);
     expect(duplicateKeys(out[1])).toEqual([]);
-    expect(JSON.parse(out[1])).toMatchObject({ node: 'n4', component: 'transport', clusterId: 'c1', msg: 'transport line' });
+    expect(JSON.parse(out[1])).toMatchObject({
+      node: 'n4',
+      component: 'transport',
+      clusterId: 'c1',
+      msg: 'transport line',
+    });
   });
 
   it('the duplicate-key check finds keys repeated at any depth, and only within one object', () => {

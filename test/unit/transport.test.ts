@@ -61,7 +61,11 @@ function captureLogger(logs: LogLine[]): Logger {
 }
 
 function bind(server: grpc.Server, port: number): Promise<number> {
-  return new Promise((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => (err !== null ? reject(err) : resolve(bound))));
+  return new Promise((resolve, reject) =>
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
+      err !== null ? reject(err) : resolve(bound),
+    ),
+  );
 }
 
 async function serve(n: Node, port: number): Promise<void> {
@@ -78,7 +82,11 @@ function stop(n: Node): void {
   n.server = null;
 }
 
-async function startNode(id: NodeId, extra: Partial<GrpcTransportOptions> = {}, { listen = true }: { listen?: boolean } = {}): Promise<Node> {
+async function startNode(
+  id: NodeId,
+  extra: Partial<GrpcTransportOptions> = {},
+  { listen = true }: { listen?: boolean } = {},
+): Promise<Node> {
   const logs: LogLine[] = [];
   const received: Message[] = [];
   const batches: number[] = [];
@@ -130,7 +138,9 @@ function bytes(n: number, seed: number): Uint8Array {
  * one a message the receiving edge accepts (src/transport/raft-edge.ts).
  */
 function everyWireMessage(from: NodeId, to: NodeId): Message[] {
-  const wireTypes = Object.values(MessageType).filter((t): t is MessageType => typeof t === 'number' && !LOCAL_MESSAGES.has(t) && t !== MessageType.Prop);
+  const wireTypes = Object.values(MessageType).filter(
+    (t): t is MessageType => typeof t === 'number' && !LOCAL_MESSAGES.has(t) && t !== MessageType.Prop,
+  );
   return wireTypes.map((type, i) =>
     message({
       type,
@@ -145,7 +155,12 @@ function everyWireMessage(from: NodeId, to: NodeId): Message[] {
           ? []
           : [
               { term: 7 + i, index: WIRE_NUMBER_MAX - 99 + i, type: EntryType.Normal, data: bytes(300, i) },
-              { term: 7 + i, index: WIRE_NUMBER_MAX - 98 + i, type: EntryType.ConfChange, data: new Uint8Array([0, 255, 0]) },
+              {
+                term: 7 + i,
+                index: WIRE_NUMBER_MAX - 98 + i,
+                type: EntryType.ConfChange,
+                data: new Uint8Array([0, 255, 0]),
+              },
               { term: 8 + i, index: WIRE_NUMBER_MAX - 97 + i, type: EntryType.Normal, data: new Uint8Array(0) },
             ],
       commit: 9 + i,
@@ -186,7 +201,15 @@ describe('GrpcTransport', () => {
     expect(b.received.filter((m) => m.snapshot === null)).toHaveLength(sent.length - 1);
     expect(b.received).toStrictEqual(sent);
 
-    const back = message({ type: MessageType.AppResp, from: 'n2', to: 'n1', term: 5, index: 12, reject: true, rejectHint: 3 });
+    const back = message({
+      type: MessageType.AppResp,
+      from: 'n2',
+      to: 'n1',
+      term: 5,
+      index: 12,
+      reject: true,
+      rejectHint: 3,
+    });
     b.transport.send([back]);
     await waitFor(() => a.received.length === 1, 'the reply at n1');
     expect(a.received).toStrictEqual([back]);
@@ -269,7 +292,10 @@ describe('GrpcTransport', () => {
 
     confused.transport.send([message({ type: MessageType.Heartbeat, from: 'n1', to: 'n3', term: 1 })]);
     const mismatch = 'node id mismatch: message for node "n3" reached node "n2"';
-    await waitFor(() => b.logs.some((l) => l.detail === mismatch && l.reason === 'destination' && l.level === 40), 'the warning at n2');
+    await waitFor(
+      () => b.logs.some((l) => l.detail === mismatch && l.reason === 'destination' && l.level === 40),
+      'the warning at n2',
+    );
     await waitFor(() => confused.unreachable.includes('n3'), 'n3 reported unreachable');
     expect(b.received).toEqual([]);
   });
@@ -278,7 +304,8 @@ describe('GrpcTransport', () => {
     const a = await startNode('n1');
     const b = await startNode('n2');
     mesh(a, b);
-    const beat = (commit: number): Message => message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term: 1, commit });
+    const beat = (commit: number): Message =>
+      message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term: 1, commit });
 
     a.transport.send([beat(1)]);
     await waitFor(() => b.received.length === 1, 'the first heartbeat');
@@ -330,10 +357,12 @@ describe('GrpcTransport', () => {
     probe.forceShutdown();
     const a = await startNode('n1', {}, { listen: false });
     a.transport.updatePeers(new Map([['n2', `127.0.0.1:${deadPort}`]]));
-    const warnings = (): LogLine[] => a.logs.filter((l) => l.level === 40 && l.msg === 'stream to peer ended; reconnecting');
+    const warnings = (): LogLine[] =>
+      a.logs.filter((l) => l.level === 40 && l.msg === 'stream to peer ended; reconnecting');
     const again = (): LogLine[] => a.logs.filter((l) => l.msg === 'stream to peer ended again; reconnecting');
     let commit = 1;
-    const beat = (): void => a.transport.send([message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term: 1, commit: commit++ })]);
+    const beat = (): void =>
+      a.transport.send([message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term: 1, commit: commit++ })]);
 
     // Refused connections, over and over: one warning, the rest at debug.
     await waitFor(() => {
@@ -411,7 +440,17 @@ describe('GrpcTransport', () => {
   });
 
   it("decodes a peer's malformed message into a one-line refusal naming the field, never an assertion", () => {
-    const good = toWire(message({ type: MessageType.App, from: 'n1', to: 'n2', term: 3, logTerm: 2, index: 4, entries: [{ term: 3, index: 5, type: EntryType.Normal, data: new Uint8Array([1]) }] }));
+    const good = toWire(
+      message({
+        type: MessageType.App,
+        from: 'n1',
+        to: 'n2',
+        term: 3,
+        logTerm: 2,
+        index: 4,
+        entries: [{ term: 3, index: 5, type: EntryType.Normal, data: new Uint8Array([1]) }],
+      }),
+    );
     expect(fromWire(good).entries).toHaveLength(1);
     const bad: [string, WireMessage][] = [
       ['type', { ...good, type: MessageType.Hup }],
@@ -425,7 +464,17 @@ describe('GrpcTransport', () => {
       ['from', { ...good, from: 7 as unknown as string }],
       [
         'snapshot.metadata.confState.voters[0]',
-        { ...good, snapshot: { metadata: { index: 1, term: 1, confState: { voters: [null as unknown as string], learners: [], votersOutgoing: [] } }, data: new Uint8Array() } },
+        {
+          ...good,
+          snapshot: {
+            metadata: {
+              index: 1,
+              term: 1,
+              confState: { voters: [null as unknown as string], learners: [], votersOutgoing: [] },
+            },
+            data: new Uint8Array(),
+          },
+        },
       ],
     ];
     for (const [field, w] of bad) {
@@ -447,9 +496,23 @@ describe('GrpcTransport', () => {
     const b = await startNode('n2', { members: () => new Set(['n1']) });
     const client = new grpc.Client(`127.0.0.1:${b.port}`, grpc.credentials.createInsecure());
     try {
-      const call = client.makeClientStreamRequest<WireBatch, WireStreamAck>(streamMethod.path, streamMethod.requestSerialize, streamMethod.responseDeserialize, () => {});
-      const beat = (term: number): WireMessage => toWire(message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term }));
-      const app = toWire(message({ type: MessageType.App, from: 'n1', to: 'n2', term: 1, entries: [{ term: 1, index: 1, type: EntryType.Normal, data: new Uint8Array([1]) }] }));
+      const call = client.makeClientStreamRequest<WireBatch, WireStreamAck>(
+        streamMethod.path,
+        streamMethod.requestSerialize,
+        streamMethod.responseDeserialize,
+        () => {},
+      );
+      const beat = (term: number): WireMessage =>
+        toWire(message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term }));
+      const app = toWire(
+        message({
+          type: MessageType.App,
+          from: 'n1',
+          to: 'n2',
+          term: 1,
+          entries: [{ term: 1, index: 1, type: EntryType.Normal, data: new Uint8Array([1]) }],
+        }),
+      );
       const malformed: WireMessage[] = [
         { ...beat(1), term: 2 ** 60 },
         { ...app, entries: [{ ...app.entries[0], type: 99 }] },
@@ -479,8 +542,18 @@ describe('GrpcTransport', () => {
     const client = new grpc.Client(`127.0.0.1:${b.port}`, grpc.credentials.createInsecure());
     try {
       for (let i = 0; i < 3; i++) {
-        const call = client.makeClientStreamRequest<WireBatch, WireStreamAck>(streamMethod.path, streamMethod.requestSerialize, streamMethod.responseDeserialize, () => {});
-        call.write({ clusterId: 'c1', from: 'n1', to: 'n2', messages: [toWire(message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term: 1 }))] });
+        const call = client.makeClientStreamRequest<WireBatch, WireStreamAck>(
+          streamMethod.path,
+          streamMethod.requestSerialize,
+          streamMethod.responseDeserialize,
+          () => {},
+        );
+        call.write({
+          clusterId: 'c1',
+          from: 'n1',
+          to: 'n2',
+          messages: [toWire(message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term: 1 }))],
+        });
         await waitFor(() => b.received.length === i + 1 && b.transport.inboundCount() === 1, 'an open inbound stream');
         call.cancel();
         await waitFor(() => b.transport.inboundCount() === 0, 'the cancelled stream forgotten');
@@ -522,14 +595,26 @@ describe('RaftNode admin API', () => {
       consoleUrl: '',
     };
     const store = new Map<string, Uint8Array>();
-    const members: Members['members'] = [{ nodeId: 'n1', address: '127.0.0.1:7001', voter: true, matchIndex: 10, state: 'replicate' }];
+    const members: Members['members'] = [
+      { nodeId: 'n1', address: '127.0.0.1:7001', voter: true, matchIndex: 10, state: 'replicate' },
+    ];
     const put: RaftNodeHandlers['Put'] = (call, cb) => {
       store.set(call.request.key, call.request.value);
       cb(null, { index: 12, leaderId: 'n1', leaderAddress: '127.0.0.1:7001' });
     };
     const handlers: RaftNodeHandlers = {
       Status: (_call, cb) => cb(null, status),
-      History: (_call, cb) => cb(null, { nodeId: 'n1', records: [], truncated: false, lacks: [], appliedIndex: 0, oldestAtMs: 0, bytes: 0, enabled: false }),
+      History: (_call, cb) =>
+        cb(null, {
+          nodeId: 'n1',
+          records: [],
+          truncated: false,
+          lacks: [],
+          appliedIndex: 0,
+          oldestAtMs: 0,
+          bytes: 0,
+          enabled: false,
+        }),
       Put: put,
       PutStream: putStreamHandler(put).handler,
       Get: (call, cb) => {
@@ -538,17 +623,31 @@ describe('RaftNode admin API', () => {
           cb({ code: grpc.status.FAILED_PRECONDITION, details: 'test server serves linearizable reads only' });
           return;
         }
-        cb(null, { found: value !== undefined, value: value ?? new Uint8Array(0), appliedIndex: 12, leaderId: 'n1', leaderAddress: '' });
+        cb(null, {
+          found: value !== undefined,
+          value: value ?? new Uint8Array(0),
+          appliedIndex: 12,
+          leaderId: 'n1',
+          leaderAddress: '',
+        });
       },
       TransferLeader: (call, cb) => {
-        if (call.request.to !== 'n2') return cb({ code: grpc.status.INVALID_ARGUMENT, details: `no voter ${call.request.to}` });
+        if (call.request.to !== 'n2')
+          return cb({ code: grpc.status.INVALID_ARGUMENT, details: `no voter ${call.request.to}` });
         cb(null, { leaderId: call.request.to, term: 4 + call.request.timeoutMs });
       },
       AddMember: (call, cb) => {
-        members.push({ nodeId: call.request.nodeId, address: call.request.address, voter: call.request.timeoutMs > 0, matchIndex: 0, state: '' });
+        members.push({
+          nodeId: call.request.nodeId,
+          address: call.request.address,
+          voter: call.request.timeoutMs > 0,
+          matchIndex: 0,
+          state: '',
+        });
         cb(null, { members, leaderId: 'n1', term: 3, confIndex: 12 });
       },
-      RemoveMember: (call, cb) => cb({ code: grpc.status.FAILED_PRECONDITION, details: `${call.request.nodeId} is the last voter` }),
+      RemoveMember: (call, cb) =>
+        cb({ code: grpc.status.FAILED_PRECONDITION, details: `${call.request.nodeId} is the last voter` }),
       ListMembers: (_call, cb) => cb(null, { members, leaderId: 'n1', term: 3, confIndex: 0 }),
     };
     const server = new grpc.Server();
@@ -570,13 +669,28 @@ describe('RaftNode admin API', () => {
         code: grpc.status.FAILED_PRECONDITION,
       });
       expect(await client.transferLeader({ to: 'n2', timeoutMs: 1 })).toStrictEqual({ leaderId: 'n2', term: 5 });
-      await expect(client.transferLeader({ to: 'n9', timeoutMs: 0 })).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+      await expect(client.transferLeader({ to: 'n9', timeoutMs: 0 })).rejects.toMatchObject({
+        code: grpc.status.INVALID_ARGUMENT,
+      });
       const added = await client.addMember({ nodeId: 'n4', address: '127.0.0.1:7004', timeoutMs: 5 });
       expect(added.confIndex).toBe(12);
-      expect(added.members[1]).toStrictEqual({ nodeId: 'n4', address: '127.0.0.1:7004', voter: true, matchIndex: 0, state: '' });
+      expect(added.members[1]).toStrictEqual({
+        nodeId: 'n4',
+        address: '127.0.0.1:7004',
+        voter: true,
+        matchIndex: 0,
+        state: '',
+      });
       expect((await client.listMembers()).members.map((m) => m.nodeId)).toEqual(['n1', 'n4']);
-      await expect(client.removeMember({ nodeId: 'n1' })).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: 'n1 is the last voter' });
-      expect(await client.putStreamed({ key: 'k2', value: new Uint8Array([4]) })).toStrictEqual({ index: 12, leaderId: 'n1', leaderAddress: '127.0.0.1:7001' });
+      await expect(client.removeMember({ nodeId: 'n1' })).rejects.toMatchObject({
+        code: grpc.status.FAILED_PRECONDITION,
+        details: 'n1 is the last voter',
+      });
+      expect(await client.putStreamed({ key: 'k2', value: new Uint8Array([4]) })).toStrictEqual({
+        index: 12,
+        leaderId: 'n1',
+        leaderAddress: '127.0.0.1:7001',
+      });
       expect([...(store.get('k2') ?? [])]).toEqual([4]);
     } finally {
       client.close();
@@ -585,8 +699,13 @@ describe('RaftNode admin API', () => {
 });
 
 describe('RaftNode.PutStream', () => {
-  /** A node whose Put answers by key: `i-<n>` commits at index n, `follower-*` is refused as a follower would refuse it, `hang-*` never commits. */
-  async function putServer(o: { pendingMax?: number } = {}): Promise<{ client: RaftNodeClient; messages: number[]; unary: () => number }> {
+  /**
+   * A node whose Put answers by key: `i-<n>` commits at index n, `follower-*` is refused as a follower would refuse it,
+   * `hang-*` never commits.
+   */
+  async function putServer(
+    o: { pendingMax?: number } = {},
+  ): Promise<{ client: RaftNodeClient; messages: number[]; unary: () => number }> {
     let unaryPuts = 0;
     const put: RaftNodeHandlers['Put'] = (call, cb) => {
       const { key } = call.request;
@@ -621,7 +740,9 @@ describe('RaftNode.PutStream', () => {
   it('concurrent Puts of one turn travel in one message on one stream, each answered with its own index, no unary call', async () => {
     const { client, messages, unary } = await putServer();
     try {
-      const answers = await Promise.all(Array.from({ length: 64 }, (_, i) => client.putStreamed({ key: `i-${i + 1}`, value: new Uint8Array(100) })));
+      const answers = await Promise.all(
+        Array.from({ length: 64 }, (_, i) => client.putStreamed({ key: `i-${i + 1}`, value: new Uint8Array(100) })),
+      );
       expect(answers.map((a) => a.index)).toEqual(Array.from({ length: 64 }, (_, i) => i + 1));
       expect(messages).toEqual([64]);
       expect(unary()).toBe(0);
@@ -633,7 +754,9 @@ describe('RaftNode.PutStream', () => {
   it('refuses a streamed Put with the status and leader hint the unary Put carries', async () => {
     const { client } = await putServer();
     try {
-      const err = await client.putStreamed({ key: 'follower-1', value: new Uint8Array() }).catch((e: grpc.ServiceError) => e);
+      const err = await client
+        .putStreamed({ key: 'follower-1', value: new Uint8Array() })
+        .catch((e: grpc.ServiceError) => e);
       expect(err).toMatchObject({ code: grpc.status.UNAVAILABLE, details: 'not the leader: the leader is n2' });
       expect((err as grpc.ServiceError).metadata.get('verdict-reason')).toEqual(['NOT_LEADER']);
       expect((err as grpc.ServiceError).metadata.get('verdict-leader-address')).toEqual(['127.0.0.1:7002']);
@@ -645,7 +768,9 @@ describe('RaftNode.PutStream', () => {
   it('refuses Puts beyond the per-stream bound with RESOURCE_EXHAUSTED and keeps serving the stream', async () => {
     const { client } = await putServer({ pendingMax: 3 });
     try {
-      const waiting = Array.from({ length: 3 }, (_, i) => client.putStreamed({ key: `hang-${i}`, value: new Uint8Array() }, 60_000).catch(() => 'cancelled'));
+      const waiting = Array.from({ length: 3 }, (_, i) =>
+        client.putStreamed({ key: `hang-${i}`, value: new Uint8Array() }, 60_000).catch(() => 'cancelled'),
+      );
       await expect(client.putStreamed({ key: 'i-9', value: new Uint8Array() })).rejects.toMatchObject({
         code: grpc.status.RESOURCE_EXHAUSTED,
         details: expect.stringMatching(/3 puts on this stream wait.*limit 3/),

@@ -58,14 +58,16 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
-const literal = (n: ts.Node | undefined): string | null => (n !== undefined && (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) ? n.text : null);
+const literal = (n: ts.Node | undefined): string | null =>
+  n !== undefined && (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) ? n.text : null;
 
 /** The string literals a comparison in `cond` names (x === 'a', 'a' === x, a || of them). */
 function compared(cond: ts.Expression): string[] {
   if (ts.isParenthesizedExpression(cond)) return compared(cond.expression);
   if (!ts.isBinaryExpression(cond)) return [];
   const k = cond.operatorToken.kind;
-  if (k === ts.SyntaxKind.BarBarToken || k === ts.SyntaxKind.AmpersandAmpersandToken) return [...compared(cond.left), ...compared(cond.right)];
+  if (k === ts.SyntaxKind.BarBarToken || k === ts.SyntaxKind.AmpersandAmpersandToken)
+    return [...compared(cond.left), ...compared(cond.right)];
   if (k !== ts.SyntaxKind.EqualsEqualsEqualsToken && k !== ts.SyntaxKind.ExclamationEqualsEqualsToken) return [];
   return [literal(cond.left), literal(cond.right)].filter((s): s is string => s !== null);
 }
@@ -76,11 +78,15 @@ interface VocabularyProblem {
   what: string;
 }
 
-/** The wire enum names used outside WIRE_EDGE, and translations between spellings outside TRANSLATION_EDGES, in one file. */
+/**
+ * The wire enum names used outside WIRE_EDGE, and translations between spellings outside TRANSLATION_EDGES, in one
+ * file.
+ */
 function vocabularyProblems(file: string, text: string): VocabularyProblem[] {
   const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const out: VocabularyProblem[] = [];
-  const at = (n: ts.Node, what: string): void => void out.push({ file, line: sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1, what });
+  const at = (n: ts.Node, what: string): void =>
+    void out.push({ file, line: sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1, what });
   const translates = !(file in TRANSLATION_EDGES);
   const visit = (n: ts.Node): void => {
     const s = literal(n);
@@ -96,7 +102,8 @@ function vocabularyProblems(file: string, text: string): VocabularyProblem[] {
     if (translates && ts.isPropertyAssignment(n)) {
       const key = ts.isIdentifier(n.name) || ts.isStringLiteral(n.name) ? n.name.text : null;
       const value = literal(n.initializer);
-      if (key !== null && value !== null && spelling(key) && spelling(value) && spellingOf(key) !== spellingOf(value)) at(n, `a translation table from '${key}' to '${value}'`);
+      if (key !== null && value !== null && spelling(key) && spelling(value) && spellingOf(key) !== spellingOf(value))
+        at(n, `a translation table from '${key}' to '${value}'`);
     }
     ts.forEachChild(n, visit);
   };
@@ -106,7 +113,10 @@ function vocabularyProblems(file: string, text: string): VocabularyProblem[] {
 
 /** The package's public entry points (package.json "exports"), as their source files. */
 function entryPoints(): Map<string, string> {
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; exports: Record<string, { types?: string } | string> };
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    name: string;
+    exports: Record<string, { types?: string } | string>;
+  };
   const out = new Map<string, string>();
   for (const [key, v] of Object.entries(pkg.exports)) {
     const types = typeof v === 'string' ? undefined : v.types;
@@ -117,7 +127,10 @@ function entryPoints(): Map<string, string> {
   return out;
 }
 
-/** For each entry point: where each outcome type it exports is declared (file and name), or undefined when it exports none. */
+/**
+ * For each entry point: where each outcome type it exports is declared (file and name), or undefined when it exports
+ * none.
+ */
 function outcomeExports(entries: Map<string, string>, names: readonly string[]): Map<string, Map<string, string>> {
   const program = ts.createProgram([...entries.values()], {
     allowImportingTsExtensions: true,
@@ -154,10 +167,13 @@ describe('one vocabulary', () => {
     const found = outcomeExports(entries, names);
     for (const sdk of ['verdict/client', 'verdict/participant']) {
       expect(found.get(sdk)?.get('Outcome'), `${sdk} exports Outcome`).toBe('src/domain/protocol.ts#Outcome');
-      expect(found.get(sdk)?.get('ClusterOutcome'), `${sdk} exports ClusterOutcome`).toBe('src/domain/protocol.ts#ClusterOutcome');
+      expect(found.get(sdk)?.get('ClusterOutcome'), `${sdk} exports ClusterOutcome`).toBe(
+        'src/domain/protocol.ts#ClusterOutcome',
+      );
     }
     for (const [entry, types] of found) {
-      for (const [name, where] of types) expect(where, `${entry} exports ${name}`).toBe(`src/domain/protocol.ts#${name}`);
+      for (const [name, where] of types)
+        expect(where, `${entry} exports ${name}`).toBe(`src/domain/protocol.ts#${name}`);
     }
   }, 180_000);
 
@@ -181,16 +197,34 @@ describe('one vocabulary', () => {
     // The same code at its edge is no problem; words in a comment or a message are not uses.
     expect(vocabularyProblems(WIRE_EDGE, mutants[0][0])).toEqual([]);
     expect(vocabularyProblems('src/domain/protocol.ts', mutants[1][0])).toEqual([]);
-    expect(vocabularyProblems('src/client/x.ts', "// 'OUTCOME_COMMITTED'\nconst m = 'needs OUTCOME_COMMITTED or OUTCOME_ABORTED';")).toEqual([]);
+    expect(
+      vocabularyProblems(
+        'src/client/x.ts',
+        "// 'OUTCOME_COMMITTED'\nconst m = 'needs OUTCOME_COMMITTED or OUTCOME_ABORTED';",
+      ),
+    ).toEqual([]);
     // Comparing one spelling with itself is no translation.
-    expect(vocabularyProblems('src/client/x.ts', "const f = (o: string) => (o === 'COMMITTED' ? 'COMMITTED' : 'ABORTED');")).toEqual([]);
+    expect(
+      vocabularyProblems('src/client/x.ts', "const f = (o: string) => (o === 'COMMITTED' ? 'COMMITTED' : 'ABORTED');"),
+    ).toEqual([]);
   });
 });
 
 describe('one id rule', () => {
   it('`verdict saga service --id` takes exactly the participant ids (a step service registers as one)', () => {
-    const args = (id: string) => ['--id', id, '--listen', '127.0.0.1:7201', '--data', '/tmp/x', '--handler', 'reserve', '--insecure'];
-    for (const good of ['pay', 'pay.svc-2', 'A_1', 'x'.repeat(64)]) expect(parseSagaServiceArgs(args(good), {}).id).toBe(good);
+    const args = (id: string) => [
+      '--id',
+      id,
+      '--listen',
+      '127.0.0.1:7201',
+      '--data',
+      '/tmp/x',
+      '--handler',
+      'reserve',
+      '--insecure',
+    ];
+    for (const good of ['pay', 'pay.svc-2', 'A_1', 'x'.repeat(64)])
+      expect(parseSagaServiceArgs(args(good), {}).id).toBe(good);
     for (const bad of ['-pay', '.pay', '_pay', 'x'.repeat(65), 'pay:1', '']) {
       expect(ID.test(bad), bad).toBe(false);
       expect(() => parseSagaServiceArgs(args(bad), {}), bad).toThrow(/--id/);

@@ -38,19 +38,27 @@ export function barrierStep(txnId: TxnId, state: BranchState | undefined, op: Ba
     case 'try':
       if (state === undefined) return { kind: 'run', next: 'tried' };
       if (state === 'tried' || state === 'confirmed') return { kind: 'done' };
-      return { kind: 'refuse', reason: `Try for ${txnId} refused: its Cancel came first (${state}); a reserve now would never be released (hanging Try)`, hanging: true };
+      return {
+        kind: 'refuse',
+        reason: `Try for ${txnId} refused: its Cancel came first (${state}); a reserve now would never be released (hanging Try)`,
+        hanging: true,
+      };
     case 'confirm':
       if (state === 'tried') return { kind: 'run', next: 'confirmed' };
       if (state === 'confirmed') return { kind: 'done' };
       return {
         kind: 'refuse',
-        reason: state === undefined ? `Confirm for ${txnId} refused: no Try is on record for it here` : `Confirm for ${txnId} refused: it was cancelled here (${state})`,
+        reason:
+          state === undefined
+            ? `Confirm for ${txnId} refused: no Try is on record for it here`
+            : `Confirm for ${txnId} refused: it was cancelled here (${state})`,
         hanging: false,
       };
     case 'cancel':
       if (state === 'tried') return { kind: 'run', next: 'cancelled' };
       if (state === undefined) return { kind: 'record', next: 'empty-cancelled' };
-      if (state === 'confirmed') return { kind: 'refuse', reason: `Cancel for ${txnId} refused: it was confirmed here`, hanging: false };
+      if (state === 'confirmed')
+        return { kind: 'refuse', reason: `Cancel for ${txnId} refused: it was confirmed here`, hanging: false };
       return { kind: 'done' };
   }
 }
@@ -83,7 +91,8 @@ export const TTL_MS_MAX = 30 * 24 * 3_600_000;
 /** null when ttlMs is acceptable (absent, or a positive integer up to TTL_MS_MAX), else why not. */
 export function ttlProblem(ttlMs: unknown): string | null {
   if (ttlMs === undefined) return null;
-  if (typeof ttlMs !== 'number' || !Number.isInteger(ttlMs) || ttlMs <= 0) return `the Try handler gave ttlMs ${String(ttlMs)}; a TTL must be a positive whole number of milliseconds`;
+  if (typeof ttlMs !== 'number' || !Number.isInteger(ttlMs) || ttlMs <= 0)
+    return `the Try handler gave ttlMs ${String(ttlMs)}; a TTL must be a positive whole number of milliseconds`;
   if (ttlMs > TTL_MS_MAX) return `the Try handler gave ttlMs ${ttlMs}; at most ${TTL_MS_MAX} (30 days)`;
   return null;
 }
@@ -148,7 +157,9 @@ export abstract class TccResourceBase implements TccReserves {
     this.settle(txnId, 'cancel', cb);
   }
 
-  /** The engine refused a Try from its own memory of T's ABORT (or refusal): a hanging Try like any the barrier refuses. */
+  /**
+   * The engine refused a Try from its own memory of T's ABORT (or refusal): a hanging Try like any the barrier refuses.
+   */
   latePrepareRefused(_txnId: TxnId): void {
     this.counts.hangingRefused += 1;
   }

@@ -25,7 +25,17 @@
 // Pure: time, timers and the question come in as arguments.
 import { assert } from '../../util/assert.ts';
 import { decisionOfOutcome, isFinal, type Decide } from '../../domain/protocol.ts';
-import { SILENT_LOG, type Clock, type ClusterOutcome, type EngineLog, type Outcome, type Resource, type Schedule, type TxnId, withDefaults } from '../types.ts';
+import {
+  SILENT_LOG,
+  type Clock,
+  type ClusterOutcome,
+  type EngineLog,
+  type Outcome,
+  type Resource,
+  type Schedule,
+  type TxnId,
+  withDefaults,
+} from '../types.ts';
 import type { TccReserves } from './barrier.ts';
 
 /** Asks the cluster to decide ABORT if T is undecided; answers the outcome the log holds. */
@@ -78,8 +88,20 @@ export class ReserveWatcher {
   questions = 0;
 
   constructor(o: ReserveWatcherOptions) {
-    this.o = withDefaults({ sweepIntervalMs: 500, askBackoffMinMs: 100, askBackoffMaxMs: 10_000, asksInFlightMax: 16, orphanAfterMs: 60_000 }, o);
-    assert(0 < this.o.askBackoffMinMs && this.o.askBackoffMinMs <= this.o.askBackoffMaxMs && this.o.asksInFlightMax > 0, 'reserve watcher bounds are positive');
+    this.o = withDefaults(
+      {
+        sweepIntervalMs: 500,
+        askBackoffMinMs: 100,
+        askBackoffMaxMs: 10_000,
+        asksInFlightMax: 16,
+        orphanAfterMs: 60_000,
+      },
+      o,
+    );
+    assert(
+      0 < this.o.askBackoffMinMs && this.o.askBackoffMinMs <= this.o.askBackoffMaxMs && this.o.asksInFlightMax > 0,
+      'reserve watcher bounds are positive',
+    );
     this.log = o.log ?? SILENT_LOG;
   }
 
@@ -143,12 +165,16 @@ export class ReserveWatcher {
       answered = true;
       this.inFlight -= 1;
       if (this.stopped) return;
-      if (err !== null || !isFinal(outcome)) return this.later(txnId, a, err !== null ? err.message : `cluster says ${outcome}`);
+      if (err !== null || !isFinal(outcome))
+        return this.later(txnId, a, err !== null ? err.message : `cluster says ${outcome}`);
       this.apply(txnId, outcome, (aerr) => {
         if (aerr !== null) return this.later(txnId, a, aerr.message);
         a.inFlight = false;
         this.asking.delete(txnId);
-        this.log.info({ txnId, outcome }, `expired TCC reserve settled with the cluster's answer (${outcome === 'COMMITTED' ? 'Confirm' : 'Cancel'})`);
+        this.log.info(
+          { txnId, outcome },
+          `expired TCC reserve settled with the cluster's answer (${outcome === 'COMMITTED' ? 'Confirm' : 'Cancel'})`,
+        );
       });
     });
   }
@@ -176,7 +202,11 @@ export class ReserveWatcher {
     a.attempts += 1;
     const delayMs = Math.min(this.o.askBackoffMaxMs, this.o.askBackoffMinMs * 2 ** Math.min(a.attempts - 1, 30));
     a.nextAtMs = this.o.clock.nowMs() + delayMs;
-    if (a.attempts === 1 || a.attempts % 10 === 0) this.log.warn({ txnId, attempts: a.attempts, delayMs, why }, 'expired TCC reserve: no final answer from the cluster yet; asking again');
+    if (a.attempts === 1 || a.attempts % 10 === 0)
+      this.log.warn(
+        { txnId, attempts: a.attempts, delayMs, why },
+        'expired TCC reserve: no final answer from the cluster yet; asking again',
+      );
     if (!this.stopped) this.o.schedule(delayMs, () => this.sweep());
   }
 }

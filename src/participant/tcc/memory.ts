@@ -15,8 +15,24 @@
 // Pure apart from the journal it is given: tests and the simulator run it.
 import { assert } from '../../util/assert.ts';
 import { OldestFirst } from '../../util/oldest-first.ts';
-import { fromBase64, toBase64, type EngineLog, type Resource, type ResourceVote, type TxnId, SILENT_LOG, type Clock } from '../types.ts';
-import { barrierStep, TccResourceBase, ttlProblem, type BranchState, type TccBranch, type TccTryResult } from './barrier.ts';
+import {
+  fromBase64,
+  toBase64,
+  type EngineLog,
+  type Resource,
+  type ResourceVote,
+  type TxnId,
+  SILENT_LOG,
+  type Clock,
+} from '../types.ts';
+import {
+  barrierStep,
+  TccResourceBase,
+  ttlProblem,
+  type BranchState,
+  type TccBranch,
+  type TccTryResult,
+} from './barrier.ts';
 
 /**
  * The handlers of a memory TCC participant, over the application state S.
@@ -82,7 +98,14 @@ export function isTccRecord(v: unknown): v is TccRecord {
   if (r.kind === 'tcc-state') return typeof r.state === 'string';
   if (r.kind !== 'tcc' && r.kind !== 'tcc-branch') return false;
   const expires = r.expiresAtMs === undefined || r.expiresAtMs === null || Number.isFinite(r.expiresAtMs);
-  return typeof r.txnId === 'string' && r.txnId !== '' && STATES.includes(r.state as string) && Number.isFinite(r.atMs) && (r.payloadB64 === undefined || typeof r.payloadB64 === 'string') && expires;
+  return (
+    typeof r.txnId === 'string' &&
+    r.txnId !== '' &&
+    STATES.includes(r.state as string) &&
+    Number.isFinite(r.atMs) &&
+    (r.payloadB64 === undefined || typeof r.payloadB64 === 'string') &&
+    expires
+  );
 }
 
 interface Branch {
@@ -136,7 +159,12 @@ export class TccMemoryState<S> {
     const prev = this.held.get(txnId) ?? this.settled.get(txnId);
     this.held.delete(txnId);
     this.settled.delete(txnId);
-    const b: Branch = { state, atMs, payloadB64: payloadB64 ?? prev?.payloadB64 ?? '', expiresAtMs: expiresAtMs ?? prev?.expiresAtMs ?? null };
+    const b: Branch = {
+      state,
+      atMs,
+      payloadB64: payloadB64 ?? prev?.payloadB64 ?? '',
+      expiresAtMs: expiresAtMs ?? prev?.expiresAtMs ?? null,
+    };
     if (state === 'tried') {
       this.held.set(txnId, b);
       return;
@@ -145,7 +173,10 @@ export class TccMemoryState<S> {
     this.oldestSettled.trimTo(this.settledKeptMax);
   }
 
-  /** Replays one durable record (JournalFold). A record the rule or a handler rejects means the journal and the handlers disagree. */
+  /**
+   * Replays one durable record (JournalFold). A record the rule or a handler rejects means the journal and the handlers
+   * disagree.
+   */
   add(r: TccRecord): void {
     switch (r.kind) {
       case 'tcc-state':
@@ -157,13 +188,19 @@ export class TccMemoryState<S> {
       case 'tcc': {
         const op = r.state === 'tried' ? 'try' : r.state === 'confirmed' ? 'confirm' : 'cancel';
         const v = this.barrier(r.txnId, this.branchState(r.txnId), op);
-        assert(v.kind === 'run' || v.kind === 'record', `TCC journal: ${r.state} of ${r.txnId} follows ${this.branchState(r.txnId) ?? 'nothing'}`);
+        assert(
+          v.kind === 'run' || v.kind === 'record',
+          `TCC journal: ${r.state} of ${r.txnId} follows ${this.branchState(r.txnId) ?? 'nothing'}`,
+        );
         const payload = r.state === 'tried' ? fromBase64(r.payloadB64 ?? '') : this.payloadOf(r.txnId);
         if (v.kind === 'run') {
           try {
             this.run(r.txnId, r.state, payload);
           } catch (err) {
-            assert(false, `TCC journal: replaying ${r.state} of ${r.txnId} threw (${(err as Error).message}): the handlers are not deterministic`);
+            assert(
+              false,
+              `TCC journal: replaying ${r.state} of ${r.txnId} threw (${(err as Error).message}): the handlers are not deterministic`,
+            );
           }
         }
         this.note(r.txnId, r.state, r.atMs, r.payloadB64, r.expiresAtMs);
@@ -197,7 +234,10 @@ export type BarrierRule = typeof barrierStep;
 export class MemoryTccResource<S> extends TccResourceBase implements Resource {
   private readonly o: MemoryTccOptions<S>;
   private readonly log: EngineLog;
-  /** After a failed journal write the live state may hold an effect that is not durable: refuse everything until a restart. */
+  /**
+   * After a failed journal write the live state may hold an effect that is not durable: refuse everything until a
+   * restart.
+   */
   private failed: Error | null = null;
   private readonly barrier: BarrierRule;
 
@@ -218,7 +258,11 @@ export class MemoryTccResource<S> extends TccResourceBase implements Resource {
   }
 
   prepare(txnId: TxnId, payload: Uint8Array, cb: (err: Error | null, vote: ResourceVote) => void): void {
-    if (this.failed !== null) return cb(null, { yes: false, reason: `the TCC journal failed (${this.failed.message}); restart the participant` });
+    if (this.failed !== null)
+      return cb(null, {
+        yes: false,
+        reason: `the TCC journal failed (${this.failed.message}); restart the participant`,
+      });
     const v = this.barrier(txnId, this.o.live.branchState(txnId), 'try');
     if (v.kind === 'done') return cb(null, { yes: true, reason: '' });
     if (v.kind !== 'run') {
@@ -247,7 +291,14 @@ export class MemoryTccResource<S> extends TccResourceBase implements Resource {
     }
     const now = this.o.clock.nowMs();
     const expiresAtMs = result?.ttlMs === undefined ? null : now + result.ttlMs;
-    const record: TccEventRecord = { kind: 'tcc', txnId, state: 'tried', atMs: now, payloadB64: toBase64(payload), expiresAtMs };
+    const record: TccEventRecord = {
+      kind: 'tcc',
+      txnId,
+      state: 'tried',
+      atMs: now,
+      payloadB64: toBase64(payload),
+      expiresAtMs,
+    };
     this.o.live.note(txnId, 'tried', now, record.payloadB64, expiresAtMs);
     this.write(record, (err) => {
       if (err !== null) return cb(null, { yes: false, reason: `TCC journal write failed: ${err.message}` });
@@ -261,7 +312,8 @@ export class MemoryTccResource<S> extends TccResourceBase implements Resource {
   }
 
   protected settle(txnId: TxnId, op: 'confirm' | 'cancel', cb: (err: Error | null) => void): void {
-    if (this.failed !== null) return cb(new Error(`the TCC journal failed (${this.failed.message}); restart the participant`));
+    if (this.failed !== null)
+      return cb(new Error(`the TCC journal failed (${this.failed.message}); restart the participant`));
     const v = this.barrier(txnId, this.o.live.branchState(txnId), op);
     if (v.kind === 'done') return cb(null);
     if (v.kind === 'refuse') {
@@ -275,7 +327,10 @@ export class MemoryTccResource<S> extends TccResourceBase implements Resource {
       } catch (err) {
         this.counts.handlerFailures += 1;
         const name = op === 'confirm' ? 'Confirm' : 'Cancel';
-        this.log.error({ txnId, err: (err as Error).message }, `TCC: ${name} handler failed; the decision stays unacknowledged and is retried`);
+        this.log.error(
+          { txnId, err: (err as Error).message },
+          `TCC: ${name} handler failed; the decision stays unacknowledged and is retried`,
+        );
         return cb(new Error(`${name} handler failed for ${txnId}: ${(err as Error).message}`));
       }
     }
@@ -297,7 +352,10 @@ export class MemoryTccResource<S> extends TccResourceBase implements Resource {
     this.o.journal.append(record, (err) => {
       if (err !== null && this.failed === null) {
         this.failed = err;
-        this.log.error({ txnId: record.txnId, err: err.message }, 'TCC journal write failed; the participant must be restarted');
+        this.log.error(
+          { txnId: record.txnId, err: err.message },
+          'TCC journal write failed; the participant must be restarted',
+        );
       }
       cb(err);
     });
@@ -305,7 +363,12 @@ export class MemoryTccResource<S> extends TccResourceBase implements Resource {
 }
 
 /** The live copy of the state from the durable records (replayed in order). */
-export function replayTcc<S>(participantId: string, handlers: TccMemoryHandlers<S>, records: Iterable<TccRecord>, barrier: BarrierRule = barrierStep): TccMemoryState<S> {
+export function replayTcc<S>(
+  participantId: string,
+  handlers: TccMemoryHandlers<S>,
+  records: Iterable<TccRecord>,
+  barrier: BarrierRule = barrierStep,
+): TccMemoryState<S> {
   const s = new TccMemoryState(participantId, handlers, barrier);
   for (const r of records) s.add(r);
   return s;

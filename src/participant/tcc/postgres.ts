@@ -22,8 +22,24 @@ import type { PoolClient } from 'pg';
 import { createdMeanwhile } from '../pg-race.ts';
 import { describePgError, PostgresConfigError, setUpOrRefuse } from '../postgres-sql.ts';
 import type { PgTxnClient } from '../postgres.ts';
-import { SILENT_LOG, withDefaults, type Clock, type EngineLog, type Resource, type ResourceVote, type TxnId } from '../types.ts';
-import { barrierStep, TccResourceBase, ttlProblem, type BarrierOp, type BranchState, type TccBranch, type TccTryResult } from './barrier.ts';
+import {
+  SILENT_LOG,
+  withDefaults,
+  type Clock,
+  type EngineLog,
+  type Resource,
+  type ResourceVote,
+  type TxnId,
+} from '../types.ts';
+import {
+  barrierStep,
+  TccResourceBase,
+  ttlProblem,
+  type BarrierOp,
+  type BranchState,
+  type TccBranch,
+  type TccTryResult,
+} from './barrier.ts';
 
 export const TCC_BARRIER_TABLE = 'verdict_tcc_barrier';
 
@@ -77,22 +93,36 @@ export class PostgresTccResource extends TccResourceBase implements Resource {
     this.pool.on('error', (err) => this.log.warn({ err: err.message }, 'PostgreSQL connection lost while idle'));
   }
 
-  /** Connects, creates the barrier table when missing, and loads the reserves held. Refuses (PostgresConfigError) with the reason and the fix. */
+  /**
+   * Connects, creates the barrier table when missing, and loads the reserves held. Refuses (PostgresConfigError) with
+   * the reason and the fix.
+   */
   static async open(opts: PostgresTccOptions): Promise<PostgresTccResource> {
     const o = withDefaults(
-      { concurrency: 4, acquireTimeoutMs: 5_000, barrierRetentionMs: 24 * 3_600_000, heldMax: 100_000, clock: { nowMs: () => Date.now() } },
+      {
+        concurrency: 4,
+        acquireTimeoutMs: 5_000,
+        barrierRetentionMs: 24 * 3_600_000,
+        heldMax: 100_000,
+        clock: { nowMs: () => Date.now() },
+      },
       { ...opts, log: undefined },
     ) as Required<Omit<PostgresTccOptions, 'log'>>;
     const r = new PostgresTccResource(o, opts.log ?? SILENT_LOG);
     await setUpOrRefuse({ url: o.url, tables: [TCC_BARRIER_TABLE], close: () => r.pool.end() }, async () => {
-      if (!(Number.isInteger(o.concurrency) && o.concurrency >= 1)) throw new PostgresConfigError(`TCC concurrency must be a positive integer, not ${o.concurrency}`);
+      if (!(Number.isInteger(o.concurrency) && o.concurrency >= 1))
+        throw new PostgresConfigError(`TCC concurrency must be a positive integer, not ${o.concurrency}`);
       await ensureBarrierTable(r.pool);
-      const rows = await r.pool.query<{ txn_id: string; expires_at_ms: string | null }>(`SELECT txn_id, expires_at_ms FROM ${TCC_BARRIER_TABLE} WHERE branch = $1 AND state = 'tried' LIMIT $2`, [
-        o.participantId,
-        o.heldMax + 1,
-      ]);
-      if (rows.rows.length > o.heldMax) throw new PostgresConfigError(`more than ${o.heldMax} TCC reserves are held in ${TCC_BARRIER_TABLE} for ${o.participantId}; raise heldMax`);
-      for (const row of rows.rows) r.held.set(row.txn_id, { expiresAtMs: row.expires_at_ms === null ? null : Number(row.expires_at_ms) });
+      const rows = await r.pool.query<{ txn_id: string; expires_at_ms: string | null }>(
+        `SELECT txn_id, expires_at_ms FROM ${TCC_BARRIER_TABLE} WHERE branch = $1 AND state = 'tried' LIMIT $2`,
+        [o.participantId, o.heldMax + 1],
+      );
+      if (rows.rows.length > o.heldMax)
+        throw new PostgresConfigError(
+          `more than ${o.heldMax} TCC reserves are held in ${TCC_BARRIER_TABLE} for ${o.participantId}; raise heldMax`,
+        );
+      for (const row of rows.rows)
+        r.held.set(row.txn_id, { expiresAtMs: row.expires_at_ms === null ? null : Number(row.expires_at_ms) });
     });
     return r;
   }
@@ -110,7 +140,10 @@ export class PostgresTccResource extends TccResourceBase implements Resource {
 
   /** The barrier state of a branch of this participant (for tests and tools). */
   async branchState(txnId: TxnId): Promise<BranchState | undefined> {
-    const r = await this.pool.query<{ state: BranchState }>(`SELECT state FROM ${TCC_BARRIER_TABLE} WHERE txn_id = $1 AND branch = $2`, [txnId, this.o.participantId]);
+    const r = await this.pool.query<{ state: BranchState }>(
+      `SELECT state FROM ${TCC_BARRIER_TABLE} WHERE txn_id = $1 AND branch = $2`,
+      [txnId, this.o.participantId],
+    );
     return r.rows[0]?.state;
   }
 
@@ -139,7 +172,10 @@ export class PostgresTccResource extends TccResourceBase implements Resource {
     );
   }
 
-  /** One barrier-guarded operation in one local transaction. Resolves null when done, or the refusal; rejects on failure. */
+  /**
+   * One barrier-guarded operation in one local transaction. Resolves null when done, or the refusal; rejects on
+   * failure.
+   */
   private step(txnId: TxnId, op: BarrierOp, tryPayload: Uint8Array | null): Promise<string | null> {
     return this.exclusive(txnId, async () => {
       let client: PoolClient;
@@ -151,10 +187,10 @@ export class PostgresTccResource extends TccResourceBase implements Resource {
       let broken: Error | undefined;
       try {
         await client.query('BEGIN');
-        const row = await client.query<{ state: BranchState; payload: Buffer | null }>(`SELECT state, payload FROM ${TCC_BARRIER_TABLE} WHERE txn_id = $1 AND branch = $2 FOR UPDATE`, [
-          txnId,
-          this.o.participantId,
-        ]);
+        const row = await client.query<{ state: BranchState; payload: Buffer | null }>(
+          `SELECT state, payload FROM ${TCC_BARRIER_TABLE} WHERE txn_id = $1 AND branch = $2 FOR UPDATE`,
+          [txnId, this.o.participantId],
+        );
         const current = row.rows[0];
         const v = barrierStep(txnId, current?.state, op);
         if (v.kind === 'done' || v.kind === 'refuse') {
@@ -179,7 +215,10 @@ export class PostgresTccResource extends TccResourceBase implements Resource {
             await client.query('ROLLBACK');
             const why = describePgError(err);
             if (op === 'try') return `Try failed: ${why}`;
-            this.log.error({ txnId, err: why }, `TCC: ${op === 'confirm' ? 'Confirm' : 'Cancel'} handler failed; the decision stays unacknowledged and is retried`);
+            this.log.error(
+              { txnId, err: why },
+              `TCC: ${op === 'confirm' ? 'Confirm' : 'Cancel'} handler failed; the decision stays unacknowledged and is retried`,
+            );
             throw new HandlerFailure(`${op === 'confirm' ? 'Confirm' : 'Cancel'} handler failed for ${txnId}: ${why}`);
           }
           tx.end();
@@ -195,15 +234,15 @@ export class PostgresTccResource extends TccResourceBase implements Resource {
           }
         }
         if (current === undefined) {
-          await client.query(`INSERT INTO ${TCC_BARRIER_TABLE} (txn_id, branch, state, payload, expires_at_ms, updated_at) VALUES ($1, $2, $3, $4, $5, statement_timestamp())`, [
-            txnId,
-            this.o.participantId,
-            v.next,
-            op === 'try' ? Buffer.from(payload) : null,
-            expiresAtMs,
-          ]);
+          await client.query(
+            `INSERT INTO ${TCC_BARRIER_TABLE} (txn_id, branch, state, payload, expires_at_ms, updated_at) VALUES ($1, $2, $3, $4, $5, statement_timestamp())`,
+            [txnId, this.o.participantId, v.next, op === 'try' ? Buffer.from(payload) : null, expiresAtMs],
+          );
         } else {
-          await client.query(`UPDATE ${TCC_BARRIER_TABLE} SET state = $3, updated_at = statement_timestamp() WHERE txn_id = $1 AND branch = $2`, [txnId, this.o.participantId, v.next]);
+          await client.query(
+            `UPDATE ${TCC_BARRIER_TABLE} SET state = $3, updated_at = statement_timestamp() WHERE txn_id = $1 AND branch = $2`,
+            [txnId, this.o.participantId, v.next],
+          );
         }
         await client.query('COMMIT');
         this.noted(txnId, v.next, expiresAtMs);
@@ -265,7 +304,9 @@ function guardedClient(client: PoolClient): { client: PgTxnClient; end: () => vo
   return { client: { query }, end: () => (open = false) };
 }
 
-/** Creates the barrier table when missing (CREATE on the schema, once; or create it in advance with this definition). */
+/**
+ * Creates the barrier table when missing (CREATE on the schema, once; or create it in advance with this definition).
+ */
 export async function ensureBarrierTable(pool: pg.Pool): Promise<void> {
   const exists = await pool.query<{ t: boolean }>('SELECT to_regclass($1) IS NOT NULL AS t', [TCC_BARRIER_TABLE]);
   if (exists.rows[0]?.t === true) return;

@@ -8,7 +8,14 @@ import { join } from 'node:path';
 import { FileJournal } from '../journal.ts';
 import { isTxnRecord, TxnJournalState } from '../prepared-recovery.ts';
 import type { ReserveWatcher } from './expiry.ts';
-import { isTccRecord, MemoryTccResource, replayTcc, TccMemoryState, type TccMemoryHandlers, type TccRecord } from './memory.ts';
+import {
+  isTccRecord,
+  MemoryTccResource,
+  replayTcc,
+  TccMemoryState,
+  type TccMemoryHandlers,
+  type TccRecord,
+} from './memory.ts';
 import type { PostgresTccResource, TccPgHandlers } from './postgres.ts';
 import type { TccCounts, TccReserves } from './barrier.ts';
 import type { EngineLog, Resource, TxnRecord } from '../types.ts';
@@ -20,7 +27,13 @@ export const TCC_MEMORY_JOURNAL_FILE = 'tcc-barrier.log';
 export type TccParticipantOptions =
   | { memory: TccMemoryHandlers<unknown>; postgres?: undefined }
   | {
-      postgres: { url: string; handlers: TccPgHandlers; concurrency?: number; barrierRetentionMs?: number; cleanupIntervalMs?: number };
+      postgres: {
+        url: string;
+        handlers: TccPgHandlers;
+        concurrency?: number;
+        barrierRetentionMs?: number;
+        cleanupIntervalMs?: number;
+      };
       memory?: undefined;
     };
 
@@ -36,7 +49,15 @@ export interface TccSetup {
   close(): Promise<void>;
 }
 
-export async function openTccParticipant(o: TccParticipantOptions & { clusterId: string; participantId: string; dataDir: string; log: EngineLog; compactAfterRecords?: number }): Promise<TccSetup> {
+export async function openTccParticipant(
+  o: TccParticipantOptions & {
+    clusterId: string;
+    participantId: string;
+    dataDir: string;
+    log: EngineLog;
+    compactAfterRecords?: number;
+  },
+): Promise<TccSetup> {
   let resource: TccResource;
   let barrierJournal: FileJournal<TccRecord> | null = null;
   let cleanupTimer: NodeJS.Timeout | null = null;
@@ -72,7 +93,13 @@ export async function openTccParticipant(o: TccParticipantOptions & { clusterId:
   const state = new TxnJournalState();
   let journal: FileJournal<TxnRecord>;
   try {
-    journal = await FileJournal.open<TxnRecord>({ path: join(o.dataDir, TCC_ENGINE_JOURNAL_FILE), fold: state, isRecord: isTxnRecord, compactAfterRecords: o.compactAfterRecords, log: o.log });
+    journal = await FileJournal.open<TxnRecord>({
+      path: join(o.dataDir, TCC_ENGINE_JOURNAL_FILE),
+      fold: state,
+      isRecord: isTxnRecord,
+      compactAfterRecords: o.compactAfterRecords,
+      log: o.log,
+    });
   } catch (err) {
     await barrierJournal?.close();
     if ('close' in resource) await resource.close();
@@ -91,7 +118,8 @@ export async function openTccParticipant(o: TccParticipantOptions & { clusterId:
         const tick = (): void => {
           pgResource.cleanup().then(
             (n) => n > 0 && o.log.info({ barrierRowsDeleted: n }, 'old TCC barrier rows deleted'),
-            (err: Error) => o.log.warn({ err: err.message }, 'TCC barrier clean-up failed; trying again at the next interval'),
+            (err: Error) =>
+              o.log.warn({ err: err.message }, 'TCC barrier clean-up failed; trying again at the next interval'),
           );
           cleanupTimer = setTimeout(tick, everyMs);
           cleanupTimer.unref();
@@ -121,7 +149,10 @@ export function adoptHeldReserves(records: TxnRecord[], reserves: TccReserves, l
   const out = [...records];
   for (const h of reserves.heldReserves()) {
     if (known.has(h.txnId)) continue;
-    log.warn({ txnId: h.txnId }, 'reserve held but not in the journal (the process stopped before its vote): in doubt, asking the cluster');
+    log.warn(
+      { txnId: h.txnId },
+      'reserve held but not in the journal (the process stopped before its vote): in doubt, asking the cluster',
+    );
     out.push({ kind: 'prepared', txnId: h.txnId, atMs: Date.now(), payloadB64: '', participants: [] });
   }
   return out;

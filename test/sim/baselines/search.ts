@@ -16,7 +16,9 @@ import type { BaselineResult, BaselineScenario } from './world.ts';
 export type Protocol = '2pc' | '3pc';
 
 /** A crash point; one at the coordinator may take it down for good (the fault Verdict's 3 nodes absorb). */
-const baselineCrashPointArb: fc.Arbitrary<CrashPoint> = fc.tuple(crashPointArb, fc.boolean()).map(([c, forever]) => (c.target === 'leader' && forever ? { ...c, forever } : c));
+const baselineCrashPointArb: fc.Arbitrary<CrashPoint> = fc
+  .tuple(crashPointArb, fc.boolean())
+  .map(([c, forever]) => (c.target === 'leader' && forever ? { ...c, forever } : c));
 
 /** The network faults: what 3PC is put through (every process stays up). */
 const NETWORK_FAULTS: ReadonlySet<SysFault['kind']> = new Set(['partition', 'isolate-participant', 'one-way', 'delay']);
@@ -36,14 +38,26 @@ const common = {
 /** 2PC: every fault Verdict's simulation draws, plus crash points that may take the coordinator down for good. */
 export const twoPcScenarioArb: fc.Arbitrary<BaselineScenario> = fc.record({
   ...common,
-  faults: fc.oneof(CROSS_SHRINK, { arbitrary: fc.constant<SysFault[]>([]), weight: 1 }, { arbitrary: fc.array(sysFaultArb, { minLength: 1, maxLength: 10 }), weight: 5 }),
-  crashPoints: fc.oneof(CROSS_SHRINK, { arbitrary: fc.constant<CrashPoint[]>([]), weight: 3 }, { arbitrary: fc.array(baselineCrashPointArb, { minLength: 1, maxLength: 2 }), weight: 1 }),
+  faults: fc.oneof(
+    CROSS_SHRINK,
+    { arbitrary: fc.constant<SysFault[]>([]), weight: 1 },
+    { arbitrary: fc.array(sysFaultArb, { minLength: 1, maxLength: 10 }), weight: 5 },
+  ),
+  crashPoints: fc.oneof(
+    CROSS_SHRINK,
+    { arbitrary: fc.constant<CrashPoint[]>([]), weight: 3 },
+    { arbitrary: fc.array(baselineCrashPointArb, { minLength: 1, maxLength: 2 }), weight: 1 },
+  ),
 });
 
 /** 3PC: network faults only. */
 export const threePcScenarioArb: fc.Arbitrary<BaselineScenario> = fc.record({
   ...common,
-  faults: fc.oneof(CROSS_SHRINK, { arbitrary: fc.constant<SysFault[]>([]), weight: 1 }, { arbitrary: fc.array(networkFaultArb, { minLength: 1, maxLength: 10 }), weight: 5 }),
+  faults: fc.oneof(
+    CROSS_SHRINK,
+    { arbitrary: fc.constant<SysFault[]>([]), weight: 1 },
+    { arbitrary: fc.array(networkFaultArb, { minLength: 1, maxLength: 10 }), weight: 5 },
+  ),
   crashPoints: fc.constant<CrashPoint[]>([]),
 });
 
@@ -53,10 +67,15 @@ export const threePcScenarioArb: fc.Arbitrary<BaselineScenario> = fc.record({
  * faults), and network faults only.
  */
 export const verdictControlArb: fc.Arbitrary<SystemScenario> = fc.oneof(
+  fc.tuple(systemScenarioArb, fc.constantFrom(...CRASH_POINTS)).map(
+    ([sc, point]): SystemScenario => ({
+      ...sc,
+      crashPoints: [{ point, target: 'leader', downMs: 0, forever: true }, ...sc.crashPoints],
+    }),
+  ),
   fc
-    .tuple(systemScenarioArb, fc.constantFrom(...CRASH_POINTS))
-    .map(([sc, point]): SystemScenario => ({ ...sc, crashPoints: [{ point, target: 'leader', downMs: 0, forever: true }, ...sc.crashPoints] })),
-  fc.tuple(systemScenarioArb, fc.array(networkFaultArb, { minLength: 1, maxLength: 10 })).map(([sc, faults]): SystemScenario => ({ ...sc, faults, crashPoints: [], diskFaults: [] })),
+    .tuple(systemScenarioArb, fc.array(networkFaultArb, { minLength: 1, maxLength: 10 }))
+    .map(([sc, faults]): SystemScenario => ({ ...sc, faults, crashPoints: [], diskFaults: [] })),
 );
 
 export interface BaselineSearch {
@@ -84,8 +103,16 @@ export const SEARCHES: Record<Protocol, Omit<BaselineSearch, 'seed' | 'seedsMax'
     accept: (v, r) => (r.members.get(txnOf(v) ?? '')?.length ?? 0) >= 2,
     arb: twoPcScenarioArb,
   },
-  // A coordinator that committed while its only participant aborted is reported as R4 and atomicity: 3PC's, not the model's.
-  '3pc': { protocol: '3pc', target: /^t=\d+ms: AC1 agreement/, lost: 'AC1 lost', allowed: (v) => /^t=\d+ms: (AC1 agreement|R4|atomicity)/.test(v), accept: () => true, arb: threePcScenarioArb },
+  // A coordinator that committed while its only participant aborted is reported as R4 and atomicity: 3PC's, not the
+  // model's.
+  '3pc': {
+    protocol: '3pc',
+    target: /^t=\d+ms: AC1 agreement/,
+    lost: 'AC1 lost',
+    allowed: (v) => /^t=\d+ms: (AC1 agreement|R4|atomicity)/.test(v),
+    accept: () => true,
+    arb: threePcScenarioArb,
+  },
 };
 
 export function runBaseline(protocol: Protocol, sc: BaselineScenario): BaselineResult {
@@ -124,7 +151,8 @@ export function search(s: BaselineSearch, replay?: string): SearchOutcome {
     fc.property(s.arb, (sc) => {
       runs++;
       const r = runBaseline(s.protocol, sc);
-      for (const v of r.violations) if (!s.allowed(v, r) && unexpected.length < 5) unexpected.push(`${v}\n    schedule: ${JSON.stringify(sc)}`);
+      for (const v of r.violations)
+        if (!s.allowed(v, r) && unexpected.length < 5) unexpected.push(`${v}\n    schedule: ${JSON.stringify(sc)}`);
       return !r.violations.some((v) => s.target.test(v) && s.accept(v, r));
     }),
     params,
@@ -132,8 +160,23 @@ export function search(s: BaselineSearch, replay?: string): SearchOutcome {
   if (!out.failed || !out.counterexample) return { found: null, runs, unexpected };
   const scenario = out.counterexample[0];
   const result = runBaseline(s.protocol, scenario);
-  const violation = result.violations.find((v) => s.target.test(v) && s.accept(v, result)) ?? '(the shrunk schedule no longer shows it)';
-  return { found: { replayed: replay !== undefined, runs: out.numRuns, shrinks: out.numShrinks, seed: out.seed, path: out.counterexamplePath ?? '', scenario, result, violation }, runs, unexpected };
+  const violation =
+    result.violations.find((v) => s.target.test(v) && s.accept(v, result)) ??
+    '(the shrunk schedule no longer shows it)';
+  return {
+    found: {
+      replayed: replay !== undefined,
+      runs: out.numRuns,
+      shrinks: out.numShrinks,
+      seed: out.seed,
+      path: out.counterexamplePath ?? '',
+      scenario,
+      result,
+      violation,
+    },
+    runs,
+    unexpected,
+  };
 }
 
 export const REPLAY_ENV = 'VERDICT_BASELINE_REPLAY';

@@ -18,13 +18,23 @@ import { keyOf, valueOf } from '../system-checker.ts';
 import { RecordingResource, SimJournal } from '../system-participant.ts';
 import { ALWAYS } from '../system-rpc.ts';
 import type { TxnPlan } from '../system-scenario.ts';
-import { ThreePcCoordinator, ThreePcParticipant, type CoordinatorAction, type ParticipantDecision, type ThreePcConfig } from './three-pc.ts';
+import {
+  ThreePcCoordinator,
+  ThreePcParticipant,
+  type CoordinatorAction,
+  type ParticipantDecision,
+  type ThreePcConfig,
+} from './three-pc.ts';
 import { BaselineWorld, COORDINATOR, type BaselineScenario } from './world.ts';
 
 const TICK_MS = 100;
 const RPC_DEADLINE_MS = 1_000;
 
-export const THREE_PC_CONFIG: ThreePcConfig = { ackTimeoutMs: 500, uncertainTimeoutMs: 1_000, precommitTimeoutMs: 1_000 };
+export const THREE_PC_CONFIG: ThreePcConfig = {
+  ackTimeoutMs: 500,
+  uncertainTimeoutMs: 1_000,
+  precommitTimeoutMs: 1_000,
+};
 
 interface Part {
   id: string;
@@ -43,8 +53,16 @@ export class ThreePcWorld extends BaselineWorld {
     super(sc, '3pc');
     for (const id of this.participantIds) {
       const resource = new MemoryResource();
-      const recording = new RecordingResource(resource, (txnId, outcome) => this.checker.participantApplied(id, txnId, outcome));
-      this.parts.push({ id, model: new ThreePcParticipant(id, THREE_PC_CONFIG), journal: new SimJournal(this.q, new Rng(this.rng.u32())), resource, recording });
+      const recording = new RecordingResource(resource, (txnId, outcome) =>
+        this.checker.participantApplied(id, txnId, outcome),
+      );
+      this.parts.push({
+        id,
+        model: new ThreePcParticipant(id, THREE_PC_CONFIG),
+        journal: new SimJournal(this.q, new Rng(this.rng.u32())),
+        resource,
+        recording,
+      });
     }
     const tick = (): void => {
       this.exec(this.coord.tick(this.q.now));
@@ -81,8 +99,10 @@ export class ThreePcWorld extends BaselineWorld {
               const p = this.part(a.to);
               const before = p.model.stateOf(a.txnId);
               const ack = p.model.preCommit(a.txnId, this.q.now);
-              if (before === 'uncertain' && ack) this.timeline.add(a.txnId, `${p.id} gets PreCommit: precommitted, ACKs`);
-              else if (!ack) this.timeline.add(a.txnId, `${p.id} gets PreCommit but has ${before ?? 'never voted'}: no ACK`);
+              if (before === 'uncertain' && ack)
+                this.timeline.add(a.txnId, `${p.id} gets PreCommit: precommitted, ACKs`);
+              else if (!ack)
+                this.timeline.add(a.txnId, `${p.id} gets PreCommit but has ${before ?? 'never voted'}: no ACK`);
               reply(null, ack);
             },
             (err, ack) => {
@@ -134,7 +154,13 @@ export class ThreePcWorld extends BaselineWorld {
             this.voted(p.id, txnId, vote, err?.message ?? rv.reason);
             return reply(null, vote);
           }
-          const record: TxnRecord = { kind: 'prepared', txnId, atMs: this.q.now, payloadB64: '', participants: this.members.get(txnId) ?? [] };
+          const record: TxnRecord = {
+            kind: 'prepared',
+            txnId,
+            atMs: this.q.now,
+            payloadB64: '',
+            participants: this.members.get(txnId) ?? [],
+          };
           p.journal.append(record, () => {
             const vote = p.model.vote(txnId, true, this.q.now);
             this.voted(p.id, txnId, vote, 'prepared state synced; uncertain now');
@@ -176,7 +202,9 @@ export class ThreePcWorld extends BaselineWorld {
   protected restartAll(): void {}
 
   protected pendingAfterHeal(): string | null {
-    const pending = this.parts.filter((p) => p.model.undecided().length > 0).map((p) => `${p.id} undecided on ${p.model.undecided().join(' ')}`);
+    const pending = this.parts
+      .filter((p) => p.model.undecided().length > 0)
+      .map((p) => `${p.id} undecided on ${p.model.undecided().join(' ')}`);
     return pending.length === 0 ? null : pending.join('; ');
   }
 

@@ -60,7 +60,14 @@ export class ThreePcCoordinator {
 
   begin(txnId: string, participants: string[], timeoutMs: number, nowMs: number): CoordinatorAction[] {
     if (this.txns.has(txnId)) return [];
-    this.txns.set(txnId, { phase: 'voting', participants, votes: new Map(), acks: new Set(), deadlineAtMs: nowMs + timeoutMs, timeoutMs });
+    this.txns.set(txnId, {
+      phase: 'voting',
+      participants,
+      votes: new Map(),
+      acks: new Set(),
+      deadlineAtMs: nowMs + timeoutMs,
+      timeoutMs,
+    });
     return participants.map((to) => ({ t: 'can-commit', txnId, to, timeoutMs }));
   }
 
@@ -88,10 +95,23 @@ export class ThreePcCoordinator {
     const out: CoordinatorAction[] = [];
     for (const [txnId, x] of this.txns) {
       if (nowMs < x.deadlineAtMs) continue;
-      if (x.phase === 'voting') out.push(...this.abort(txnId, x, `no vote from ${x.participants.filter((p) => !x.votes.has(p)).join(', ')} within ${x.timeoutMs} ms`));
+      if (x.phase === 'voting')
+        out.push(
+          ...this.abort(
+            txnId,
+            x,
+            `no vote from ${x.participants.filter((p) => !x.votes.has(p)).join(', ')} within ${x.timeoutMs} ms`,
+          ),
+        );
       else if (x.phase === 'precommitting') {
         const missing = x.participants.filter((p) => !x.acks.has(p));
-        out.push(...this.commit(txnId, x, `ACK timeout: no ACK from ${missing.join(', ')} within ${this.cfg.ackTimeoutMs} ms, taken for crashed`));
+        out.push(
+          ...this.commit(
+            txnId,
+            x,
+            `ACK timeout: no ACK from ${missing.join(', ')} within ${this.cfg.ackTimeoutMs} ms, taken for crashed`,
+          ),
+        );
       }
     }
     return out;
@@ -99,12 +119,18 @@ export class ThreePcCoordinator {
 
   private commit(txnId: string, x: CoordTxn, reason: string): CoordinatorAction[] {
     x.phase = 'committed';
-    return [{ t: 'decided', txnId, outcome: 'commit', participants: x.participants, reason }, ...x.participants.map((to): CoordinatorAction => ({ t: 'do-commit', txnId, to }))];
+    return [
+      { t: 'decided', txnId, outcome: 'commit', participants: x.participants, reason },
+      ...x.participants.map((to): CoordinatorAction => ({ t: 'do-commit', txnId, to })),
+    ];
   }
 
   private abort(txnId: string, x: CoordTxn, reason: string): CoordinatorAction[] {
     x.phase = 'aborted';
-    return [{ t: 'decided', txnId, outcome: 'abort', participants: x.participants, reason }, ...x.participants.map((to): CoordinatorAction => ({ t: 'abort', txnId, to }))];
+    return [
+      { t: 'decided', txnId, outcome: 'abort', participants: x.participants, reason },
+      ...x.participants.map((to): CoordinatorAction => ({ t: 'abort', txnId, to })),
+    ];
   }
 }
 
@@ -176,7 +202,12 @@ export class ThreePcParticipant {
       if (!x && outcome === 'ABORTED') this.txns.set(txnId, { state: 'ABORTED', deadlineAtMs: Infinity });
       return null;
     }
-    return this.decide(txnId, x, outcome, outcome === 'COMMITTED' ? 'DoCommit from the coordinator' : 'Abort from the coordinator');
+    return this.decide(
+      txnId,
+      x,
+      outcome,
+      outcome === 'COMMITTED' ? 'DoCommit from the coordinator' : 'Abort from the coordinator',
+    );
   }
 
   /** The timeout rules. */
@@ -184,8 +215,24 @@ export class ThreePcParticipant {
     const out: ParticipantDecision[] = [];
     for (const [txnId, x] of this.txns) {
       if (nowMs < x.deadlineAtMs) continue;
-      if (x.state === 'uncertain') out.push(this.decide(txnId, x, 'ABORTED', `timed out uncertain (${this.cfg.uncertainTimeoutMs} ms after its YES, no PreCommit)`));
-      else if (x.state === 'precommitted') out.push(this.decide(txnId, x, 'COMMITTED', `timed out precommitted (${this.cfg.precommitTimeoutMs} ms after PreCommit, no DoCommit)`));
+      if (x.state === 'uncertain')
+        out.push(
+          this.decide(
+            txnId,
+            x,
+            'ABORTED',
+            `timed out uncertain (${this.cfg.uncertainTimeoutMs} ms after its YES, no PreCommit)`,
+          ),
+        );
+      else if (x.state === 'precommitted')
+        out.push(
+          this.decide(
+            txnId,
+            x,
+            'COMMITTED',
+            `timed out precommitted (${this.cfg.precommitTimeoutMs} ms after PreCommit, no DoCommit)`,
+          ),
+        );
     }
     return out;
   }

@@ -48,7 +48,14 @@ export class TwoPcWorld extends BaselineWorld {
     super(sc, '2pc');
     this.coordLog = new SimJournal<CommitRecord>(this.q, new Rng(this.rng.u32()));
     for (const id of this.participantIds) {
-      const p: SimParticipant = { id, journal: new SimJournal(this.q, new Rng(this.rng.u32())), up: false, inc: DEAD, engine: null, resource: null };
+      const p: SimParticipant = {
+        id,
+        journal: new SimJournal(this.q, new Rng(this.rng.u32())),
+        up: false,
+        inc: DEAD,
+        engine: null,
+        resource: null,
+      };
       this.parts.push(p);
       this.startParticipant(p);
     }
@@ -67,7 +74,8 @@ export class TwoPcWorld extends BaselineWorld {
     this.coord = new TwoPcCoordinator({ retryMs: RETRY_MS }, this.coordLog.durable);
     // A COMMIT record that reached the disk as the coordinator crashed (the disk
     // may have written it before the sync returned) is a decision all the same.
-    for (const r of this.coordLog.durable) this.decided(r.txnId, 'commit', r.participants, 'COMMIT record found in the log after a restart', true);
+    for (const r of this.coordLog.durable)
+      this.decided(r.txnId, 'commit', r.participants, 'COMMIT record found in the log after a restart', true);
     const tick = (): void => {
       if (!inc.alive || !this.coord) return;
       this.exec(this.coord.tick(this.q.now), inc);
@@ -112,19 +120,31 @@ export class TwoPcWorld extends BaselineWorld {
     if (!inc.alive) return;
     const p = this.part(a.to);
     const no = this.noVoters.get(a.txnId) === p.id;
-    const payload = no ? memoryPayload({}, 'told to vote NO') : memoryPayload({ [keyOf(a.txnId)]: valueOf(a.txnId, p.id) });
+    const payload = no
+      ? memoryPayload({}, 'told to vote NO')
+      : memoryPayload({ [keyOf(a.txnId)]: valueOf(a.txnId, p.id) });
     this.timeline.once(a.txnId, `${COORDINATOR} sends PREPARE to ${a.participants.join(', ')}`);
     this.callParticipant<Vote>(
       p,
       inc,
       (eng, r) =>
-        eng.prepare({ clusterId: CLUSTER, txnId: a.txnId, participantId: p.id, participants: a.participants, payload, timeoutMs: a.timeoutMs }, (err, vote) => {
-          if (err || !vote) return r({ code: err?.code ?? 'UNAVAILABLE', message: err?.message ?? 'no vote' });
-          const yes = vote.vote === 'yes';
-          this.voted(p.id, a.txnId, yes ? 'yes' : 'no', yes ? 'prepared state synced' : vote.reason);
-          if (yes) this.point('some-prepared', a.txnId, { participant: p.id });
-          r(null, vote);
-        }),
+        eng.prepare(
+          {
+            clusterId: CLUSTER,
+            txnId: a.txnId,
+            participantId: p.id,
+            participants: a.participants,
+            payload,
+            timeoutMs: a.timeoutMs,
+          },
+          (err, vote) => {
+            if (err || !vote) return r({ code: err?.code ?? 'UNAVAILABLE', message: err?.message ?? 'no vote' });
+            const yes = vote.vote === 'yes';
+            this.voted(p.id, a.txnId, yes ? 'yes' : 'no', yes ? 'prepared state synced' : vote.reason);
+            if (yes) this.point('some-prepared', a.txnId, { participant: p.id });
+            r(null, vote);
+          },
+        ),
       (err, vote) => {
         if (!this.coord) return;
         if (err || !vote) return this.exec(this.coord.onVote(a.txnId, p.id, null), inc);
@@ -169,13 +189,19 @@ export class TwoPcWorld extends BaselineWorld {
       clusterId: CLUSTER,
       q: this.q,
       checker: this.checker,
-      applied: (txnId, outcome) => this.timeline.add(txnId, `${p.id} ${outcome === 'COMMITTED' ? 'COMMITS' : 'ABORTS'} ${txnId}`),
+      applied: (txnId, outcome) =>
+        this.timeline.add(txnId, `${p.id} ${outcome === 'COMMITTED' ? 'COMMITS' : 'ABORTS'} ${txnId}`),
       askOutcome: (inc, txnId, cb) => this.askOutcome(p, inc, txnId, cb),
     });
   }
 
   /** A coordinator RPC to participant p, served by its engine while p is up (the participant's gRPC service's role). */
-  private callParticipant<T>(p: SimParticipant, inc: Inc, serve: (eng: ParticipantEngine, r: Reply<T>) => void, cb: Reply<T>): void {
+  private callParticipant<T>(
+    p: SimParticipant,
+    inc: Inc,
+    serve: (eng: ParticipantEngine, r: Reply<T>) => void,
+    cb: Reply<T>,
+  ): void {
     this.rpc.call<T>(
       COORDINATOR,
       inc,
@@ -191,7 +217,12 @@ export class TwoPcWorld extends BaselineWorld {
   }
 
   /** The participant in doubt asks the coordinator; if it does not answer, its peers (cooperative termination). */
-  private askOutcome(p: SimParticipant, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
+  private askOutcome(
+    p: SimParticipant,
+    inc: Inc,
+    txnId: string,
+    cb: (err: Error | null, o: ClusterOutcome) => void,
+  ): void {
     this.rpc.call<Outcome | 'IN_PROGRESS'>(
       p.id,
       inc,
@@ -205,13 +236,21 @@ export class TwoPcWorld extends BaselineWorld {
           this.timeline.once(txnId, `${p.id} asks ${COORDINATOR} about ${txnId}: ${o}`);
           return cb(null, o);
         }
-        this.timeline.once(txnId, `${p.id} asks ${COORDINATOR} about ${txnId}: no answer within ${RPC_DEADLINE_MS} ms; asks its peers (cooperative termination)`);
+        this.timeline.once(
+          txnId,
+          `${p.id} asks ${COORDINATOR} about ${txnId}: no answer within ${RPC_DEADLINE_MS} ms; asks its peers (cooperative termination)`,
+        );
         this.askPeers(p, inc, txnId, cb);
       },
     );
   }
 
-  private askPeers(p: SimParticipant, inc: Inc, txnId: string, cb: (err: Error | null, o: ClusterOutcome) => void): void {
+  private askPeers(
+    p: SimParticipant,
+    inc: Inc,
+    txnId: string,
+    cb: (err: Error | null, o: ClusterOutcome) => void,
+  ): void {
     const peers = (this.members.get(txnId) ?? []).filter((q) => q !== p.id);
     if (peers.length === 0) return cb(null, 'UNKNOWN');
     const heard: string[] = [];
@@ -244,11 +283,20 @@ export class TwoPcWorld extends BaselineWorld {
     // Prepared, or a PREPARE on its way to a YES: it may not decide alone.
     if (state === 'prepared' || q.engine.counts().preparing > 0) return reply(null, 'UNKNOWN');
     this.timeline.once(txnId, `${q.id} never voted on ${txnId}: aborts it (a later PREPARE gets NO)`);
-    q.engine.decide({ clusterId: CLUSTER, txnId, participantId: q.id, outcome: 'abort', reason: 'cooperative termination: never voted' }, (err) => {
-      if (!inc.alive) return;
-      if (err) reply({ code: err.code, message: err.message } satisfies RpcError);
-      else reply(null, 'ABORTED');
-    });
+    q.engine.decide(
+      {
+        clusterId: CLUSTER,
+        txnId,
+        participantId: q.id,
+        outcome: 'abort',
+        reason: 'cooperative termination: never voted',
+      },
+      (err) => {
+        if (!inc.alive) return;
+        if (err) reply({ code: err.code, message: err.message } satisfies RpcError);
+        else reply(null, 'ABORTED');
+      },
+    );
   }
 
   // ---- faults -------------------------------------------------------------------
@@ -304,7 +352,8 @@ export class TwoPcWorld extends BaselineWorld {
       if (!p.up || !p.engine) pending.push(`${p.id} is down`);
       else {
         const doubt = p.engine.inDoubt().map((d) => d.txnId);
-        if (doubt.length > 0) pending.push(`${p.id} is still in doubt on ${doubt.join(' ')} (it voted YES and may not decide alone)`);
+        if (doubt.length > 0)
+          pending.push(`${p.id} is still in doubt on ${doubt.join(' ')} (it voted YES and may not decide alone)`);
         if (p.engine.counts().preparing > 0) pending.push(`${p.id} is still preparing`);
       }
     }

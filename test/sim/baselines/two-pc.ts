@@ -68,13 +68,22 @@ export class TwoPcCoordinator {
     private readonly cfg: TwoPcConfig,
     logged: readonly { txnId: string; participants: string[] }[],
   ) {
-    for (const r of logged) this.committed.set(r.txnId, { participants: r.participants, acked: new Set(), redeliverAtMs: 0 });
+    for (const r of logged)
+      this.committed.set(r.txnId, { participants: r.participants, acked: new Set(), redeliverAtMs: 0 });
   }
 
   begin(txnId: string, participants: string[], timeoutMs: number, nowMs: number): TwoPcAction[] {
     if (this.active.has(txnId) || this.committed.has(txnId) || this.aborted.has(txnId)) return [];
-    if (this.active.size >= ACTIVE_MAX) throw new Error(`2pc coordinator: more than ${ACTIVE_MAX} transactions at once`);
-    this.active.set(txnId, { phase: 'collecting', participants, timeoutMs, votes: new Map(), resend: new Set(), deadlineAtMs: nowMs + timeoutMs });
+    if (this.active.size >= ACTIVE_MAX)
+      throw new Error(`2pc coordinator: more than ${ACTIVE_MAX} transactions at once`);
+    this.active.set(txnId, {
+      phase: 'collecting',
+      participants,
+      timeoutMs,
+      votes: new Map(),
+      resend: new Set(),
+      deadlineAtMs: nowMs + timeoutMs,
+    });
     return participants.map((to) => ({ t: 'prepare', txnId, to, participants, timeoutMs }));
   }
 
@@ -95,11 +104,22 @@ export class TwoPcCoordinator {
 
   onCommitLogged(txnId: string, nowMs: number): TwoPcAction[] {
     const a = this.active.get(txnId);
-    if (!a || a.phase !== 'logging') throw new Error(`2pc coordinator: COMMIT of ${txnId} logged, but it was not being logged`);
+    if (!a || a.phase !== 'logging')
+      throw new Error(`2pc coordinator: COMMIT of ${txnId} logged, but it was not being logged`);
     this.active.delete(txnId);
-    this.committed.set(txnId, { participants: a.participants, acked: new Set(), redeliverAtMs: nowMs + this.cfg.retryMs });
+    this.committed.set(txnId, {
+      participants: a.participants,
+      acked: new Set(),
+      redeliverAtMs: nowMs + this.cfg.retryMs,
+    });
     return [
-      { t: 'decided', txnId, outcome: 'commit', participants: a.participants, reason: 'every participant voted YES; COMMIT record synced' },
+      {
+        t: 'decided',
+        txnId,
+        outcome: 'commit',
+        participants: a.participants,
+        reason: 'every participant voted YES; COMMIT record synced',
+      },
       ...a.participants.map((to): TwoPcAction => ({ t: 'decision', txnId, to, outcome: 'commit' })),
     ];
   }
@@ -114,10 +134,17 @@ export class TwoPcCoordinator {
     for (const [txnId, a] of this.active) {
       if (a.phase !== 'collecting') continue;
       if (nowMs >= a.deadlineAtMs) {
-        out.push(...this.abort(txnId, a, `no vote from ${a.participants.filter((p) => !a.votes.has(p)).join(', ')} within ${a.timeoutMs} ms`));
+        out.push(
+          ...this.abort(
+            txnId,
+            a,
+            `no vote from ${a.participants.filter((p) => !a.votes.has(p)).join(', ')} within ${a.timeoutMs} ms`,
+          ),
+        );
         continue;
       }
-      for (const to of a.resend) out.push({ t: 'prepare', txnId, to, participants: a.participants, timeoutMs: a.timeoutMs });
+      for (const to of a.resend)
+        out.push({ t: 'prepare', txnId, to, participants: a.participants, timeoutMs: a.timeoutMs });
       a.resend.clear();
     }
     for (const [txnId, c] of this.committed) {
@@ -128,7 +155,10 @@ export class TwoPcCoordinator {
     return out;
   }
 
-  /** What a participant asking about T is told. Presumed abort: a transaction the log does not commit and nobody is working on is aborted. */
+  /**
+   * What a participant asking about T is told. Presumed abort: a transaction the log does not commit and nobody is
+   * working on is aborted.
+   */
   outcome(txnId: string): Outcome | 'IN_PROGRESS' {
     if (this.committed.has(txnId)) return 'COMMITTED';
     if (this.active.has(txnId)) return 'IN_PROGRESS';

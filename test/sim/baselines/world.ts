@@ -182,11 +182,21 @@ export abstract class BaselineWorld implements FaultWorld {
   // ---- observations shared by both protocols ----------------------------------
 
   /** The coordinator's decision, as the checker reads Verdict's first applied Decide (R1). */
-  protected decided(txnId: string, outcome: 'commit' | 'abort', participants: string[], reason: string, logged: boolean): void {
+  protected decided(
+    txnId: string,
+    outcome: 'commit' | 'abort',
+    participants: string[],
+    reason: string,
+    logged: boolean,
+  ): void {
     // Once per transaction: a restarted coordinator reads the same COMMIT record again.
     if (this.checker.decisionOf(txnId) !== null) return;
     this.decisionIndex++;
-    this.checker.decisionApplied(COORDINATOR, { txnId, outcome, reason, participants, index: this.decisionIndex, decidedAtMs: this.q.now }, true);
+    this.checker.decisionApplied(
+      COORDINATOR,
+      { txnId, outcome, reason, participants, index: this.decisionIndex, decidedAtMs: this.q.now },
+      true,
+    );
     this.timeline.add(txnId, `${COORDINATOR} decides ${outcome.toUpperCase()}${logged ? ' (logged)' : ''}: ${reason}`);
   }
 
@@ -218,7 +228,10 @@ export abstract class BaselineWorld implements FaultWorld {
         if (!('coordinator' in at) || !this.coordinatorUp()) continue;
         cp.fired = true;
         this.crashPointsFired++;
-        this.timeline.add(txnId, `crash point ${point} (${POINT_MEANING[point].coordinator}): ${COORDINATOR} crashes ${cp.forever ? 'and stays down for good' : `for ${cp.downMs} ms`}`);
+        this.timeline.add(
+          txnId,
+          `crash point ${point} (${POINT_MEANING[point].coordinator}): ${COORDINATOR} crashes ${cp.forever ? 'and stays down for good' : `for ${cp.downMs} ms`}`,
+        );
         if (cp.forever) this.coordinatorLost = true;
         this.crashAtPoint = true;
         this.crash(COORDINATOR);
@@ -229,7 +242,10 @@ export abstract class BaselineWorld implements FaultWorld {
         if (!('participant' in at) || at.participant !== pid) continue;
         cp.fired = true;
         this.crashPointsFired++;
-        this.timeline.add(txnId, `crash point ${point} (${POINT_MEANING[point].participant}): ${pid} crashes for ${cp.downMs} ms`);
+        this.timeline.add(
+          txnId,
+          `crash point ${point} (${POINT_MEANING[point].participant}): ${pid} crashes for ${cp.downMs} ms`,
+        );
         this.crashAtPoint = true;
         this.crash(pid);
         this.crashAtPoint = false;
@@ -249,7 +265,8 @@ export abstract class BaselineWorld implements FaultWorld {
     let committed = 0;
     for (const t of this.members.keys()) if (this.checker.decisionOf(t) === 'commit') committed++;
     // The AC4 line closes the story of the transaction it names.
-    for (const v of this.checker.violations) if (v.includes('AC4')) this.timeline.add(txnOf(v), v.replace(/^t=\d+ms: /, ''));
+    for (const v of this.checker.violations)
+      if (v.includes('AC4')) this.timeline.add(txnOf(v), v.replace(/^t=\d+ms: /, ''));
     return {
       violations: this.checker.violations,
       timeline: this.timeline,
@@ -274,15 +291,24 @@ export abstract class BaselineWorld implements FaultWorld {
       if (what) this.q.at(t0 + f.at, () => !this.healed && this.timeline.add(null, what));
     }
     for (const [i, plan] of this.sc.txns.entries()) {
-      const members = [...new Set(plan.members.map((m) => m % this.sc.participants))].map((m) => this.participantIds[m]);
+      const members = [...new Set(plan.members.map((m) => m % this.sc.participants))].map(
+        (m) => this.participantIds[m],
+      );
       const txnId = `t${i + 1}`;
       const noVoter = plan.no === null ? null : members[plan.no % members.length];
       this.members.set(txnId, members);
       this.checker.plan({ txnId, participants: members, noVoter });
       this.q.at(t0 + plan.atMs, () => {
-        if (!this.coordinatorUp()) return this.timeline.add(txnId, `a client asks ${COORDINATOR} to commit ${txnId}, but ${COORDINATOR} is down`);
+        if (!this.coordinatorUp())
+          return this.timeline.add(
+            txnId,
+            `a client asks ${COORDINATOR} to commit ${txnId}, but ${COORDINATOR} is down`,
+          );
         this.began.add(txnId);
-        this.timeline.add(txnId, `${COORDINATOR} begins ${txnId} with ${members.join(', ')} (vote timeout ${plan.timeoutMs} ms${noVoter ? `, ${noVoter} will vote NO` : ''})`);
+        this.timeline.add(
+          txnId,
+          `${COORDINATOR} begins ${txnId} with ${members.join(', ')} (vote timeout ${plan.timeoutMs} ms${noVoter ? `, ${noVoter} will vote NO` : ''})`,
+        );
         this.beginTxn(txnId, members, plan);
       });
     }
@@ -290,11 +316,18 @@ export abstract class BaselineWorld implements FaultWorld {
     this.healed = true;
     this.net.heal();
     this.restartAll();
-    this.timeline.add(null, `faults stop: the network heals, every participant is up${this.coordinatorLost ? `, ${COORDINATOR} stays down (lost for good)` : `, ${COORDINATOR} is up`}`);
+    this.timeline.add(
+      null,
+      `faults stop: the network heals, every participant is up${this.coordinatorLost ? `, ${COORDINATOR} stays down (lost for good)` : `, ${COORDINATOR} is up`}`,
+    );
     // AC4: once healed, nothing may stay in doubt past livenessMs.
     if (!this.q.runUntilQuiet(this.sc.livenessMs, QUIET_POLL_MS, () => this.pendingAfterHeal() === null)) {
-      const down = this.coordinatorUp() ? '' : `; ${COORDINATOR} has been down since t=${this.coordinatorDownSinceMs}ms`;
-      this.checker.violation(`AC4 termination: ${this.sc.livenessMs} ms after healing, ${this.pendingAfterHeal()}${down}`);
+      const down = this.coordinatorUp()
+        ? ''
+        : `; ${COORDINATOR} has been down since t=${this.coordinatorDownSinceMs}ms`;
+      this.checker.violation(
+        `AC4 termination: ${this.sc.livenessMs} ms after healing, ${this.pendingAfterHeal()}${down}`,
+      );
       return;
     }
     this.checker.final({

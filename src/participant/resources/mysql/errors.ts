@@ -24,7 +24,8 @@ export function describeMySqlError(err: unknown): string {
     return `MySQL error ${e.errno} (${name}SQLSTATE ${e.sqlState ?? '?????'}): ${e.sqlMessage}`;
   }
   const message = e.message ?? String(err);
-  if (e.fatal === true || (typeof e.code === 'string' && /^(PROTOCOL_|E[A-Z]+$)/.test(e.code))) return `lost connection to MySQL: ${e.code ?? 'fatal'}: ${message}`;
+  if (e.fatal === true || (typeof e.code === 'string' && /^(PROTOCOL_|E[A-Z]+$)/.test(e.code)))
+    return `lost connection to MySQL: ${e.code ?? 'fatal'}: ${message}`;
   return message;
 }
 

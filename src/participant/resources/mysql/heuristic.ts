@@ -5,7 +5,14 @@
 // ROLLBACK, so a crash in between leaves a recorded act whose branch is still
 // prepared, and running the command again finishes it.
 import mysql from 'mysql2/promise';
-import { checkText, HeuristicError, resolveByHand, type HeuristicStore, type ResolveOptions, type ResolveResult } from '../../heuristic.ts';
+import {
+  checkText,
+  HeuristicError,
+  resolveByHand,
+  type HeuristicStore,
+  type ResolveOptions,
+  type ResolveResult,
+} from '../../heuristic.ts';
 import { describeMySqlError, ER_XAER_NOTA, mysqlErrno, redact } from './errors.ts';
 import * as tables from './tables.ts';
 import { parseXidText, sqlXid, xidOf, xidScope, xidText, type Xid } from './xid.ts';
@@ -25,7 +32,10 @@ export async function resolveMySqlByHand(o: MySqlResolveOptions): Promise<Resolv
   if (o.target.includes(',')) {
     const p = parseXidText(scope, o.target);
     if (!p.ok) throw new HeuristicError(`${p.reason}; check --id and --cluster-id, or give the transaction id`);
-    if (p.parsed.kind !== 'readable') throw new HeuristicError(`xid ${o.target} is hashed and does not name its transaction; give the transaction id instead`);
+    if (p.parsed.kind !== 'readable')
+      throw new HeuristicError(
+        `xid ${o.target} is hashed and does not name its transaction; give the transaction id instead`,
+      );
     xid = p.xid;
     txnId = p.parsed.txnId;
   } else {
@@ -45,10 +55,16 @@ export async function resolveMySqlByHand(o: MySqlResolveOptions): Promise<Resolv
       preparedList: 'XA RECOVER',
       command: (outcome) => (outcome === 'COMMITTED' ? 'XA COMMIT' : 'XA ROLLBACK'),
       isPrepared: async () => {
-        const [rows] = (await conn.query('XA RECOVER')) as unknown as [{ formatID: number; gtrid_length: number; bqual_length: number; data: Buffer | string }[]];
+        const [rows] = (await conn.query('XA RECOVER')) as unknown as [
+          { formatID: number; gtrid_length: number; bqual_length: number; data: Buffer | string }[],
+        ];
         return rows.some((r) => {
           const data = Buffer.isBuffer(r.data) ? r.data : Buffer.from(String(r.data), 'latin1');
-          return Number(r.formatID) === xid.formatId && data.equals(Buffer.from(xid.gtrid + xid.bqual, 'latin1')) && Number(r.gtrid_length) === xid.gtrid.length;
+          return (
+            Number(r.formatID) === xid.formatId &&
+            data.equals(Buffer.from(xid.gtrid + xid.bqual, 'latin1')) &&
+            Number(r.gtrid_length) === xid.gtrid.length
+          );
         });
       },
       actOf: (g) => tables.actOf(conn, g),

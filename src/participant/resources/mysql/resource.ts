@@ -169,16 +169,32 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
   /** Connects, checks the server (refusing an unsafe one with the reason), and creates the adapter's tables. */
   static async open(opts: MySqlResourceOptions): Promise<MySqlResource> {
     const o: Options = withDefaults(
-      { ...DB_DEFAULTS, connectTimeoutMs: 10_000, markerTable: tables.MARKER_TABLE, markerCleanupBatch: 1_000, detachWaitMs: 3_000, holdPreparedMs: 2_000 },
+      {
+        ...DB_DEFAULTS,
+        connectTimeoutMs: 10_000,
+        markerTable: tables.MARKER_TABLE,
+        markerCleanupBatch: 1_000,
+        detachWaitMs: 3_000,
+        holdPreparedMs: 2_000,
+      },
       { ...opts, log: undefined },
     ) as Options;
     o.afterXaEnd = opts.afterXaEnd;
-    if (!TABLE_PATTERN.test(o.markerTable)) throw new MySqlConfigError(`marker table name "${o.markerTable}" must match ${TABLE_PATTERN}`);
-    if (!(Number.isInteger(o.concurrency) && o.concurrency >= 1)) throw new MySqlConfigError(`MySQL concurrency must be a positive integer, not ${o.concurrency}`);
+    if (!TABLE_PATTERN.test(o.markerTable))
+      throw new MySqlConfigError(`marker table name "${o.markerTable}" must match ${TABLE_PATTERN}`);
+    if (!(Number.isInteger(o.concurrency) && o.concurrency >= 1))
+      throw new MySqlConfigError(`MySQL concurrency must be a positive integer, not ${o.concurrency}`);
     const log = opts.log ?? SILENT_LOG;
-    const control = mysql.createPool({ uri: o.url, connectionLimit: o.controlConnections, connectTimeout: o.connectTimeoutMs, supportBigNumbers: true });
+    const control = mysql.createPool({
+      uri: o.url,
+      connectionLimit: o.controlConnections,
+      connectTimeout: o.connectTimeoutMs,
+      supportBigNumbers: true,
+    });
     // A broken control connection is dropped by the pool; the error must not crash the process.
-    control.on('connection', (c) => c.on('error', (err: Error) => log.warn({ err: describeMySqlError(err) }, 'MySQL control connection lost')));
+    control.on('connection', (c) =>
+      c.on('error', (err: Error) => log.warn({ err: describeMySqlError(err) }, 'MySQL control connection lost')),
+    );
     try {
       let facts: Awaited<ReturnType<typeof gatherFacts>>;
       try {
@@ -188,13 +204,25 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
       }
       const a = assessServer(facts);
       for (const w of a.warnings) log.warn({ version: facts.version }, w);
-      if (a.refusals.length > 0) throw new MySqlConfigError(`${facts.version} at ${redact(o.url)} cannot hold prepared XA branches safely: ${a.refusals.join('; ')}`);
+      if (a.refusals.length > 0)
+        throw new MySqlConfigError(
+          `${facts.version} at ${redact(o.url)} cannot hold prepared XA branches safely: ${a.refusals.join('; ')}`,
+        );
       try {
         await tables.ensureTables(control, o.markerTable);
       } catch (err) {
-        throw new MySqlConfigError(`cannot create the adapter's tables (${o.markerTable}, ${tables.HEURISTIC_TABLE}) at ${redact(o.url)}: ${describeMySqlError(err)}`);
+        throw new MySqlConfigError(
+          `cannot create the adapter's tables (${o.markerTable}, ${tables.HEURISTIC_TABLE}) at ${redact(o.url)}: ${describeMySqlError(err)}`,
+        );
       }
-      log.info({ version: facts.version, flushLogAtTrxCommit: facts.variables.innodb_flush_log_at_trx_commit, logBin: facts.variables.log_bin }, 'MySQL server checked: XA branches survive a crash');
+      log.info(
+        {
+          version: facts.version,
+          flushLogAtTrxCommit: facts.variables.innodb_flush_log_at_trx_commit,
+          logBin: facts.variables.log_bin,
+        },
+        'MySQL server checked: XA branches survive a crash',
+      );
     } catch (err) {
       await control.end().catch(() => {});
       throw err;
@@ -245,7 +273,11 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
     if (conn === undefined) {
       try {
         // Several statements in one query: PREPARE sends its own in one round trip (prepareConn).
-        conn = await mysql.createConnection({ uri: this.o.url, connectTimeout: this.o.connectTimeoutMs, multipleStatements: true });
+        conn = await mysql.createConnection({
+          uri: this.o.url,
+          connectTimeout: this.o.connectTimeoutMs,
+          multipleStatements: true,
+        });
       } catch (err) {
         throw new Error(`no MySQL connection for transaction ${txnId}: ${describeMySqlError(err)}`);
       }
@@ -342,7 +374,11 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
     return held <= 2 * this.o.concurrency ? this.o.holdPreparedMs : 0;
   }
 
-  protected async decidePrepared(txnId: TxnId, step: 'commit' | 'abort', e: DbTxn<Connection> | undefined): Promise<boolean> {
+  protected async decidePrepared(
+    txnId: TxnId,
+    step: 'commit' | 'abort',
+    e: DbTxn<Connection> | undefined,
+  ): Promise<boolean> {
     const verb = this.decisionVerb(step);
     // The session that prepared the branch, still held: the decision goes there.
     if (e?.conn != null && e.failure === null && !this.dead.has(e.conn)) {
@@ -419,7 +455,14 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
 
   /** This participant's prepared branches (XA RECOVER is server-wide), oldest first; also updates preparedStats(). */
   async listPrepared(): Promise<PreparedGid[]> {
-    const [rows] = (await this.control.query('XA RECOVER')) as unknown as [{ formatID: number | string; gtrid_length: number | string; bqual_length: number | string; data: Buffer | string }[]];
+    const [rows] = (await this.control.query('XA RECOVER')) as unknown as [
+      {
+        formatID: number | string;
+        gtrid_length: number | string;
+        bqual_length: number | string;
+        data: Buffer | string;
+      }[],
+    ];
     const ours: { gid: string; parsed: PreparedGid['parsed'] }[] = [];
     for (const r of rows.slice(0, this.o.scanRowsMax)) {
       const data = Buffer.isBuffer(r.data) ? r.data : Buffer.from(String(r.data), 'latin1');
@@ -427,7 +470,11 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
       const bl = Number(r.bqual_length);
       // Bytes from the server: lengths are checked before they cut the data.
       if (!Number.isInteger(gl) || !Number.isInteger(bl) || gl < 0 || bl < 0 || gl + bl > data.length) continue;
-      const xid: Xid = { formatId: Number(r.formatID), gtrid: data.subarray(0, gl).toString('latin1'), bqual: data.subarray(gl, gl + bl).toString('latin1') };
+      const xid: Xid = {
+        formatId: Number(r.formatID),
+        gtrid: data.subarray(0, gl).toString('latin1'),
+        bqual: data.subarray(gl, gl + bl).toString('latin1'),
+      };
       if (xid.formatId !== XA_FORMAT_ID) continue;
       const parsed = parseXid(this.scope, xid);
       if (parsed.kind === 'foreign') continue; // not a branch of this participant: not ours to touch
@@ -451,11 +498,21 @@ export class MySqlResource extends DbResource<Connection, MySqlTxnClient> {
     });
     for (const gid of this.firstSeenAtMs.keys()) if (!seen.has(gid)) this.firstSeenAtMs.delete(gid);
     out.sort((a, b) => a.preparedAtMs - b.preparedAtMs);
-    this.lastScan = { count: out.length, oldestAgeMs: out[0]?.ageMs ?? 0, stuck: out.filter((p) => p.ageMs >= this.o.stuckAfterMs).length, scannedAtMs: now };
+    this.lastScan = {
+      count: out.length,
+      oldestAgeMs: out[0]?.ageMs ?? 0,
+      stuck: out.filter((p) => p.ageMs >= this.o.stuckAfterMs).length,
+      scannedAtMs: now,
+    };
     return out;
   }
 
   cleanupMarkers(): Promise<number> {
-    return tables.deleteOldMarkers(this.control, { table: this.table, scope: this.scope, retentionMs: this.o.markerRetentionMs, batch: this.o.markerCleanupBatch });
+    return tables.deleteOldMarkers(this.control, {
+      table: this.table,
+      scope: this.scope,
+      retentionMs: this.o.markerRetentionMs,
+      batch: this.o.markerCleanupBatch,
+    });
   }
 }

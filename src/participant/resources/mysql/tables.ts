@@ -14,8 +14,10 @@ export { HEURISTIC_TABLE };
 
 type Db = Pool | PoolConnection | Connection;
 
-const rowsOf = async <R>(db: Db, sql: string, values: unknown[] = []): Promise<R[]> => (await db.query(sql, values))[0] as unknown as R[];
-const affected = async (db: Db, sql: string, values: unknown[] = []): Promise<number> => Number(((await db.query(sql, values))[0] as unknown as { affectedRows?: number }).affectedRows ?? 0);
+const rowsOf = async <R>(db: Db, sql: string, values: unknown[] = []): Promise<R[]> =>
+  (await db.query(sql, values))[0] as unknown as R[];
+const affected = async (db: Db, sql: string, values: unknown[] = []): Promise<number> =>
+  Number(((await db.query(sql, values))[0] as unknown as { affectedRows?: number }).affectedRows ?? 0);
 
 /** CREATE TABLE IF NOT EXISTS needs no lock a prepared branch holds (unlike an ALTER), so it is safe after a crash. */
 export async function ensureTables(db: Db, markerTable: string): Promise<void> {
@@ -44,7 +46,9 @@ export async function markerExists(db: Db, markerTable: string, xid: string): Pr
 }
 
 export async function noteCommitted(db: Db, markerTable: string, xid: string): Promise<void> {
-  await db.query(`UPDATE ${markerTable} SET committed_at = UTC_TIMESTAMP(3) WHERE xid = ? AND committed_at IS NULL`, [xid]);
+  await db.query(`UPDATE ${markerTable} SET committed_at = UTC_TIMESTAMP(3) WHERE xid = ? AND committed_at IS NULL`, [
+    xid,
+  ]);
 }
 
 /**
@@ -59,9 +63,11 @@ export async function preparedTimes(pool: Pool, markerTable: string, xids: strin
   const c = await pool.getConnection();
   try {
     await c.query('SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED');
-    const rows = await rowsOf<{ xid: string; age_us: number | string }>(c, `SELECT xid, TIMESTAMPDIFF(MICROSECOND, prepared_at, UTC_TIMESTAMP(6)) AS age_us FROM ${markerTable} WHERE xid IN (?)`, [
-      xids,
-    ]);
+    const rows = await rowsOf<{ xid: string; age_us: number | string }>(
+      c,
+      `SELECT xid, TIMESTAMPDIFF(MICROSECOND, prepared_at, UTC_TIMESTAMP(6)) AS age_us FROM ${markerTable} WHERE xid IN (?)`,
+      [xids],
+    );
     const now = Date.now();
     for (const r of rows) out.set(r.xid, now - Math.max(0, Number(r.age_us)) / 1_000);
   } finally {
@@ -71,7 +77,8 @@ export async function preparedTimes(pool: Pool, markerTable: string, xids: strin
 }
 
 /**
- * Deletes this participant's markers older than the retention (by commit time when known), batch rows per statement, at most 100 batches.
+ * Deletes this participant's markers older than the retention (by commit time when known), batch rows per statement, at
+ * most 100 batches.
  *
  * The old markers are found with a plain (consistent, non-locking) read and
  * deleted by primary key. A DELETE that scanned the table itself would lock
@@ -83,22 +90,25 @@ export async function preparedTimes(pool: Pool, markerTable: string, xids: strin
  * decided. A prepared branch's own marker is uncommitted, so the read never
  * sees it.
  */
-export async function deleteOldMarkers(db: Db, o: { table: string; scope: XidScope; retentionMs: number; batch: number }): Promise<number> {
+export async function deleteOldMarkers(
+  db: Db,
+  o: { table: string; scope: XidScope; retentionMs: number; batch: number },
+): Promise<number> {
   let total = 0;
   const suffix = `,${o.scope.bqual}`;
   const older = 'COALESCE(committed_at, prepared_at) < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND';
   const retentionUs = Math.floor(o.retentionMs * 1_000);
   for (let i = 0; i < 100; i++) {
-    const old = await rowsOf<{ xid: string }>(db, `SELECT xid FROM ${o.table} WHERE LEFT(xid, ?) = ? AND RIGHT(xid, ?) = ? AND ${older} LIMIT ?`, [
-      o.scope.gtridPrefix.length,
-      o.scope.gtridPrefix,
-      suffix.length,
-      suffix,
-      retentionUs,
-      o.batch,
-    ]);
+    const old = await rowsOf<{ xid: string }>(
+      db,
+      `SELECT xid FROM ${o.table} WHERE LEFT(xid, ?) = ? AND RIGHT(xid, ?) = ? AND ${older} LIMIT ?`,
+      [o.scope.gtridPrefix.length, o.scope.gtridPrefix, suffix.length, suffix, retentionUs, o.batch],
+    );
     if (old.length === 0) break;
-    total += await affected(db, `DELETE FROM ${o.table} WHERE xid IN (?) AND ${older}`, [old.map((r) => r.xid), retentionUs]);
+    total += await affected(db, `DELETE FROM ${o.table} WHERE xid IN (?) AND ${older}`, [
+      old.map((r) => r.xid),
+      retentionUs,
+    ]);
     if (old.length < o.batch) break;
   }
   return total;
@@ -137,21 +147,25 @@ export async function actOf(db: Db, gid: string): Promise<HeuristicAct | null> {
 /** Acts of this participant the cluster has not acknowledged, oldest first, at most rowsMax. */
 export async function unreportedActs(db: Db, scope: XidScope, rowsMax: number): Promise<HeuristicAct[]> {
   const suffix = `,${scope.bqual}`;
-  const rows = await rowsOf<ActRow>(db, `SELECT ${ACT_COLUMNS} FROM ${HEURISTIC_TABLE} WHERE LEFT(gid, ?) = ? AND RIGHT(gid, ?) = ? AND reported_at_ms IS NULL ORDER BY at_ms LIMIT ?`, [
-    scope.gtridPrefix.length,
-    scope.gtridPrefix,
-    suffix.length,
-    suffix,
-    rowsMax,
-  ]);
+  const rows = await rowsOf<ActRow>(
+    db,
+    `SELECT ${ACT_COLUMNS} FROM ${HEURISTIC_TABLE} WHERE LEFT(gid, ?) = ? AND RIGHT(gid, ?) = ? AND reported_at_ms IS NULL ORDER BY at_ms LIMIT ?`,
+    [scope.gtridPrefix.length, scope.gtridPrefix, suffix.length, suffix, rowsMax],
+  );
   return rows.map(toAct);
 }
 
 export async function markReported(db: Db, gid: string): Promise<void> {
-  await db.query(`UPDATE ${HEURISTIC_TABLE} SET reported_at_ms = ? WHERE gid = ? AND reported_at_ms IS NULL`, [Date.now(), gid]);
+  await db.query(`UPDATE ${HEURISTIC_TABLE} SET reported_at_ms = ? WHERE gid = ? AND reported_at_ms IS NULL`, [
+    Date.now(),
+    gid,
+  ]);
 }
 
 /** Records an act, committed on its own (autocommit); a row already there is left as it is. */
 export async function recordAct(db: Db, act: HeuristicAct): Promise<void> {
-  await db.query(`INSERT IGNORE INTO ${HEURISTIC_TABLE} (gid, txn_id, outcome, operator, reason, at_ms) VALUES (?, ?, ?, ?, ?, ?)`, actRow(act));
+  await db.query(
+    `INSERT IGNORE INTO ${HEURISTIC_TABLE} (gid, txn_id, outcome, operator, reason, at_ms) VALUES (?, ?, ?, ?, ?, ?)`,
+    actRow(act),
+  );
 }

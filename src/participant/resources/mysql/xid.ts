@@ -66,7 +66,8 @@ export function xidScope(clusterId: string, participantId: string): XidScope {
 export function xidOf(scope: XidScope, txnId: TxnId): Xid {
   assert(txnId !== '', 'an xid names a transaction');
   const readable = encodePart(txnId);
-  const txnPart = scope.gtridPrefix.length + readable.length <= XA_PART_BYTES_MAX ? readable : `#${sha256Hex(txnId).slice(0, 32)}`;
+  const txnPart =
+    scope.gtridPrefix.length + readable.length <= XA_PART_BYTES_MAX ? readable : `#${sha256Hex(txnId).slice(0, 32)}`;
   const xid = { gtrid: scope.gtridPrefix + txnPart, bqual: scope.bqual, formatId: XA_FORMAT_ID };
   // Assert on the way out: ASCII (characters are bytes), within XA's limits, and safe in SQL.
   assert(isSafeXid(xid), `xid ${xidText(xid)} fits XA and the safe alphabet`);
@@ -98,21 +99,32 @@ export function sqlXid(x: Xid): string {
 }
 
 /** The xid of a text form this scope would have made, or a reason it is not one. */
-export function parseXidText(scope: XidScope, text: string): { ok: true; xid: Xid; parsed: ParsedGid } | { ok: false; reason: string } {
+export function parseXidText(
+  scope: XidScope,
+  text: string,
+): { ok: true; xid: Xid; parsed: ParsedGid } | { ok: false; reason: string } {
   const comma = text.indexOf(',');
   if (comma < 0) return { ok: false, reason: `"${text}" is not an xid of the form gtrid,bqual` };
   const xid = { gtrid: text.slice(0, comma), bqual: text.slice(comma + 1), formatId: XA_FORMAT_ID };
   if (xid.gtrid.length > XA_PART_BYTES_MAX || xid.bqual.length > XA_PART_BYTES_MAX) {
-    return { ok: false, reason: `xid ${text} is too long: XA allows ${XA_PART_BYTES_MAX} bytes each for gtrid and bqual (here ${xid.gtrid.length} and ${xid.bqual.length})` };
+    return {
+      ok: false,
+      reason: `xid ${text} is too long: XA allows ${XA_PART_BYTES_MAX} bytes each for gtrid and bqual (here ${xid.gtrid.length} and ${xid.bqual.length})`,
+    };
   }
   const parsed = parseXid(scope, xid);
-  if (parsed.kind === 'foreign') return { ok: false, reason: `xid ${text} is not one of this participant's (its xids are ${scope.gtridPrefix}<txn id>,${scope.bqual})` };
+  if (parsed.kind === 'foreign')
+    return {
+      ok: false,
+      reason: `xid ${text} is not one of this participant's (its xids are ${scope.gtridPrefix}<txn id>,${scope.bqual})`,
+    };
   return { ok: true, xid, parsed };
 }
 
 /** Whether an xid (from XA RECOVER) belongs to scope, and if so the txn id it names when that is readable. */
 export function parseXid(scope: XidScope, x: Xid): ParsedGid {
-  if (x.formatId !== XA_FORMAT_ID || x.bqual !== scope.bqual || !x.gtrid.startsWith(scope.gtridPrefix) || !isSafeXid(x)) return { kind: 'foreign' };
+  if (x.formatId !== XA_FORMAT_ID || x.bqual !== scope.bqual || !x.gtrid.startsWith(scope.gtridPrefix) || !isSafeXid(x))
+    return { kind: 'foreign' };
   const rest = x.gtrid.slice(scope.gtridPrefix.length);
   if (rest.startsWith('#')) return /^#[0-9a-f]{32}$/.test(rest) ? { kind: 'hashed' } : { kind: 'foreign' };
   let txnId: string;
