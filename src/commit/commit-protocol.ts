@@ -220,12 +220,6 @@ export class CommitProtocol {
     if (!this.isLeader()) throw new EngineError('not-leader', 'not the leader');
   }
 
-  /** A new transaction is not taken while leadership moves: its next leader would abort it (R2). */
-  private refuseWhileTransferring(): void {
-    const to = this.io.transferringTo?.() ?? null;
-    if (to !== null) throw new EngineError('not-leader', `leadership is moving to ${to}; retry there in a moment`);
-  }
-
   // ---- client API --------------------------------------------------------
 
   begin(txnId: string, timeoutMs: number): { deadlineAtMs: number } {
@@ -235,7 +229,6 @@ export class CommitProtocol {
     const existing = this.txns.get(txnId);
     // R7: a repeated Begin of an undecided transaction answers as the first did.
     if (existing && existing.outcome === null) return { deadlineAtMs: existing.deadlineAtMs };
-    this.refuseWhileTransferring();
     this.refuseUnlessNew(txnId);
     if (this.pc.isStaged(txnId))
       throw new EngineError(
@@ -334,13 +327,6 @@ export class CommitProtocol {
     parallelCommit?: boolean,
   ): void {
     if (!this.accept(txnId, cb)) return;
-    if (begin !== undefined && !this.txns.has(txnId)) {
-      try {
-        this.refuseWhileTransferring();
-      } catch (err) {
-        return cb(err as EngineError);
-      }
-    }
     const decided = this.table.lookup(txnId);
     // A Commit that begins is a new transaction (the SDK sends begin on a first attempt only): a decided id is refused,
     // not answered.

@@ -54,12 +54,6 @@ export interface EngineIO {
    * 'halt': the process is about to die here; go no further.
    */
   faultPoint?(point: FaultPoint, txnId: string): 'go-on' | 'halt';
-  /**
-   * The node this leader is handing leadership to, while a transfer is under
-   * way; null otherwise (absent: never). New transactions are refused
-   * meanwhile: the next leader would abort one whose PREPAREs it did not send (R2).
-   */
-  transferringTo?(): string | null;
 }
 
 /**

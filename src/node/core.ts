@@ -28,7 +28,7 @@ import { eachResult, isRecordTrace } from '../commit/decision-batch.ts';
 import type { ProductApplyResult } from '../commit/product-table.ts';
 import type { ApplyResult, Command, DecisionTable } from '../commit/state.ts';
 import type { RawNode, Ready } from '../raft/raw-node.ts';
-import { NONE, type ConfState, type Entry, type Message, type NodeId } from '../raft/types.ts';
+import type { ConfState, Entry, Message, NodeId } from '../raft/types.ts';
 import type { LogStore } from '../storage/types.ts';
 import type { Transport } from '../transport/types.ts';
 import { assert } from '../util/assert.ts';
@@ -187,10 +187,6 @@ export class NodeCore {
       sendDecision: o.io.links.sendDecision,
       sendStatus: o.io.links.sendStatus,
       faultPoint: o.io.faultPoint,
-      transferringTo: () => {
-        const to = o.node.raft.leadTransferee;
-        return to === NONE ? null : to;
-      },
     };
     this.engine = (o.newEngine ?? ((table, eio, cfg) => new CoordinatorEngine(table, eio, cfg)))(
       o.machine.table,

@@ -22,9 +22,7 @@
 // with the same transfer `verdict node drain` uses (TimeoutNow), at the
 // first tick it has no transaction begun, preparing or deciding (a new
 // leader aborts the prepares it did not send, R2: spreading must not abort
-// anyone's transaction), and while the transfer is under way its commit
-// engine refuses new transactions as not the leader (EngineIO.transferringTo),
-// so a client retries them at the next leader. The hold-off lets a node that just returned catch
+// anyone's transaction). The hold-off lets a node that just returned catch
 // up first, and spaces out retries of a transfer that did not happen.
 
 import { groupOf, groupsProblem } from '../domain/group.ts';
@@ -123,8 +121,12 @@ export interface GroupHostOptions<R extends GroupReplica> {
   onRefused?(gm: GroupMessage, why: string): void;
   /**
    * Leaders spread over the nodes, with more than one group (SPREAD_DEFAULTS
-   * for what is not given; absent: the defaults); false: never. One group is
-   * never spread: its leader stays wherever Raft elected it, as before groups.
+   * for what is not given); absent or false: never. Off unless asked for:
+   * the commit engine does not yet refuse a new transaction while a
+   * transfer is under way, so one that arrives in that moment is aborted by
+   * the new leader (R2), a transaction that could have committed (AC3
+   * non-triviality, found by the simulator). One group is never spread: its
+   * leader stays wherever Raft elected it, as before groups.
    */
   spread?: Partial<SpreadOptions> | false;
   /** Told of each transfer the host starts (the node logs it). */
@@ -148,7 +150,8 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     this.replicas = replicas;
     this.onRefused = o.onRefused;
     this.onTransfer = o.onTransfer;
-    this.spread = o.groups > 1 && o.spread !== false ? { ...SPREAD_DEFAULTS, ...o.spread } : null;
+    this.spread =
+      o.groups > 1 && o.spread !== undefined && o.spread !== false ? { ...SPREAD_DEFAULTS, ...o.spread } : null;
     this.holds = replicas.map(() => 0);
   }
 

@@ -332,8 +332,8 @@ export class SystemWorld implements FaultWorld {
     const groups: SysGroup[] = [];
     const host = new GroupHost<GroupReplica>({
       groups: this.groups,
-      // Leaders spread at G > 1 (the host never spreads one group), as in the node process.
-      spread: this.sc.spreadCheck === false ? false : {},
+      // Spreading only where a schedule checks it (GroupHostOptions.spread says why it is not on by default).
+      spread: this.sc.spreadCheck === true ? {} : false,
       transport: { send: (gms) => inc.alive && this.sendRaft(n.id, gms) },
       replica: (g, transport) => {
         const r = this.startReplica(n, inc, g, transport);
