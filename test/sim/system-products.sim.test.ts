@@ -61,7 +61,8 @@ test('no simulator file builds a saga core or attaches an extension to a node co
     // The one orchestrator built in test code is the start-unlogged mutant's, through the composition's factory.
     const engines = text.match(/new SagaEngine\(/g)?.length ?? 0;
     const viaFactory =
-      text.match(/newSagaEngine:\s*mutant === 'saga-start-unlogged'\s*\?\s*\([^)]*\)\s*=>\s*new SagaEngine\(/g)?.length ?? 0;
+      text.match(/newSagaEngine:\s*mutant === 'saga-start-unlogged'\s*\?\s*\([^)]*\)\s*=>\s*new SagaEngine\(/g)
+        ?.length ?? 0;
     if (engines > viaFactory) offenders.push(`${f}: builds a SagaEngine outside the mutant's factory`);
   }
   expect(offenders).toEqual([]);
