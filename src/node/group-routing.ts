@@ -123,9 +123,11 @@ export function routeCoordinator(
         const err = firstError(settled);
         if (err !== null) return cb(err);
         const each = settled.map((a) => a.value as RemoveParticipantResponse);
-        // Removed only where nothing is owed; what is owed lives in each transaction's group.
+        // Removed when some group removed it now (a group whose answer says it holds no such participant was done by
+        // an earlier attempt of this removal that a redirect cut short); what is owed lives in each transaction's group,
+        // and a group that is owed anything refuses with an error above.
         const out: RemoveParticipantResponse = {
-          removed: each.every((r) => r.removed),
+          removed: each.some((r) => r.removed),
           owed: each.flatMap((r) => r.owed),
         };
         cb(null, out);

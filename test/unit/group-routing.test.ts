@@ -139,4 +139,26 @@ describe('routing calls over decision groups', () => {
     );
     expect(stillIn2.err?.metadata?.get('verdict-group')).toEqual(['2']);
   });
+
+  it('answers removed when a retry finds the participant gone from the groups an earlier attempt removed it in', async () => {
+    const removing = (gone: ReadonlySet<number>): CoordinatorHandlers[] =>
+      fakeGroups(new Set()).handlers.map((h, g) => ({
+        ...h,
+        RemoveParticipant: (_call: unknown, cb: Cb) => cb(null, { removed: !gone.has(g), owed: [] }),
+      })) as unknown as CoordinatorHandlers[];
+    const retry = await call<{ removed: boolean }>(
+      routeCoordinator(removing(new Set([0, 1])), () => false),
+      'RemoveParticipant',
+      {
+        participantId: 'p1',
+      },
+    );
+    expect(retry.value?.removed).toBe(true);
+    const never = await call<{ removed: boolean }>(
+      routeCoordinator(removing(new Set([0, 1, 2, 3])), () => false),
+      'RemoveParticipant',
+      { participantId: 'p1' },
+    );
+    expect(never.value?.removed).toBe(false);
+  });
 });
