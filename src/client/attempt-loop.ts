@@ -2,10 +2,10 @@
 // leader search's round, what failed last, the call's deadline) in, what an
 // attempt came to in, the next action out — attempt at which node with what
 // bound, pause how long, done, or give up. No I/O: time and randomness come
-// in as arguments, and the SDK (src/client/connection.ts) drives it with the
-// wall clock, gRPC and sleep; test/unit/attempt-loop.test.ts drives it on a
-// virtual clock. The whole-system simulator's clients apply the same retry
-// rule (retry-policy.ts) in a loop of their own.
+// in as arguments, so the SDK (src/client/connection.ts) drives it with the
+// wall clock, gRPC and sleep, and the whole-system simulator's client
+// (test/sim/system-client.ts) with the virtual clock, the simulated network
+// and its seeded generator: the simulator checks the loop that ships.
 //
 // The loop: ask the presumed leader first (else the first address); a node
 // that refused as a follower names the leader, who is asked at once; a node

@@ -1,30 +1,37 @@
 // A client of the whole-system simulation, with the SDK's semantics
 // (src/client): Begin, then Commit with the same txnId — or, as the SDK's
-// transaction() does, a Commit that begins — each retried at the node a
-// redirect names (or the next one), and Commit asked again after an
-// undecided answer, until the cluster says COMMITTED or ABORTED (R7). What
-// is retried and whether a Commit still carries begin (R2) is the SDK's own
-// rule (src/client/retry-policy.ts), fed the failures as the gRPC service
-// would answer them (failedAttempt); a mutant of the rule is injected here
-// (test/sim/protocol-mutants.ts). Like an application that must know, it never
-// gives up; the world checks after healing that every client got its answer.
+// transaction() does, a Commit that begins — and Commit asked again after an
+// undecided answer, until the cluster says COMMITTED or ABORTED (R7). Each
+// call is the SDK's own attempt loop (src/client/attempt-loop.ts: which node
+// next, redirects, pauses between rounds, the call's deadline), driven on the
+// virtual clock and the simulated network, fed the failures as the gRPC
+// service would answer them (failedAttempt); whether a Commit still carries
+// begin (R2) is the SDK's BeginRule (src/client/retry-policy.ts), a mutant of
+// which is injected here (test/sim/protocol-mutants.ts). Like an application
+// that must know, it never gives up: a call that ran out of time is made
+// again; the world checks after healing that every client got its answer.
 // Some clients, once answered, send the same id again as a new transaction
 // (an application that reuses ids): the cluster must refuse it as already
 // decided, with the outcome it answered, or answer that same outcome.
 
-import { BeginRule, classifyFailure, retryable, type AttemptFailure } from '../../src/client/retry-policy.ts';
+import { AttemptLoop, type AttemptAction } from '../../src/client/attempt-loop.ts';
+import { DEFAULT_CALL_TIMEOUT_MS } from '../../src/client/connection.ts';
+import { BeginRule, DEFAULT_BACKOFF, retryable, type AttemptFailure } from '../../src/client/retry-policy.ts';
 import { EngineError, type OutcomeAnswer } from '../../src/commit/engine.ts';
 import { memoryPayload } from '../../src/participant/memory.ts';
 import type { Outcome } from '../../src/participant/types.ts';
 import type { Rng } from '../../src/raft/rng.ts';
+import { LeaderFinder } from '../../src/transport/leader-finder.ts';
 import type { EventQueue } from './event-queue.ts';
 import { keyOf, valueOf } from './system-checker.ts';
-import { ALWAYS, failedAttempt, redirect, type CallCoordinator, type RpcError } from './system-rpc.ts';
+import { ALWAYS, failedAttempt, type CallCoordinator, type CoordinatorCall, type RpcError } from './system-rpc.ts';
 import type { TxnPlan } from './system-scenario.ts';
 
 const BEGIN_DEADLINE_MS = 1_000;
 /** The SDK's room for the decision after the prepare timeout (src/client/transaction.ts). */
 const COMMIT_GRACE_MS = 2_000;
+/** How long the application waits before it asks again after an SDK call that ended without a decision. */
+const APP_RETRY_MS = 50;
 
 export interface ClientEnv {
   readonly q: EventQueue;
@@ -43,10 +50,11 @@ export interface ClientEnv {
   groupOf?(txnId: string): number;
 }
 
-/** What an attempt's reply says, as the SDK classifies it. */
-function attemptResult(err: RpcError | null): 'answered' | AttemptFailure {
-  return err === null ? 'answered' : classifyFailure(failedAttempt(err));
-}
+/**
+ * How one SDK call ended: answered, refused or failed for good (the last attempt's error), or out of time (null error,
+ * no answer).
+ */
+type CallEnd<T> = { answer: T } | { err: RpcError; failure: AttemptFailure } | { exhausted: true };
 
 export class SimClient {
   began = false;
@@ -54,8 +62,8 @@ export class SimClient {
   /** Sending the id again after the answer, until the cluster refuses or answers it. */
   resending = false;
 
-  /** The node it believes leads (its transaction's group). */
-  private hint: number;
+  /** The nodes it knows and the one it presumes leads (its transaction's group), as the SDK's connection keeps them. */
+  private readonly finder: LeaderFinder;
   /** Its transaction's decision group: every call goes to that group's replica. */
   private readonly group: number;
   /** Whether the next Commit carries begin (R2). */
@@ -74,7 +82,9 @@ export class SimClient {
     /** When, after its answer, it sends its id again; null: never. */
     private readonly resendAfterMs: number | null = null,
   ) {
-    this.hint = env.rng.int(env.nodeIds.length);
+    // The application's endpoint list, from a node of its own choosing first.
+    const first = env.rng.int(env.nodeIds.length);
+    this.finder = new LeaderFinder([...env.nodeIds.slice(first), ...env.nodeIds.slice(0, first)], { redirectsMax: 3 });
     this.rule = env.beginRule(!beginWithCommit);
     this.group = env.groupOf?.(txnId) ?? 0;
   }
@@ -84,18 +94,68 @@ export class SimClient {
     else this.begin();
   }
 
-  private retry(err: RpcError | null, then: () => void): void {
-    if (err) this.hint = redirect(this.hint, err, this.env.nodeIds);
-    this.env.q.after(50 + this.env.rng.int(100), then);
+  /**
+   * One call as the SDK makes it: the SDK's attempt loop (src/client/attempt-loop.ts)
+   * driven on the virtual clock and the simulated network. `serve` gives each
+   * attempt's request (a Commit's begin may change between attempts, R2);
+   * `attempted` hears every attempt's reply first.
+   */
+  private sdkCall<T>(
+    what: string,
+    attemptTimeoutMs: number,
+    serve: () => (c: CoordinatorCall<T>) => void,
+    attempted: (err: RpcError | null, v: T | undefined, result: 'answered' | AttemptFailure, at: string) => void,
+    end: (e: CallEnd<T>) => void,
+  ): void {
+    const loop = new AttemptLoop(this.finder, {
+      deadlineAtMs: this.env.q.now + Math.max(DEFAULT_CALL_TIMEOUT_MS, attemptTimeoutMs),
+      attemptTimeoutMs,
+      backoff: DEFAULT_BACKOFF,
+    });
+    const random = (): number => this.env.rng.float();
+    const act = (a: AttemptAction): void => {
+      if (a.t === 'pause') return void this.env.q.after(a.pauseMs, () => act(loop.paused(this.env.q.now, random)));
+      if (a.t === 'give-up') return end({ exhausted: true });
+      if (a.t === 'done') throw new Error(`sim client ${this.id}: ${what} done without its answer`);
+      const at = a.address;
+      this.env.call<T>(
+        this.id,
+        ALWAYS,
+        this.env.nodeIds.indexOf(at),
+        a.timeoutMs,
+        serve(),
+        (err, v) => {
+          if (!err) {
+            loop.answered(at);
+            attempted(null, v, 'answered', at);
+            return end({ answer: v as T });
+          }
+          const { failure, next } = loop.failed(
+            at,
+            { ...failedAttempt(err), why: `${err.code} ${err.message}`, hint: err.leader },
+            this.env.q.now,
+            random,
+          );
+          attempted(err, undefined, failure, at);
+          if (!retryable(failure)) return end({ err, failure });
+          act(next);
+        },
+        this.group,
+      );
+    };
+    act(loop.start(this.env.q.now, random));
+  }
+
+  /** The application asks again a little later, as one that must know does. */
+  private again(then: () => void): void {
+    this.env.q.after(APP_RETRY_MS + this.env.rng.int(100), then);
   }
 
   private begin(): void {
-    this.env.call<number>(
-      this.id,
-      ALWAYS,
-      this.hint,
+    this.sdkCall<number>(
+      'Begin',
       BEGIN_DEADLINE_MS,
-      (c) => {
+      () => (c) => {
         try {
           c.ok(c.engine.begin(this.txnId, this.plan.timeoutMs).deadlineAtMs);
         } catch (err) {
@@ -103,40 +163,33 @@ export class SimClient {
           c.fail(err);
         }
       },
-      (err) => {
-        if (!err) {
+      () => {},
+      (e) => {
+        if ('answer' in e) {
           this.began = true;
           return this.commit();
         }
+        if ('exhausted' in e) return this.again(() => this.begin());
         // An earlier Begin whose answer was lost began it, and it is decided since (the deadline): that is its answer.
-        if (err.code === 'exists') return this.answer(err.recorded);
-        if (!retryable(classifyFailure(failedAttempt(err)))) return this.refuse('Begin', err);
-        this.retry(err, () => this.begin());
+        if (e.err.code === 'exists') return this.answer(e.err.recorded);
+        this.refuse('Begin', e.err);
       },
-      this.group,
     );
   }
 
   private commit(): void {
     if (this.done) return;
-    const at = this.env.nodeIds[this.hint];
-    const enlist = this.participants.map((pid) => ({
-      participantId: pid,
-      payload:
-        pid === this.noVoter
-          ? memoryPayload({}, 'told to vote NO')
-          : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
-    }));
-    const begin = this.rule.begins ? { timeoutMs: this.plan.timeoutMs } : undefined;
-    this.env.call<OutcomeAnswer>(
-      this.id,
-      ALWAYS,
-      this.hint,
+    const enlist = this.enlistment();
+    let begin: { timeoutMs: number } | undefined;
+    this.sdkCall<OutcomeAnswer>(
+      'Commit',
       this.plan.timeoutMs + COMMIT_GRACE_MS,
-      (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), begin),
-      (err, a) => {
-        if (this.done) return;
-        const result = attemptResult(err);
+      () => {
+        begin = this.rule.begins ? { timeoutMs: this.plan.timeoutMs } : undefined;
+        const sent = begin;
+        return (c) => c.engine.commit(this.txnId, enlist, (err, a) => (err || !a ? c.fail(err) : c.ok(a)), sent);
+      },
+      (err, a, result, at) => {
         this.rule.attempted(result);
         // For AC3 (a fault-free run must commit): unless the attempt certainly did nothing, the cluster may have begun
         // it.
@@ -145,15 +198,31 @@ export class SimClient {
           () =>
             `${this.id} Commit(${this.txnId}) at ${at}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`,
         );
-        if (a && (a.outcome === 'COMMITTED' || a.outcome === 'ABORTED')) return this.answer(a.outcome);
-        if (err?.code === 'exists') return this.answer(err.recorded);
-        // A new leader serves Commit only after applying an entry of its term (Driver
-        // onLeadership), so a registered participant is never refused as unknown.
-        if (err && result !== 'answered' && !retryable(result)) return this.refuse('Commit', err);
-        this.retry(err, () => this.commit());
       },
-      this.group,
+      (e) => {
+        if (this.done) return;
+        if ('answer' in e && (e.answer.outcome === 'COMMITTED' || e.answer.outcome === 'ABORTED'))
+          return this.answer(e.answer.outcome);
+        if ('err' in e) {
+          if (e.err.code === 'exists') return this.answer(e.err.recorded);
+          // A new leader serves Commit only after applying an entry of its term (Driver
+          // onLeadership), so a registered participant is never refused as unknown.
+          return this.refuse('Commit', e.err);
+        }
+        // Answered without a decision, or out of time: ask again with the same id (R7).
+        this.again(() => this.commit());
+      },
     );
+  }
+
+  private enlistment(): { participantId: string; payload: Uint8Array }[] {
+    return this.participants.map((pid) => ({
+      participantId: pid,
+      payload:
+        pid === this.noVoter
+          ? memoryPayload({}, 'told to vote NO')
+          : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
+    }));
   }
 
   private answer(outcome: Outcome | undefined): void {
@@ -175,49 +244,40 @@ export class SimClient {
    * begin rule.
    */
   private resend(rule: BeginRule): void {
-    const begin = rule.begins;
-    const enlist = this.participants.map((pid) => ({
-      participantId: pid,
-      payload:
-        pid === this.noVoter
-          ? memoryPayload({}, 'told to vote NO')
-          : memoryPayload({ [keyOf(this.txnId)]: valueOf(this.txnId, pid) }),
-    }));
+    const enlist = this.enlistment();
     const timeoutMs = this.plan.timeoutMs;
-    this.env.call<OutcomeAnswer>(
-      this.id,
-      ALWAYS,
-      this.hint,
+    this.sdkCall<OutcomeAnswer>(
+      'Commit (sent again)',
       timeoutMs + COMMIT_GRACE_MS,
-      (c) =>
-        c.engine.commit(
-          this.txnId,
-          enlist,
-          (err, a) => (err || !a ? c.fail(err) : c.ok(a)),
-          begin ? { timeoutMs } : undefined,
-        ),
-      (err, a) => {
+      () => {
+        const begin = rule.begins;
+        return (c) =>
+          c.engine.commit(
+            this.txnId,
+            enlist,
+            (err, a) => (err || !a ? c.fail(err) : c.ok(a)),
+            begin ? { timeoutMs } : undefined,
+          );
+      },
+      (err, a, result) => {
         this.env.log(
           () =>
-            `${this.id} sends ${this.txnId} again${begin ? ' (begin)' : ''}: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`,
+            `${this.id} sends ${this.txnId} again: ${err ? `${err.code} ${err.message}` : `${a?.outcome} ${a?.reason}`}`,
         );
-        const result = attemptResult(err);
         rule.attempted(result);
-        if (a && (a.outcome === 'COMMITTED' || a.outcome === 'ABORTED')) {
-          this.resending = false;
-          return this.env.answered(this.txnId, a.outcome);
-        }
-        if (err?.code === 'exists') {
-          this.resending = false;
-          return this.env.refusedAsDecided(this.txnId, err.recorded);
-        }
-        if (err && result !== 'answered' && !retryable(result)) {
-          this.resending = false;
-          return this.env.refused(this.txnId, 'Commit (sent again)', err);
-        }
-        this.retry(err, () => this.resend(rule));
       },
-      this.group,
+      (e) => {
+        if ('answer' in e && (e.answer.outcome === 'COMMITTED' || e.answer.outcome === 'ABORTED')) {
+          this.resending = false;
+          return this.env.answered(this.txnId, e.answer.outcome);
+        }
+        if ('err' in e) {
+          this.resending = false;
+          if (e.err.code === 'exists') return this.env.refusedAsDecided(this.txnId, e.err.recorded);
+          return this.env.refused(this.txnId, 'Commit (sent again)', e.err);
+        }
+        this.again(() => this.resend(rule));
+      },
     );
   }
 

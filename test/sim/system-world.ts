@@ -734,6 +734,21 @@ export class SystemWorld implements FaultWorld {
     return best;
   }
 
+  /**
+   * The leader of group g that no up node of the group has moved past: a stale leader (cut off, its term
+   * overtaken, not yet told) is not the group's leader, so the world is not quiet and nothing is read from it.
+   */
+  currentLeader(g: number): { n: SysNode; rep: SysGroup } | null {
+    const l = this.groupLeader(g);
+    if (l === null) return null;
+    const term = l.rep.core.driver.node.raft.term;
+    for (const n of this.nodes) {
+      const rep = n.up ? n.groups[g] : undefined;
+      if (rep !== undefined && rep.core.driver.node.raft.term > term) return null;
+    }
+    return l;
+  }
+
   /** The group of a transaction id: where it is begun, decided and asked about. */
   groupOf(txnId: string): number {
     return this.groups === 1 ? 0 : groupOf(txnId, this.groups);
@@ -1211,7 +1226,7 @@ export class SystemWorld implements FaultWorld {
       // With a bounded tombstone list a forgotten decision may be gone for good (the horizon of timed ids is a unit
       // test's).
       outcomeNow: (txnId) => {
-        const d = this.groupLeader(this.groupOf(txnId))?.rep.sm.table.lookup(txnId);
+        const d = this.currentLeader(this.groupOf(txnId))?.rep.sm.table.lookup(txnId);
         return d ? outcomeOfDecision(d.outcome) : this.sc.tombstonesMax === undefined ? null : undefined;
       },
     });
@@ -1321,7 +1336,7 @@ export class SystemWorld implements FaultWorld {
     }
     for (let g = 0; g < this.groups; g++) {
       const ofGroup = this.groups === 1 ? '' : ` of group ${g}`;
-      const l = this.groupLeader(g);
+      const l = this.currentLeader(g);
       if (!l) pending.push(`no leader${ofGroup}`);
       else {
         const open = [...l.rep.sm.table.decisions.values()].map((d) => `${d.txnId}:${d.outcome}`);
