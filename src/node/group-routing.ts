@@ -123,8 +123,8 @@ export function routeCoordinator(
         const err = firstError(settled);
         if (err !== null) return cb(err);
         const each = settled.map((a) => a.value as RemoveParticipantResponse);
-        // Removed when some group removed it now (a group whose answer says it holds no such participant was done by
-        // an earlier attempt of this removal that a redirect cut short); what is owed lives in each transaction's group,
+        // Removed when some group removed it now (a group whose answer says it holds no such participant was done by an
+        // earlier attempt of this removal that a redirect cut short); what is owed lives in each transaction's group,
         // and a group that is owed anything refuses with an error above.
         const out: RemoveParticipantResponse = {
           removed: each.some((r) => r.removed),
