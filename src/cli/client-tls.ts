@@ -1,4 +1,4 @@
-// TLS for the CLI's client commands (status, txn, leader, put, get, ...):
+// TLS for the CLI's client commands (status, txn, leader, member, ...):
 // `--ca FILE [--cert FILE --key FILE]`, or VERDICT_TLS_CA, VERDICT_TLS_CERT
 // and VERDICT_TLS_KEY (flags win). Without them, a command whose endpoints
 // are all on loopback uses the local cluster's CA and admin certificate,

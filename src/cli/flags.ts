@@ -41,8 +41,6 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'cluster up': ['--nodes', '--base-port', '--data', '--tls', '--insecure'],
   'cluster init': ['--config', '--set'],
   status: ['--json', ...NODE_CLIENT],
-  put: NODE_CLIENT,
-  get: NODE_CLIENT,
   'leader transfer': ['--to', '--json', ...NODE_CLIENT],
   'member list': ['--json', ...NODE_CLIENT],
   'member add': ['--json', ...NODE_CLIENT],

@@ -1,6 +1,6 @@
-// `verdict put`, `verdict get`, `verdict leader transfer`: small grpc-js
-// clients of the node API (service RaftNode) that find the leader among the
-// endpoints and follow its redirects.
+// `verdict leader transfer`: a small grpc-js client of the node API (service
+// RaftNode) that finds the leader among the endpoints and follows its
+// redirects.
 
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { RaftNodeClient } from '../transport/admin.ts';
@@ -50,25 +50,6 @@ export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Pro
         : (e?.details ?? e?.message ?? 'no endpoints');
     throw new UsageError(`no node accepted the request: ${why}`);
   }
-}
-
-export async function putCommand(args: string[]): Promise<void> {
-  const addrs = endpoints(args);
-  const [key, value] = args;
-  if (key === undefined || value === undefined) throw new UsageError('usage: verdict put KEY VALUE');
-  const r = await onLeader(addrs, (c) => c.put({ key, value: Buffer.from(value) }));
-  process.stdout.write(`ok: index ${r.index} (leader ${r.leaderId})\n`);
-}
-
-export async function getCommand(args: string[]): Promise<void> {
-  const addrs = endpoints(args);
-  const [key] = args;
-  if (key === undefined) throw new UsageError('usage: verdict get KEY');
-  const r = await onLeader(addrs, (c) => c.get({ key, linearizable: true }));
-  if (!r.found) {
-    process.stdout.write(`(not found)\n`);
-    process.exitCode = 1;
-  } else process.stdout.write(Buffer.from(r.value).toString() + '\n');
 }
 
 export const LEADER_HELP = `  verdict leader transfer --to NODE [--timeout-ms N] [--json] [--endpoints ...]

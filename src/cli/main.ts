@@ -1,5 +1,5 @@
 // The `verdict` command: run a node, run a local cluster, ask a cluster how
-// it is doing, and put/get on the foundation's key/value state machine.
+// it is doing, and act on its transactions, sagas, members and participants.
 //
 // User errors print one line and exit non-zero; stack traces are for bugs.
 
@@ -39,11 +39,6 @@ const STATUS_HELP = `  verdict status [--json] [--endpoints HOST:PORT,...]
                                       show the leader and every node's role, term, commit and last index;
                                       exit 1 when there is no leader or a majority does not answer (--json: why)
 `;
-const PUT_GET_HELP = `  verdict put KEY VALUE [--endpoints ...]   write a key through the replicated log (admin; with TLS an
-                                            admin certificate, see docs/security.md)
-  verdict get KEY [--endpoints ...]         read a key linearizably (ReadIndex; admin, as put)
-`;
-
 /** The usage text, assembled from each command's module (loaded only for --help). */
 async function helpTexts(): Promise<{ all: string; byCommand: Record<string, string> }> {
   const [
@@ -72,7 +67,7 @@ async function helpTexts(): Promise<{ all: string; byCommand: Record<string, str
   const all = `verdict — a Raft-replicated commit coordinator
 
 usage:
-${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${CLUSTER_INIT_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PUT_GET_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${SAGA_HELP}${OUTBOX_HELP}${CERTS_HELP}
+${NODE_HELP}${NODE_REPAIR_HELP}${CLUSTER_HELP}${CLUSTER_INIT_HELP}${STATUS_HELP}${LEADER_HELP}${MEMBER_HELP}${PARTICIPANT_HELP}${PARTICIPANT_RESOLVE_HELP}${PARTICIPANTS_HELP}${TXN_HELP}${SAGA_HELP}${OUTBOX_HELP}${CERTS_HELP}
 verdict COMMAND --help shows one command's usage; verdict --version prints the version.
 ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
   /** `verdict COMMAND --help`: that command's usage. */
@@ -82,8 +77,6 @@ ${ENDPOINTS_NOTE}${TLS_FLAGS_HELP}`;
     status: STATUS_HELP + ENDPOINTS_NOTE,
     leader: LEADER_HELP + ENDPOINTS_NOTE,
     member: MEMBER_HELP + ENDPOINTS_NOTE,
-    put: PUT_GET_HELP + ENDPOINTS_NOTE,
-    get: PUT_GET_HELP + ENDPOINTS_NOTE,
     participant: PARTICIPANT_HELP + PARTICIPANT_RESOLVE_HELP + PARTICIPANTS_HELP + ENDPOINTS_NOTE,
     participants: PARTICIPANTS_HELP + ENDPOINTS_NOTE,
     txn: TXN_HELP + ENDPOINTS_NOTE,
@@ -129,6 +122,10 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`verdict ${packageVersion()}\n`);
     return;
   }
+  if (cmd === 'put' || cmd === 'get')
+    throw new UsageError(
+      `verdict ${cmd} was removed: nodes keep no key/value data (RaftNode.Put is now a log probe for benchmarks: docs/operations.md)`,
+    );
   checkFlags([cmd, ...args]);
   if (bool(args, '--help') || bool(args, '-h')) {
     const help = (await helpTexts()).byCommand[cmd];
@@ -168,10 +165,6 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'status':
       return (await import('./status.ts')).statusCommand(args);
-    case 'put':
-      return (await import('./leader-calls.ts')).putCommand(args);
-    case 'get':
-      return (await import('./leader-calls.ts')).getCommand(args);
     case 'participant':
       return (await import('./participant.ts')).participantCommand(args);
     case 'participants':

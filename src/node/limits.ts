@@ -134,14 +134,13 @@ const REQUEST_CHECKS: { [M in CoordinatorMethod]?: (r: RequestOf<M>) => string |
     ]),
 };
 
-/** Longest key of the foundation's key/value state machine (Put, Get). */
+/** Longest key of a log probe (RaftNode.Put, PutStream): opaque, bounded like every field a caller sends. */
 export const KEY_CHARS_MAX = 1_024;
 const key: Check = (f, v) => checkString(f, v, { maxChars: KEY_CHARS_MAX });
 
 /** Problems of each RaftNode request's fields (operators' and the foundation's calls). */
 export const RAFT_NODE_CHECKS: Record<string, (r: never) => string | null> = {
   Put: (r: { key?: unknown }) => key('key', r.key),
-  Get: (r: { key?: unknown }) => key('key', r.key),
   TransferLeader: (r: { to?: unknown }) => optionalId('to', r.to ?? ''),
   AddMember: (r: { nodeId?: unknown; address?: unknown }) =>
     id('node_id', r.nodeId) ?? endpointProblem(typeof r.address === 'string' ? r.address : ''),

@@ -1,10 +1,10 @@
 // The node's replicated state machine: the decision table of the commit
-// engine, the product tables beside it (sagas, leases:
+// engine and the product tables beside it (sagas, leases:
 // src/commit/product-table.ts; the node's composition hands them in:
-// ./products.ts), plus a small key/value map kept for exercising the raw
-// replicated log (`verdict put/get`, the Raft benchmarks). Each entry's first
-// byte says which one it is for; a JSON command's kind says which table
-// applies it.
+// ./products.ts). Each entry's first byte says which one it is for; a JSON
+// command's kind says which table applies it. A log probe entry (the raw-log
+// benchmark's RaftNode.Put) is for none: it is checked, replicated, synced
+// and applied like any other, and applying it changes nothing.
 
 import { checkedCommand, commandProblem } from '../commit/command-check.ts';
 import {
@@ -20,34 +20,40 @@ import { EntryType, type Entry } from '../raft/types.ts';
 import { assert } from '../util/assert.ts';
 import { UnappliableEntryError, type StateMachine } from './driver.ts';
 
-const TAG_PUT = 0x01;
+/** A log probe's tag: the byte the key/value puts of earlier versions carried, so their entries still apply. */
+const TAG_PROBE = 0x01;
 /**
- * The entry tags the kernel reads itself: a put, a JSON command (src/commit/state.ts), a decision batch
+ * The entry tags the kernel reads itself: a log probe, a JSON command (src/commit/state.ts), a decision batch
  * (src/commit/decision-batch.ts).
  */
-const KERNEL_TAGS: readonly number[] = [TAG_PUT, TAG_COMMAND, TAG_DECISION_BATCH];
+const KERNEL_TAGS: readonly number[] = [TAG_PROBE, TAG_COMMAND, TAG_DECISION_BATCH];
 
 const isTagged = (p: AnyProductTable): p is TaggedProductTable => 'tag' in p;
 const commandTables = (products: readonly AnyProductTable[]): ProductTable[] =>
   products.filter((p): p is ProductTable => !isTagged(p));
 
-/** A key/value write: [0x01][u16 key length][key][value]. */
-export function encodePut(key: string, value: Uint8Array): Uint8Array {
+/**
+ * A log probe: [0x01][u16 key length][key][value], the layout of an earlier
+ * version's key/value put. The key and the value are opaque: they give the
+ * entry the size and shape of a small replicated write, and nothing reads
+ * them back.
+ */
+export function encodeProbe(key: string, value: Uint8Array): Uint8Array {
   const k = Buffer.from(key, 'utf8');
   if (k.byteLength > 0xffff) throw new RangeError('key longer than 65535 bytes');
   const out = new Uint8Array(3 + k.byteLength + value.byteLength);
-  out[0] = TAG_PUT;
+  out[0] = TAG_PROBE;
   new DataView(out.buffer).setUint16(1, k.byteLength);
   out.set(k, 3);
   out.set(value, 3 + k.byteLength);
   return out;
 }
 
-/** Why `data` is not a well-formed put, or null. */
-function putProblem(data: Uint8Array): string | null {
-  if (data.byteLength < 3) return `put of ${data.byteLength} bytes is shorter than its 3-byte header`;
+/** Why `data` is not a well-formed log probe, or null. */
+function probeProblem(data: Uint8Array): string | null {
+  if (data.byteLength < 3) return `log probe of ${data.byteLength} bytes is shorter than its 3-byte header`;
   const n = new DataView(data.buffer, data.byteOffset, data.byteLength).getUint16(1);
-  return 3 + n <= data.byteLength ? null : `put key of ${n} bytes runs past the entry's ${data.byteLength} bytes`;
+  return 3 + n <= data.byteLength ? null : `log probe key of ${n} bytes runs past the entry's ${data.byteLength} bytes`;
 }
 
 /**
@@ -71,7 +77,7 @@ export function entryProblem(
   }
   // A leader's empty entry carries no command.
   if (data.byteLength === 0) return null;
-  if (data[0] === TAG_PUT) return putProblem(data);
+  if (data[0] === TAG_PROBE) return probeProblem(data);
   // A product's entries of its own tag (leases): its own checks.
   const tagged = products.find((p): p is TaggedProductTable => isTagged(p) && p.tag === data[0]);
   if (tagged) return tagged.entryProblem(data);
@@ -106,11 +112,6 @@ export function snapshotProblem(data: Uint8Array, products: readonly AnyProductT
   return addressesProblem(scratch.members);
 }
 
-export function decodePut(data: Uint8Array): { key: string; value: Uint8Array } {
-  const n = new DataView(data.buffer, data.byteOffset, data.byteLength).getUint16(1);
-  return { key: Buffer.from(data.subarray(3, 3 + n)).toString('utf8'), value: data.slice(3 + n) };
-}
-
 /**
  * The context of a membership change entry (opaque to the Raft core): the
  * address of every member after the change. Carrying the whole map, not just
@@ -128,7 +129,6 @@ export function decodeMemberContext(data: Uint8Array): Map<string, string> {
 }
 
 export class NodeStateMachine implements StateMachine<ApplyResult | null> {
-  readonly kv = new Map<string, Uint8Array>();
   readonly table = new DecisionTable();
   /**
    * Members' addresses as of the last applied membership change; empty until the first one (the config file's peers
@@ -223,19 +223,19 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
       if (problem !== null) throw new UnappliableEntryError(e.index, problem);
       return null;
     }
-    if (e.data[0] === TAG_PUT) {
-      const problem = putProblem(e.data);
+    if (e.data[0] === TAG_PROBE) {
+      // Checked like every entry, kept by no table: its proposer learns the index it applied at, and that is all.
+      const problem = probeProblem(e.data);
       if (problem !== null) throw new UnappliableEntryError(e.index, problem);
-      const { key, value } = decodePut(e.data);
-      this.kv.set(key, value);
       return null;
     }
     throw new UnappliableEntryError(e.index, `unknown command tag ${e.data[0]}`);
   }
 
   snapshot(): Uint8Array {
-    const kv: [string, string][] = [];
-    for (const [k, v] of this.kv) kv.push([k, Buffer.from(v).toString('base64')]);
+    // `kv` stays, always empty: a node of an earlier version (a rolling upgrade runs two side by side) restores
+    // only a snapshot that has it. Its key/value map is gone; restore() ignores what an old snapshot holds there.
+    const kv: [] = [];
     // A command product's section rides in the table object (src/commit/state.ts toJSON says where);
     // a tagged product's sits at the top level after the members.
     const sections: Record<string, unknown> = {};
@@ -246,17 +246,15 @@ export class NodeStateMachine implements StateMachine<ApplyResult | null> {
   }
 
   restore(data: Uint8Array): void {
+    // `kv`, the key/value map of earlier versions (a snapshot they wrote may carry entries there), is not read.
     const o = JSON.parse(Buffer.from(data).toString()) as {
-      kv: [string, string][];
       table: unknown;
       members: [string, string][];
     } & Record<string, unknown>;
-    if (o === null || typeof o !== 'object' || !Array.isArray(o.kv) || !Array.isArray(o.members))
+    if (o === null || typeof o !== 'object' || !Array.isArray(o.members))
       throw new Error('not a snapshot of this state machine');
     this.members.clear();
     for (const [id, a] of o.members) this.members.set(id, a);
-    this.kv.clear();
-    for (const [k, v] of o.kv) this.kv.set(k, Buffer.from(v, 'base64'));
     this.table.restoreFrom(o.table);
     for (const p of this.commandTables) p.restoreFrom((o.table as Record<string, unknown>)[p.section]);
     for (const p of this.taggedOf.values()) p.restoreFrom(o[p.section]);

@@ -102,7 +102,7 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
   };
   const raftNodeChecked = withFieldChecks(
     {
-      ...raftNodeApi(cfg, o.core, members, d, machine, address, access),
+      ...raftNodeApi(cfg, o.core, members, d, address, access),
       ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id)),
       ...historyApi(cfg.nodeId, o.history, access),
     },

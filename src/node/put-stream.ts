@@ -48,7 +48,7 @@ export function putStreamHandler(
   const pendingMax = o.pendingMax ?? PUT_STREAM_PENDING_MAX;
   const access = o.access ?? new Access();
   const handler: grpc.handleBidiStreamingCall<StreamedPuts, StreamedPutAnswers> = (call) => {
-    const refused = access.adminOnly(call, 'put');
+    const refused = access.adminOnly(call, 'log probe');
     if (refused !== null) {
       call.emit('error', { code: refused.code, details: refused.details });
       return;

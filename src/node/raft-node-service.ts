@@ -1,12 +1,12 @@
-// The node's own API (service RaftNode): status, and put/get on the raw
-// replicated log's key/value map. Used by `verdict status`, tests and the
-// Raft benchmarks. Put and Get are admin operations: nothing a client or
-// participant does needs them, and a write to the log is the cluster's.
+// The node's own API (service RaftNode): status, leadership transfer, and
+// the log probe (Put, PutStream): an opaque entry written through the
+// replicated log and applied as a no-op, which the raw-log benchmark and the
+// process tests time and count. The probe is an admin operation: nothing a
+// client or participant does needs it, and a write to the log is the
+// cluster's.
 
 import * as grpc from '@grpc/grpc-js';
 import type {
-  GetRequest,
-  GetResponse,
   NodeStatus,
   PutRequest,
   PutResponse,
@@ -16,7 +16,7 @@ import type {
 } from '../transport/proto.ts';
 import type { NodeConfig } from './config.ts';
 import { NotLeaderError, OverloadedError, type Driver } from './driver.ts';
-import { encodePut, type NodeStateMachine } from './machine.ts';
+import { encodeProbe } from './machine.ts';
 import type { Membership } from './membership.ts';
 import type { Access } from '../transport/auth.ts';
 import type { BoundedLog } from './core.ts';
@@ -131,7 +131,6 @@ export function raftNodeApi(
   core: BoundedLog,
   members: Membership,
   d: Driver<unknown>,
-  sm: NodeStateMachine,
   address: string,
   access: Access,
 ): RaftNodeHandlers {
@@ -173,33 +172,17 @@ export function raftNodeApi(
               })),
       });
     },
+    // The log probe: one entry through the log, answered with the index it applied at once it applied.
     Put: (call: grpc.ServerUnaryCall<PutRequest, PutResponse>, cb: grpc.sendUnaryData<PutResponse>) => {
-      const refused = access.adminOnly(call, 'put');
+      const refused = access.adminOnly(call, 'log probe');
       if (refused) return cb(refused);
       const { key, value } = call.request;
       if (typeof key !== 'string' || key === '')
         return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'key must be a non-empty string' });
-      core.proposeEntry(`put ${key}`, encodePut(key, value ?? new Uint8Array()), (err, index) => {
+      core.proposeEntry(`log probe ${key}`, encodeProbe(key, value ?? new Uint8Array()), (err, index) => {
         if (err) return cb(toServiceError(members, err));
         cb(null, { index: index ?? 0, leaderId: cfg.nodeId, leaderAddress: address });
       });
-    },
-    Get: (call: grpc.ServerUnaryCall<GetRequest, GetResponse>, cb: grpc.sendUnaryData<GetResponse>) => {
-      const refused = access.adminOnly(call, 'get');
-      if (refused) return cb(refused);
-      const { key, linearizable } = call.request;
-      const answer = (): void => {
-        const v = sm.kv.get(key);
-        cb(null, {
-          found: v !== undefined,
-          value: v ?? new Uint8Array(),
-          appliedIndex: d.applied,
-          leaderId: d.leader(),
-          leaderAddress: members.get(d.leader()) ?? '',
-        });
-      };
-      if (!linearizable) return answer();
-      core.read(`read ${key}`, (err) => (err ? cb(toServiceError(members, err)) : answer()));
     },
     TransferLeader: (
       call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderResponse>,

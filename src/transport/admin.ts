@@ -7,11 +7,9 @@ import { unaryCall } from './unary.ts';
 import {
   raftNodeService,
   type AddMemberRequest,
-  type GetRequest,
   type ListMembersRequest,
   type Members,
   type RemoveMemberRequest,
-  type GetResponse,
   type NodeStatus,
   type PutRequest,
   type PutResponse,
@@ -39,6 +37,7 @@ export class RaftNodeClient {
     return this.unary<StatusRequest, NodeStatus>('Status', {}, timeoutMs);
   }
 
+  /** The log probe: one opaque entry through the log; resolves with the index it applied at. */
   put(req: PutRequest, timeoutMs = ADMIN_TIMEOUT_MS): Promise<PutResponse> {
     return this.unary<PutRequest, PutResponse>('Put', req, timeoutMs);
   }
@@ -51,10 +50,6 @@ export class RaftNodeClient {
   putStreamed(req: PutRequest, timeoutMs = ADMIN_TIMEOUT_MS): Promise<PutResponse> {
     this.puts ??= new PutStreamClient(this.client, this.address);
     return this.puts.put(req, timeoutMs);
-  }
-
-  get(req: GetRequest, timeoutMs = ADMIN_TIMEOUT_MS): Promise<GetResponse> {
-    return this.unary<GetRequest, GetResponse>('Get', req, timeoutMs);
   }
 
   /** Asks the leader to hand leadership to `req.to`; resolves once `to` leads. */
@@ -86,7 +81,7 @@ export class RaftNodeClient {
   }
 
   private unary<Req, Res>(
-    name: 'Status' | 'Put' | 'Get' | 'TransferLeader' | 'AddMember' | 'RemoveMember' | 'ListMembers' | 'History',
+    name: 'Status' | 'Put' | 'TransferLeader' | 'AddMember' | 'RemoveMember' | 'ListMembers' | 'History',
     req: Req,
     timeoutMs: number,
   ): Promise<Res> {

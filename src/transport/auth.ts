@@ -2,7 +2,7 @@
 // Access, and two checks that every handler with a role calls.
 //
 // - access.adminOnly(call, what): operator acts (leader transfer, membership
-//   changes, operator resolution of a transaction, raw Put/Get).
+//   changes, operator resolution of a transaction, the log probe Put/PutStream).
 // - access.participantOnly(call, participantId, what): acts that speak for one
 //   participant (registering it, reporting a heuristic for it, asking about
 //   a transaction as it, which may make the leader log ABORT under R3).

@@ -20,8 +20,6 @@ import type { StreamedPut__Output as GenStreamedPut } from './gen/raft/verdict/r
 import type { StreamedPuts__Output as GenStreamedPuts } from './gen/raft/verdict/raft/StreamedPuts.ts';
 import type { StreamedPutAnswer__Output as GenStreamedPutAnswer } from './gen/raft/verdict/raft/StreamedPutAnswer.ts';
 import type { StreamedPutAnswers__Output as GenStreamedPutAnswers } from './gen/raft/verdict/raft/StreamedPutAnswers.ts';
-import type { GetRequest__Output as GenGetRequest } from './gen/raft/verdict/raft/GetRequest.ts';
-import type { GetResponse__Output as GenGetResponse } from './gen/raft/verdict/raft/GetResponse.ts';
 import type { TransferLeaderRequest__Output as GenTransferLeaderRequest } from './gen/raft/verdict/raft/TransferLeaderRequest.ts';
 import type { TransferLeaderResponse__Output as GenTransferLeaderResponse } from './gen/raft/verdict/raft/TransferLeaderResponse.ts';
 import type { Member__Output as GenMember } from './gen/raft/verdict/raft/Member.ts';
@@ -85,8 +83,6 @@ export type StreamedPut = Wire<GenStreamedPut>;
 export type StreamedPuts = Wire<GenStreamedPuts>;
 export type StreamedPutAnswer = Wire<GenStreamedPutAnswer>;
 export type StreamedPutAnswers = Wire<GenStreamedPutAnswers>;
-export type GetRequest = Wire<GenGetRequest>;
-export type GetResponse = Wire<GenGetResponse>;
 export type TransferLeaderRequest = Wire<GenTransferLeaderRequest>;
 export type TransferLeaderResponse = Wire<GenTransferLeaderResponse>;
 export type Member = Wire<GenMember>;
@@ -106,7 +102,6 @@ export const raftNodeService = protoService<RaftNodeHandlers>(packageDefinition,
   'Status',
   'Put',
   'PutStream',
-  'Get',
   'TransferLeader',
   'AddMember',
   'RemoveMember',

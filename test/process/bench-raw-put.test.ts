@@ -4,6 +4,7 @@
 // measured step costs the Puts in flight, not every Put after it.
 import { afterAll, expect, it } from 'vitest';
 import { verdictPut } from '../../bench/harness/raw-put.ts';
+import type { PutResponse } from '../../src/transport/proto.ts';
 import { Cluster, sleep, useProcessCleanup } from './harness.ts';
 
 useProcessCleanup();
@@ -16,6 +17,8 @@ it('follows the leader named by a follower that refuses a Put', async () => {
   const { node: leader } = await cluster.waitForLeader();
   const follower = cluster.nodes.find((n) => n.id !== leader.id);
   if (!follower) throw new Error('no follower');
+  // An idle cluster writes nothing to its log: every entry after this one is one of this test's.
+  const before = (await leader.status()).lastIndex;
   const raw = verdictPut(follower.address);
   try {
     let first: { code?: number; details?: string } | null = null;
@@ -31,11 +34,12 @@ it('follows the leader named by a follower that refuses a Put', async () => {
     }
     expect(first?.code).toBe(14);
     expect(first?.details).toMatch(/not the leader|NOT_LEADER|leader is/i);
-    for (let i = 1; i <= 3; i++) await raw.put(`raw-follow-${i}`, Buffer.from(`v${i}`));
-    const got = await leader.api().get({ key: 'raw-follow-3', linearizable: true }, 5_000);
-    expect(got.found && Buffer.from(got.value).toString()).toBe('v3');
-    // The refused Put was not written.
-    expect((await leader.api().get({ key: 'raw-follow-0', linearizable: true }, 5_000)).found).toBe(false);
+    const answers: PutResponse[] = [];
+    for (let i = 1; i <= 3; i++) answers.push((await raw.put(`raw-follow-${i}`, Buffer.from(`v${i}`))) as PutResponse);
+    // The leader answered all three, at the log's next three indexes: the refused Put was not written.
+    expect(answers.map((a) => a.leaderId)).toEqual([leader.id, leader.id, leader.id]);
+    expect(answers.map((a) => a.index)).toEqual([before + 1, before + 2, before + 3]);
+    expect((await leader.status()).appliedIndex).toBeGreaterThanOrEqual(before + 3);
   } finally {
     raw.close();
   }

@@ -25,8 +25,16 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeEach, type TestContext } from 'vitest';
 import { foundDataDir } from '../../src/storage/founding.ts';
 import { RaftNodeClient } from '../../src/transport/admin.ts';
+import {
+  coordinatorService,
+  type ListParticipantsRequest,
+  type ListParticipantsResponse,
+  type RegisterParticipantRequest,
+  type RegisterParticipantResponse,
+} from '../../src/transport/coordinator-rpc.ts';
 import { callLeader, LeaderFinder, namedLeader, NoLeaderError } from '../../src/transport/leader-finder.ts';
 import type { NodeStatus, PutResponse } from '../../src/transport/proto.ts';
+import { unaryCall } from '../../src/transport/unary.ts';
 import { sleep } from '../../src/util/sleep.ts';
 import { freePorts } from '../free-ports.ts';
 
@@ -263,6 +271,34 @@ export class NodeProc {
     this.client = null;
   }
 
+  /** One Coordinator call on this node (a client of its own, closed after). */
+  async coordinatorCall<Req, Res>(
+    method: 'RegisterParticipant' | 'ListParticipants',
+    req: Req,
+    callTimeoutMs: number,
+  ): Promise<Res> {
+    const client = new grpc.Client(this.address, this.credentials ?? grpc.credentials.createInsecure());
+    try {
+      const m = coordinatorService[method] as unknown as grpc.MethodDefinition<Req, Res>;
+      return await unaryCall(client, m, req, callTimeoutMs);
+    } finally {
+      client.close();
+    }
+  }
+
+  /**
+   * The participants this node's state machine holds, id → endpoint: ListParticipants answered by this node from its
+   * own applied table once it applied the leader's commit index (ReadIndex), a follower included.
+   */
+  async participants(callTimeoutMs = 10_000): Promise<Map<string, string>> {
+    const r = await this.coordinatorCall<ListParticipantsRequest, ListParticipantsResponse>(
+      'ListParticipants',
+      { withActivity: false },
+      callTimeoutMs,
+    );
+    return new Map(r.participants.map((p) => [p.participantId, p.endpoint]));
+  }
+
   async status(callTimeoutMs = STATUS_DEADLINE_MS): Promise<NodeStatus> {
     return this.api().status(callTimeoutMs);
   }
@@ -306,7 +342,7 @@ function nodeConfig(
 
 export class Cluster {
   private destroyed = false;
-  /** Index of the last acknowledged Put, from its response. */
+  /** Index of the last acknowledged log probe (putOnLeader), from its response. */
   maxAckIndex = 0;
   private leaderHint: NodeProc | null = null;
 
@@ -459,14 +495,43 @@ export class Cluster {
   }
 
   /**
-   * Puts through the leader, found by the one leader finder
-   * (src/transport/leader-finder.ts): the last leader first, then the running
-   * nodes, following `verdict-leader-address` redirects and trying again while
-   * an election runs. Resolves only once the entry is committed (acknowledged
-   * by the leader).
+   * A log probe through the leader (an opaque entry the state machine applies
+   * as a no-op), found by the one leader finder (src/transport/leader-finder.ts):
+   * the last leader first, then the running nodes, following
+   * `verdict-leader-address` redirects and trying again while an election
+   * runs. Resolves only once the entry is committed (acknowledged by the
+   * leader), with the index it applied at.
    */
   async putOnLeader(key: string, value: Uint8Array | string, timeoutMs = ELECTION_WAIT_MS): Promise<PutResponse> {
     const v = typeof value === 'string' ? Buffer.from(value) : value;
+    const r = await this.onLeader(`put ${key}`, timeoutMs, (node, callTimeoutMs) =>
+      node.api().put({ key, value: v }, callTimeoutMs),
+    );
+    if (r.index > this.maxAckIndex) this.maxAckIndex = r.index;
+    return r;
+  }
+
+  /**
+   * Registers participant `id` at `endpoint` through the leader (as putOnLeader finds it): a write to the decision
+   * table, which every node keeps in its snapshots, read back with NodeProc.participants().
+   */
+  async registerOnLeader(id: string, endpoint: string, timeoutMs = ELECTION_WAIT_MS): Promise<void> {
+    const r = await this.onLeader(`register ${id}`, timeoutMs, (node, callTimeoutMs) =>
+      node.coordinatorCall<RegisterParticipantRequest, RegisterParticipantResponse>(
+        'RegisterParticipant',
+        { clusterId: this.clusterId, participantId: id, endpoint, resourceKind: 'memory', serves: [] },
+        callTimeoutMs,
+      ),
+    );
+    if (r.participant?.endpoint !== endpoint) throw new Error(`register ${id}: answered ${JSON.stringify(r)}`);
+  }
+
+  /** `call` on the leader, retried (following redirects) until it answers or `timeoutMs` passes. */
+  private async onLeader<T>(
+    what: string,
+    timeoutMs: number,
+    call: (node: NodeProc, callTimeoutMs: number) => Promise<T>,
+  ): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     const first = this.leaderHint?.running ? [this.leaderHint] : [];
     const finder = new LeaderFinder(
@@ -479,10 +544,7 @@ export class Cluster {
         async (address) => {
           const node = this.nodes.find((n) => n.address === address);
           if (!node?.running) throw new Error(`${address} is not running`);
-          return {
-            node,
-            r: await node.api().put({ key, value: v }, Math.max(500, Math.min(5_000, deadline - Date.now()))),
-          };
+          return { node, r: await call(node, Math.max(500, Math.min(5_000, deadline - Date.now()))) };
         },
         // Every failure is worth another try until the deadline: the cluster may be electing, or the node restarting.
         {
@@ -496,14 +558,13 @@ export class Cluster {
         },
       );
       this.leaderHint = node;
-      if (r.index > this.maxAckIndex) this.maxAckIndex = r.index;
       return r;
     } catch (err) {
       if (!(err instanceof NoLeaderError)) throw err;
       this.leaderHint = null;
       const e = err.last as grpc.ServiceError | null;
       throw new Error(
-        `put ${key} was not acknowledged within ${timeoutMs} ms: ${e?.details || e?.message || 'no running node'}`,
+        `${what} was not acknowledged within ${timeoutMs} ms: ${e?.details || e?.message || 'no running node'}`,
       );
     }
   }

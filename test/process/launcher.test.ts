@@ -37,7 +37,21 @@ describe('verdict cluster up', () => {
     const first = launch(base, data);
     await nodesUp(first);
     expect(first.output()).toMatch(/verdict: first start: founded a new cluster of 3 node\(s\)/);
-    await runCli(['put', 'k', 'v', '--endpoints', `127.0.0.1:${base}`], { timeoutMs: 30_000 });
+    // An entry in the log before the restart (a log probe, answered by whichever node leads), for n3 to catch up to.
+    const probe = await waitFor('a node to take a log probe', 30_000, async () => {
+      for (const k of [0, 1, 2]) {
+        const api = new RaftNodeClient(`127.0.0.1:${base + k}`);
+        try {
+          return await api.put({ key: 'k', value: Buffer.from('v') }, 5_000);
+        } catch {
+          // A follower refuses it; the leader takes it.
+        } finally {
+          api.close();
+        }
+      }
+      return undefined;
+    });
+    expect(probe.index).toBeGreaterThan(0);
     first.child.kill('SIGTERM');
     expect(await Promise.race([first.exited, sleep(STOP_WAIT_MS).then(() => null)])).toEqual({ code: 0, signal: null });
     // n3's disk is replaced by an empty one.

@@ -34,25 +34,30 @@ const learners = (m: Members): string[] =>
     .map((x) => x.nodeId)
     .sort();
 
-/** Every key written so far, read on `n` linearizably, has its value. */
-async function expectAllData(n: NodeProc, written: Map<string, string>): Promise<void> {
-  for (const [k, v] of written) {
-    const r = await n.api().get({ key: k, linearizable: true }, 10_000);
-    expect(r.found, `${k} on ${n.id}`).toBe(true);
-    expect(Buffer.from(r.value).toString()).toBe(v);
-  }
+/**
+ * `n` holds everything written so far: read linearizably on `n`, its participant table is exactly the registrations
+ * made, and it applied every acknowledged log probe.
+ */
+async function expectAllData(c: Cluster, n: NodeProc, registered: Map<string, string>): Promise<void> {
+  expect(await n.participants(10_000), `participants on ${n.id}`).toEqual(registered);
+  // The read above waited for n to apply the leader's commit index, which every acknowledged probe is below.
+  expect((await n.status()).appliedIndex, `${n.id} applied every acknowledged probe`).toBeGreaterThanOrEqual(
+    c.maxAckIndex,
+  );
 }
 
 test('grow 3 → 5, shrink back to 3 removing the leader, replace a dead node from a snapshot', async () => {
   // Frequent snapshots, so that the replacement cannot be fed from the log.
   const c = await Cluster.start({ nodes: 3, snapshotEntries: 20, snapshotLogRatio: 0 });
   await c.waitForLeader();
-  const written = new Map<string, string>();
+  // Each batch of writes: log probes (the log's bulk, compacted into snapshots) and one participant registration
+  // (state every snapshot carries, read back on the node that must hold it).
+  const registered = new Map<string, string>();
   const write = async (from: number, to: number): Promise<void> => {
-    for (let i = from; i < to; i++) {
-      await c.putOnLeader(`k${i}`, `v${i}`);
-      written.set(`k${i}`, `v${i}`);
-    }
+    for (let i = from; i < to; i++) await c.putOnLeader(`k${i}`, `v${i}`);
+    const endpoint = `127.0.0.1:${20_000 + from}`;
+    await c.registerOnLeader(`p${from}`, endpoint);
+    registered.set(`p${from}`, endpoint);
   };
   await write(0, 30);
 
@@ -71,7 +76,7 @@ test('grow 3 → 5, shrink back to 3 removing the leader, replace a dead node fr
   m = await member(c, ['add', 'n5', c.node('n5').address]);
   expect(voters(m)).toHaveLength(5);
   await write(30, 45);
-  await expectAllData(c.node('n4'), written);
+  await expectAllData(c, c.node('n4'), registered);
 
   // ---- shrink to three, removing the leader first ---------------------
   const { node: oldLeader } = await c.waitForLeader();
@@ -116,7 +121,7 @@ test('grow 3 → 5, shrink back to 3 removing the leader, replace a dead node fr
   });
   // Its log starts after a snapshot: it was not fed from index 1.
   expect(s6.firstIndex).toBeGreaterThan(1);
-  await expectAllData(n6, written);
+  await expectAllData(c, n6, registered);
 
   // A node that never shows up: the add fails with a clear timeout and leaves a learner, which can be removed.
   const [ghostPort] = await freePorts(1);
@@ -136,5 +141,5 @@ test('grow 3 → 5, shrink back to 3 removing the leader, replace a dead node fr
   const oldOne = c.nodes.find((n) => n !== leader4 && n !== n6) as NodeProc;
   await oldOne.kill('SIGKILL');
   await write(105, 110);
-  await expectAllData(n6, written);
+  await expectAllData(c, n6, registered);
 }, 300_000);

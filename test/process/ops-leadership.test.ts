@@ -98,7 +98,6 @@ describe('leadership', { timeout: 180_000 }, () => {
       [['participant', '--help'], /--metrics-listen HOST:PORT/],
       [['node', '--help'], /verdict node --config FILE/],
       [['cluster', '--help'], /verdict cluster up/],
-      [['put', '--help'], /verdict put KEY VALUE/],
     ];
     // Two at a time: each is a Node process compiling TypeScript on a 2-core machine.
     const results: Awaited<ReturnType<typeof runCli>>[] = [];
@@ -109,5 +108,9 @@ describe('leadership', { timeout: 180_000 }, () => {
       expect(r.code, `verdict ${args.join(' ')}: ${r.stderr}`).toBe(0);
       expect(r.stdout, `verdict ${args.join(' ')}`).toMatch(want);
     }
+    // The key/value commands are gone; the one line says so rather than "unknown command".
+    const removed = await runCli(['put', 'k', 'v'], { timeoutMs: 30_000 });
+    expect(removed.code).not.toBe(0);
+    expect(removed.stderr).toMatch(/verdict put was removed: nodes keep no key\/value data/);
   });
 });

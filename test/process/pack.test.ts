@@ -516,7 +516,7 @@ await payment.stop();
       const proto = join(app, 'node_modules', 'verdict', 'proto');
       renameSync(proto, `${proto}.gone`);
       try {
-        const r = await run(bin, ['get', 'k', '--insecure', '--endpoints', endpoints.join(',')], {
+        const r = await run(bin, ['member', 'list', '--insecure', '--endpoints', endpoints.join(',')], {
           cwd: elsewhere,
           timeoutMs: 60_000,
         });

@@ -79,7 +79,7 @@ describe('mutual TLS between nodes, clients and participants', () => {
       nodes: 3,
       clusterId,
       configExtra: (id) => nodeTls(clusterId, id, id === 'n3'),
-      // The harness writes with Put, an admin operation.
+      // The harness writes log probes (Put), an admin operation.
       clientCredentials: creds(admin),
     });
     const [n1, , n3] = c.nodes;

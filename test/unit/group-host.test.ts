@@ -5,6 +5,7 @@
 // network: every group elects its own leader and keeps its own log.
 
 import { describe, expect, it } from 'vitest';
+import { encodeCommand } from '../../src/commit/state.ts';
 import { NodeCore } from '../../src/node/core.ts';
 import {
   coreReplica,
@@ -13,7 +14,7 @@ import {
   type GroupReplica,
   type LeaderView,
 } from '../../src/node/group-host.ts';
-import { encodeMemberContext, encodePut, NodeStateMachine } from '../../src/node/machine.ts';
+import { encodeMemberContext, NodeStateMachine } from '../../src/node/machine.ts';
 import { ConfChangeType } from '../../src/raft/confchange.ts';
 import { groupOf } from '../../src/domain/group.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
@@ -121,14 +122,22 @@ describe('the group host', () => {
     for (let g = 0; g < G; g++) {
       const c = leaderOf(g);
       expect(c, `group ${g} elects a leader`).toBeDefined();
-      c?.proposeEntry('put', encodePut(`key-of-group-${g}`, new Uint8Array([g])), (err) => !err && answered.push(g));
+      const register = encodeCommand({
+        t: 'register',
+        id: `p-of-group-${g}`,
+        endpoint: `127.0.0.1:${7001 + g}`,
+        atMs: 1,
+        kind: 'memory',
+      });
+      c?.proposeEntry('register', register, (err) => !err && answered.push(g));
     }
     q.runUntil(q.now + 5_000, () => answered.length === G);
     q.runUntil(q.now + 1_000);
     expect(answered.sort()).toEqual([0, 1, 2, 3]);
     for (const id of ids) {
       for (let g = 0; g < G; g++) {
-        expect([...(machines.get(id)?.[g].kv.keys() ?? [])], `${id} group ${g}`).toEqual([`key-of-group-${g}`]);
+        const registered = [...(machines.get(id)?.[g].table.participants.keys() ?? [])];
+        expect(registered, `${id} group ${g}`).toEqual([`p-of-group-${g}`]);
       }
     }
   });

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeDecisionBatch } from '../../src/commit/decision-batch.ts';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { Driver } from '../../src/node/driver.ts';
-import { encodePut, entryProblem, NodeStateMachine, snapshotProblem } from '../../src/node/machine.ts';
+import { encodeProbe, entryProblem, NodeStateMachine, snapshotProblem } from '../../src/node/machine.ts';
 import { foundingHardState, RawNode } from '../../src/raft/raw-node.ts';
 import {
   EntryType,
@@ -105,7 +105,7 @@ function node(): { d: Driver<unknown>; raw: RawNode; sent: Message[] } {
 
 const payloads = [
   new Uint8Array(0),
-  encodePut('k', new Uint8Array([1])),
+  encodeProbe('k', new Uint8Array([1])),
   encodeDecisionBatch([{ t: 'forget', txnIds: ['a'] }]),
   encodeCommand({ t: 'register', id: 'p', endpoint: '127.0.0.1:1', atMs: 1, kind: 'memory' }),
 ];

@@ -9,7 +9,7 @@ import { commandProblem } from '../../src/commit/command-check.ts';
 import { encodeDecisionBatch, type BatchCommand } from '../../src/commit/decision-batch.ts';
 import { encodeCommand, type Command } from '../../src/commit/state.ts';
 import { encodeConfChange, ConfChangeType } from '../../src/raft/confchange.ts';
-import { encodePut, entryProblem, NodeStateMachine, snapshotProblem } from '../../src/node/machine.ts';
+import { encodeProbe, entryProblem, NodeStateMachine, snapshotProblem } from '../../src/node/machine.ts';
 import { EntryType, message, MessageType as MT, type Message } from '../../src/raft/types.ts';
 import { fromWire, toWire, type WireBatch, type WireMessage } from '../../src/transport/proto.ts';
 import {
@@ -61,7 +61,7 @@ function good(type: MT, fields: Partial<Message> = {}): Message {
       entries: [
         { term: 4, index: 11, type: EntryType.Normal, data: encodeDecisionBatch([decide]) },
         { term: 5, index: 12, type: EntryType.Normal, data: new Uint8Array(0) },
-        { term: 5, index: 13, type: EntryType.Normal, data: encodePut('k', new Uint8Array([1, 2])) },
+        { term: 5, index: 13, type: EntryType.Normal, data: encodeProbe('k', new Uint8Array([1, 2])) },
         {
           term: 5,
           index: 14,

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { Driver, UnappliableEntryError } from '../../src/node/driver.ts';
-import { encodePut, NodeStateMachine } from '../../src/node/machine.ts';
+import { NodeStateMachine } from '../../src/node/machine.ts';
 import { raftMembers } from '../../src/node/members.ts';
 import { ConfChangeType, encodeConfChange } from '../../src/raft/confchange.ts';
 import { MemoryStorage } from '../../src/raft/memory-storage.ts';
@@ -175,8 +175,10 @@ describe('a committed entry this node cannot apply', () => {
     // The leader's own proposals do not pass the edge: this is how a damaged local log looks to the apply loop.
     const bad = new Uint8Array([127, 1, 2, 3]);
     const answers: string[] = [];
+    const register = (id: string): Uint8Array =>
+      encodeCommand({ t: 'register', id, endpoint: '127.0.0.1:7001', atMs: 1, kind: 'memory' });
     first.d.proposeBatch(
-      [encodePut('before', new Uint8Array([1])), bad, encodePut('after', new Uint8Array([2]))],
+      [register('before'), bad, register('after')],
       [0, 1, 2].map((i) => (err) => void answers.push(`${i}:${err ? 'error' : 'ok'}`)),
     );
     expect(() => q.runUntil(q.now + 1_000, () => first.fatal.length > 0)).not.toThrow();
@@ -185,14 +187,14 @@ describe('a committed entry this node cannot apply', () => {
     expect(err).toBeInstanceOf(UnappliableEntryError);
     const badIndex = err.index;
     expect(err.message).toBe(`log entry ${badIndex} cannot be applied: unknown command tag 127`);
-    expect([...first.sm.kv.keys()]).toEqual(['before']);
+    expect([...first.sm.table.participants.keys()]).toEqual(['before']);
     expect(first.d.applied).toBeLessThan(badIndex);
 
     // Restarted from what reached the disk: the same stop, at the same index, still no exception.
     const again = singleNode(disk.recover(), q, disk);
     expect(() => q.runUntil(q.now + 2_000, () => again.fatal.length > 0)).not.toThrow();
     expect(again.fatal.map((e) => (e as UnappliableEntryError).index)).toEqual([badIndex]);
-    expect(again.sm.kv.has('after')).toBe(false);
+    expect(again.sm.table.participants.has('after')).toBe(false);
   });
 
   it('names the index of a malformed command and of a membership change that does not decode the same way', () => {

@@ -58,7 +58,7 @@ describe('a node that is starting', () => {
         const after = await call('Status');
         expect(after.err).toBeNull();
         expect((after.res as { nodeId: string }).nodeId).toBe('n1');
-        const missing = await call('Get');
+        const missing = await call('Put');
         expect(missing.err?.code).toBe(grpc.status.UNIMPLEMENTED);
       } finally {
         client.close();

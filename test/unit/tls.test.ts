@@ -10,7 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { message, MessageType, type Message } from '../../src/raft/types.ts';
 import { ConfigError, parseConfig } from '../../src/node/config.ts';
 import { loadNodeTls } from '../../src/node/node-tls.ts';
-import { checkAdmin, checkParticipant, OPEN_POLICY, type AuthPolicy } from '../../src/transport/auth.ts';
+import { Access, checkAdmin, checkParticipant, OPEN_POLICY, type AuthPolicy } from '../../src/transport/auth.ts';
+import type { NodeConfig } from '../../src/node/config.ts';
+import { putStreamHandler } from '../../src/node/put-stream.ts';
+import { raftNodeApi } from '../../src/node/raft-node-service.ts';
 import { NodeCallers } from '../../src/participant/node-callers.ts';
 import { GrpcTransport, SERVER_OPTIONS } from '../../src/transport/grpc.ts';
 import {
@@ -155,6 +158,47 @@ describe('admin check', () => {
       "leader transfer needs an admin certificate: client certificate CN=alice is not in the node's tls.adminNames; use a certificate whose CN is one of them",
     );
     expect(checkAdmin(call(), p)?.details).toMatch(/a caller without a verified client certificate/);
+  });
+
+  it('the log probe (Put, and PutStream for its whole stream) is an admin operation: a non-admin proposes nothing', async () => {
+    const proposed: string[] = [];
+    const core = {
+      proposeEntry: (what: string, _data: Uint8Array, cb: (err: Error | null, index?: number) => void) => {
+        proposed.push(what);
+        cb(null, 7);
+      },
+      read: () => {},
+    };
+    const access = new Access(tls(['ops-admin']));
+    const cfg = { nodeId: 'n1' } as NodeConfig;
+    const api = raftNodeApi(cfg, core as never, {} as never, {} as never, '127.0.0.1:7001', access);
+    const put = (cn: string): Promise<{ err: grpc.ServiceError | null; index?: number }> =>
+      new Promise((resolve) =>
+        api.Put(Object.assign(call(cn), { request: { key: 'k', value: new Uint8Array([1]) } }) as never, (err, r) =>
+          resolve({ err: err as grpc.ServiceError | null, index: r?.index }),
+        ),
+      );
+    const alice = await put('alice');
+    expect(alice.err?.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(alice.err?.details).toMatch(/^log probe needs an admin certificate: client certificate CN=alice/);
+    expect(proposed).toEqual([]);
+    expect(await put('ops-admin')).toEqual({ err: null, index: 7 });
+    expect(proposed).toEqual(['log probe k']);
+    // The stream is refused as a whole, before any of its Puts is read.
+    const stream = putStreamHandler(api.Put, { access });
+    const ended: { code: number; details: string }[] = [];
+    const streamCall = Object.assign(call('alice'), {
+      emit: (event: string, e: { code: number; details: string }) => event === 'error' && ended.push(e),
+      on: () => {
+        throw new Error('a refused stream is not read');
+      },
+    });
+    stream.handler(streamCall as never);
+    expect(ended).toHaveLength(1);
+    expect(ended[0].code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(ended[0].details).toMatch(/^log probe needs an admin certificate/);
+    expect(proposed).toEqual(['log probe k']);
+    expect(access.denials.admin).toBe(2);
   });
 
   it('refuses every certificate with TLS and no adminNames, and says how to name admins', () => {

@@ -96,11 +96,6 @@ class RaftNodeStub(object):
                 request_serializer=raft__pb2.StreamedPuts.SerializeToString,
                 response_deserializer=raft__pb2.StreamedPutAnswers.FromString,
                 )
-        self.Get = channel.unary_unary(
-                '/verdict.raft.RaftNode/Get',
-                request_serializer=raft__pb2.GetRequest.SerializeToString,
-                response_deserializer=raft__pb2.GetResponse.FromString,
-                )
         self.TransferLeader = channel.unary_unary(
                 '/verdict.raft.RaftNode/TransferLeader',
                 request_serializer=raft__pb2.TransferLeaderRequest.SerializeToString,
@@ -138,7 +133,9 @@ class RaftNodeServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def Put(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The log probe (admin only): an opaque entry written through the replicated log and applied as a no-op, answered
+        with its index once applied on the leader. The raw-log benchmark times it; nothing keeps or reads its key and value.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -146,12 +143,6 @@ class RaftNodeServicer(object):
     def PutStream(self, request_iterator, context):
         """Put, many at once on one long-lived stream (the raw-log benchmark's path); admin only, like Put.
         """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def Get(self, request, context):
-        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -209,11 +200,6 @@ def add_RaftNodeServicer_to_server(servicer, server):
                     servicer.PutStream,
                     request_deserializer=raft__pb2.StreamedPuts.FromString,
                     response_serializer=raft__pb2.StreamedPutAnswers.SerializeToString,
-            ),
-            'Get': grpc.unary_unary_rpc_method_handler(
-                    servicer.Get,
-                    request_deserializer=raft__pb2.GetRequest.FromString,
-                    response_serializer=raft__pb2.GetResponse.SerializeToString,
             ),
             'TransferLeader': grpc.unary_unary_rpc_method_handler(
                     servicer.TransferLeader,
@@ -298,23 +284,6 @@ class RaftNode(object):
         return grpc.experimental.stream_stream(request_iterator, target, '/verdict.raft.RaftNode/PutStream',
             raft__pb2.StreamedPuts.SerializeToString,
             raft__pb2.StreamedPutAnswers.FromString,
-            options, channel_credentials,
-            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
-
-    @staticmethod
-    def Get(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(request, target, '/verdict.raft.RaftNode/Get',
-            raft__pb2.GetRequest.SerializeToString,
-            raft__pb2.GetResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -5,8 +5,6 @@ import type { AddMemberRequest as _verdict_raft_AddMemberRequest, AddMemberReque
 import type { Batch as _verdict_raft_Batch, Batch__Output as _verdict_raft_Batch__Output } from './verdict/raft/Batch.ts';
 import type { ConfState as _verdict_raft_ConfState, ConfState__Output as _verdict_raft_ConfState__Output } from './verdict/raft/ConfState.ts';
 import type { Entry as _verdict_raft_Entry, Entry__Output as _verdict_raft_Entry__Output } from './verdict/raft/Entry.ts';
-import type { GetRequest as _verdict_raft_GetRequest, GetRequest__Output as _verdict_raft_GetRequest__Output } from './verdict/raft/GetRequest.ts';
-import type { GetResponse as _verdict_raft_GetResponse, GetResponse__Output as _verdict_raft_GetResponse__Output } from './verdict/raft/GetResponse.ts';
 import type { HistoryAct as _verdict_raft_HistoryAct, HistoryAct__Output as _verdict_raft_HistoryAct__Output } from './verdict/raft/HistoryAct.ts';
 import type { HistoryPage as _verdict_raft_HistoryPage, HistoryPage__Output as _verdict_raft_HistoryPage__Output } from './verdict/raft/HistoryPage.ts';
 import type { HistoryParticipant as _verdict_raft_HistoryParticipant, HistoryParticipant__Output as _verdict_raft_HistoryParticipant__Output } from './verdict/raft/HistoryParticipant.ts';
@@ -52,8 +50,6 @@ export interface ProtoGrpcType {
       ConfState: MessageTypeDefinition<_verdict_raft_ConfState, _verdict_raft_ConfState__Output>
       Entry: MessageTypeDefinition<_verdict_raft_Entry, _verdict_raft_Entry__Output>
       EntryType: EnumTypeDefinition
-      GetRequest: MessageTypeDefinition<_verdict_raft_GetRequest, _verdict_raft_GetRequest__Output>
-      GetResponse: MessageTypeDefinition<_verdict_raft_GetResponse, _verdict_raft_GetResponse__Output>
       HistoryAct: MessageTypeDefinition<_verdict_raft_HistoryAct, _verdict_raft_HistoryAct__Output>
       HistoryPage: MessageTypeDefinition<_verdict_raft_HistoryPage, _verdict_raft_HistoryPage__Output>
       HistoryParticipant: MessageTypeDefinition<_verdict_raft_HistoryParticipant, _verdict_raft_HistoryParticipant__Output>

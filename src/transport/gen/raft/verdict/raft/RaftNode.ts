@@ -3,8 +3,6 @@
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { AddMemberRequest as _verdict_raft_AddMemberRequest, AddMemberRequest__Output as _verdict_raft_AddMemberRequest__Output } from '../../verdict/raft/AddMemberRequest.ts';
-import type { GetRequest as _verdict_raft_GetRequest, GetRequest__Output as _verdict_raft_GetRequest__Output } from '../../verdict/raft/GetRequest.ts';
-import type { GetResponse as _verdict_raft_GetResponse, GetResponse__Output as _verdict_raft_GetResponse__Output } from '../../verdict/raft/GetResponse.ts';
 import type { HistoryPage as _verdict_raft_HistoryPage, HistoryPage__Output as _verdict_raft_HistoryPage__Output } from '../../verdict/raft/HistoryPage.ts';
 import type { HistoryQuery as _verdict_raft_HistoryQuery, HistoryQuery__Output as _verdict_raft_HistoryQuery__Output } from '../../verdict/raft/HistoryQuery.ts';
 import type { ListMembersRequest as _verdict_raft_ListMembersRequest, ListMembersRequest__Output as _verdict_raft_ListMembersRequest__Output } from '../../verdict/raft/ListMembersRequest.ts';
@@ -28,15 +26,6 @@ export interface RaftNodeClient extends grpc.Client {
   addMember(argument: _verdict_raft_AddMemberRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_raft_Members__Output>): grpc.ClientUnaryCall;
   addMember(argument: _verdict_raft_AddMemberRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_raft_Members__Output>): grpc.ClientUnaryCall;
   addMember(argument: _verdict_raft_AddMemberRequest, callback: grpc.requestCallback<_verdict_raft_Members__Output>): grpc.ClientUnaryCall;
-  
-  Get(argument: _verdict_raft_GetRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_raft_GetResponse__Output>): grpc.ClientUnaryCall;
-  Get(argument: _verdict_raft_GetRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_raft_GetResponse__Output>): grpc.ClientUnaryCall;
-  Get(argument: _verdict_raft_GetRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_raft_GetResponse__Output>): grpc.ClientUnaryCall;
-  Get(argument: _verdict_raft_GetRequest, callback: grpc.requestCallback<_verdict_raft_GetResponse__Output>): grpc.ClientUnaryCall;
-  get(argument: _verdict_raft_GetRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_raft_GetResponse__Output>): grpc.ClientUnaryCall;
-  get(argument: _verdict_raft_GetRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_raft_GetResponse__Output>): grpc.ClientUnaryCall;
-  get(argument: _verdict_raft_GetRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_raft_GetResponse__Output>): grpc.ClientUnaryCall;
-  get(argument: _verdict_raft_GetRequest, callback: grpc.requestCallback<_verdict_raft_GetResponse__Output>): grpc.ClientUnaryCall;
   
   History(argument: _verdict_raft_HistoryQuery, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_verdict_raft_HistoryPage__Output>): grpc.ClientUnaryCall;
   History(argument: _verdict_raft_HistoryQuery, metadata: grpc.Metadata, callback: grpc.requestCallback<_verdict_raft_HistoryPage__Output>): grpc.ClientUnaryCall;
@@ -102,8 +91,6 @@ export interface RaftNodeClient extends grpc.Client {
 export interface RaftNodeHandlers extends grpc.UntypedServiceImplementation {
   AddMember: grpc.handleUnaryCall<_verdict_raft_AddMemberRequest__Output, _verdict_raft_Members>;
   
-  Get: grpc.handleUnaryCall<_verdict_raft_GetRequest__Output, _verdict_raft_GetResponse>;
-  
   History: grpc.handleUnaryCall<_verdict_raft_HistoryQuery__Output, _verdict_raft_HistoryPage>;
   
   ListMembers: grpc.handleUnaryCall<_verdict_raft_ListMembersRequest__Output, _verdict_raft_Members>;
@@ -122,7 +109,6 @@ export interface RaftNodeHandlers extends grpc.UntypedServiceImplementation {
 
 export interface RaftNodeDefinition extends grpc.ServiceDefinition {
   AddMember: MethodDefinition<_verdict_raft_AddMemberRequest, _verdict_raft_Members, _verdict_raft_AddMemberRequest__Output, _verdict_raft_Members__Output>
-  Get: MethodDefinition<_verdict_raft_GetRequest, _verdict_raft_GetResponse, _verdict_raft_GetRequest__Output, _verdict_raft_GetResponse__Output>
   History: MethodDefinition<_verdict_raft_HistoryQuery, _verdict_raft_HistoryPage, _verdict_raft_HistoryQuery__Output, _verdict_raft_HistoryPage__Output>
   ListMembers: MethodDefinition<_verdict_raft_ListMembersRequest, _verdict_raft_Members, _verdict_raft_ListMembersRequest__Output, _verdict_raft_Members__Output>
   Put: MethodDefinition<_verdict_raft_PutRequest, _verdict_raft_PutResponse, _verdict_raft_PutRequest__Output, _verdict_raft_PutResponse__Output>
