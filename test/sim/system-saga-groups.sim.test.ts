@@ -12,6 +12,9 @@
 // no other group's engine calls its steps and no other group's log holds it.
 // A family more runs sagas through an operator's member remove and re-add.
 // Each family prints its `saga groups …:` line; a failure prints its replay.
+// Teeth: a client that starts every saga in group 0, and an orchestrator that
+// calls a step the log never reached once it decided to compensate, must be
+// caught, and their seeds must replay.
 
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
@@ -77,6 +80,31 @@ test.skipIf(SAGA_REPLAY !== undefined)(
     const message = out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance);
     console.log(
       `saga groups teeth: saga-misrouted-client caught after ${out.numRuns} schedules (seed ${out.seed}:${out.counterexamplePath}): ${message.split('\n')[0]}`,
+    );
+    const again = fc.check(property, {
+      seed: out.seed,
+      path: out.counterexamplePath ?? undefined,
+      numRuns: 1,
+      endOnFailure: true,
+    });
+    expect(again.failed).toBe(true);
+    expect(again.errorInstance instanceof Error ? again.errorInstance.message : '').toBe(message);
+  },
+  600_000,
+);
+
+test.skipIf(SAGA_REPLAY !== undefined)(
+  'teeth: an orchestrator that calls a step the log never reached once it decided to compensate is caught at G = 2, and its seed replays',
+  () => {
+    const property = fc.property(withGroups(2), (sc) => {
+      const r = runSagaWorld({ ...sc, sagaMutant: 'saga-act-after-decision' });
+      if (r.violations.some((v) => /had decided the saga/.test(v))) throw new Error(r.violations.join('\n'));
+    });
+    const out = fc.check(property, { seed: BASE_SEED, numRuns: 500, endOnFailure: true });
+    expect(out.failed, 'saga-act-after-decision survived 500 schedules').toBe(true);
+    const message = out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance);
+    console.log(
+      `saga groups teeth: saga-act-after-decision caught after ${out.numRuns} schedules (seed ${out.seed}:${out.counterexamplePath}): ${message.split('\n')[0]}`,
     );
     const again = fc.check(property, {
       seed: out.seed,

@@ -29,7 +29,8 @@
 // Mutants are injected here, from test code: a new key on a retried call, a
 // table that compensates after the pivot, a start answered without its log
 // write, an inbox without empty compensations, an inbox that lets an action
-// run after its compensation, a client that starts every saga in group 0.
+// run after its compensation, a client that starts every saga in group 0, an
+// orchestrator that calls a step the log never reached once it compensates.
 
 import fc from 'fast-check';
 import {
@@ -56,7 +57,8 @@ export type SagaMutant =
   | 'saga-start-unlogged'
   | 'inbox-no-empty-compensation'
   | 'inbox-hanging-action'
-  | 'saga-misrouted-client';
+  | 'saga-misrouted-client'
+  | 'saga-act-after-decision';
 
 export interface SagaStepPlan {
   /** Step service: a participant index, modulo their number. */
@@ -285,6 +287,8 @@ export class SagaExtension implements WorldExtension {
             mutant === 'saga-new-key-on-retry' && req.attempt > 1 ? { ...req, key: `${req.key}#${req.attempt}` } : req;
           this.w.log(() => `${node.id} calls ${to.id} ${req.key} attempt ${req.attempt}`);
           this.callStep(node.id, inc, to.id, sent, timeoutMs, cb);
+          if (mutant === 'saga-act-after-decision' && req.kind === 'compensate')
+            this.actAfterDecision(node.id, inc, req);
         },
         endSaga: (to, sagaId, timeoutMs, cb) => {
           if (!inc.alive) return;
@@ -322,6 +326,27 @@ export class SagaExtension implements WorldExtension {
             : undefined,
       },
     };
+  }
+
+  /**
+   * The act-after-decision mutant: beside a compensation, the action of the first step the log had not reached when it
+   * decided the saga, as an orchestrator that runs on after its decision would call it.
+   */
+  private actAfterDecision(from: string, inc: Inc, req: StepRequest): void {
+    const k = this.decided.get(req.sagaId)?.pending[0];
+    const c = this.clients.find((x) => x.id === req.sagaId);
+    const step = k === undefined ? undefined : c?.steps[k];
+    if (k === undefined || step === undefined) return;
+    const act: StepRequest = {
+      ...req,
+      step: k,
+      kind: 'action',
+      key: `${req.sagaId}/${k}/action`,
+      name: step.name,
+      input: step.input,
+      attempt: 1,
+    };
+    this.callStep(from, inc, step.service, act, 1_000, () => {});
   }
 
   /** The start-unlogged mutant's I/O: a start is answered, and step 0 called, with nothing in the log. */
