@@ -21,7 +21,9 @@ import { expect, test } from 'vitest';
 import { runSagaShard, SAGA_REPLAY } from './system-saga-run.ts';
 import { runSagaWorld, sagaScenarioArb, type SagaScenario } from './system-saga.ts';
 
-/** Schedules per G per run (a schedule costs about 8–15 ms of CPU); VERDICT_SAGA_GROUP_SEEDS overrides (a soak: 20000). */
+/**
+ * Schedules per G per run (a schedule costs about 10–15 ms of CPU); VERDICT_SAGA_GROUP_SEEDS overrides (a soak: 20000).
+ */
 const SEEDS = Number(process.env.VERDICT_SAGA_GROUP_SEEDS ?? 1_000);
 /** Schedules of sagas through a member's removal and re-add, per G. */
 const MEMBER_SEEDS = Number(process.env.VERDICT_SAGA_MEMBER_SEEDS ?? 100);
