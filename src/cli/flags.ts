@@ -44,7 +44,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   put: NODE_CLIENT,
   get: NODE_CLIENT,
   'leader transfer': ['--to', '--json', ...NODE_CLIENT],
-  'member list': ['--json', ...NODE_CLIENT],
+  'member list': ['--group', '--json', ...NODE_CLIENT],
   'member add': ['--json', ...NODE_CLIENT],
   'member remove': ['--json', ...NODE_CLIENT],
   participant: [
