@@ -42,7 +42,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'cluster init': ['--config', '--set'],
   status: ['--json', ...NODE_CLIENT],
   'leader transfer': ['--to', '--json', ...NODE_CLIENT],
-  'member list': ['--json', ...NODE_CLIENT],
+  'member list': ['--group', '--json', ...NODE_CLIENT],
   'member add': ['--json', ...NODE_CLIENT],
   'member remove': ['--json', ...NODE_CLIENT],
   participant: [

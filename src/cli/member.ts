@@ -5,14 +5,16 @@
 import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { RaftNodeClient } from '../transport/admin.ts';
 import type { Members } from '../transport/proto.ts';
-import { bool, UsageError } from './args.ts';
+import { bool, flag, UsageError } from './args.ts';
 import { commandTimeoutMs } from './reach.ts';
 import { onLeader } from './leader-calls.ts';
 import { endpoints } from './status.ts';
 import { ID } from '../domain/id.ts';
 
-export const MEMBER_HELP = `  verdict member list [--json] [--endpoints ...]
+export const MEMBER_HELP = `  verdict member list [--group G] [--json] [--endpoints ...]
                                       the voters and learners, their addresses and replication progress
+                                      (of decision group G, default 0: the one add and remove change and
+                                      every other group follows)
   verdict member add ID ADDRESS [--timeout-ms N] [--json] [--endpoints ...]
                                       add node ID (started with "join": true and an empty data dir, listening
                                       at ADDRESS) as a learner, wait until it caught up (default 60 s), promote it
@@ -67,13 +69,24 @@ export async function memberCommand(args: string[]): Promise<void> {
   try {
     switch (sub) {
       case 'list': {
+        const groupText = flag(args, '--group');
+        const group = groupText === undefined ? 0 : Number(groupText);
+        if (!Number.isSafeInteger(group) || group < 0 || !/^\d+$/.test(groupText ?? '0'))
+          throw new UsageError(`--group ${groupText}: expected a decision group number (0, 1, ...)`);
         if (args.length > 0)
-          throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict member list [--json]`);
-        let m = await onLeader(addrs, (c) => c.listMembers());
-        // Any node answers; only the leader knows replication progress.
+          throw new UsageError(`unexpected argument "${args[0]}"; usage: verdict member list [--group G] [--json]`);
+        let m = await leaderCall(addrs, (c) => c.listMembers(undefined, group));
+        // Any node answers, from what it applied; one that names no leader may be cut off, or removed and never told
+        // (it keeps the configuration it last applied): the next endpoint that names one answers instead.
+        for (const addr of addrs) {
+          if (m.leaderId !== '') break;
+          const other = await leaderCall([addr], (c) => c.listMembers(undefined, group)).catch(() => undefined);
+          if (other !== undefined && other.leaderId !== '') m = other;
+        }
+        // Only the group's leader knows replication progress.
         const leader = m.members.find((x) => x.nodeId === m.leaderId);
         if (leader?.address && !m.members.some((x) => x.state !== ''))
-          m = await onLeader([leader.address], (c) => c.listMembers()).catch(() => m);
+          m = await onLeader([leader.address], (c) => c.listMembers(undefined, group)).catch(() => m);
         return print(m, json);
       }
       case 'add': {

@@ -57,9 +57,17 @@ export function membersOf(members: Membership, d: Driver<unknown>): Members {
   };
 }
 
+/** One decision group's replica on this node, as ListMembers reads it: its members' addresses and its driver. */
+export interface GroupMembersView {
+  members: Membership;
+  driver: Driver<unknown>;
+}
+
 /**
  * `isParticipant`: whether an id is a registered participant's (node and participant ids are one namespace,
- * docs/security.md).
+ * docs/security.md). `groups`: every decision group's replica, group 0's first (`members` and `d`); absent with one
+ * group. AddMember and RemoveMember change group 0, which every other group follows (./group-host.ts); ListMembers
+ * lists the group the request names.
  */
 export function membershipApi(
   cfg: NodeConfig,
@@ -67,6 +75,7 @@ export function membershipApi(
   d: Driver<unknown>,
   access: Access,
   isParticipant: (id: string) => boolean = () => false,
+  groups: readonly GroupMembersView[] = [{ members, driver: d }],
 ): {
   AddMember: Handler<AddMemberRequest>;
   RemoveMember: Handler<RemoveMemberRequest>;
@@ -116,7 +125,16 @@ export function membershipApi(
     ListMembers: (call, cb) => {
       const refused = access.adminOnly(call, 'listing members');
       if (refused) return cb(refused);
-      cb(null, membersOf(members, d));
+      const g = call.request.group ?? 0;
+      const view = groups[g];
+      if (view === undefined)
+        return cb(
+          fail(
+            grpc.status.INVALID_ARGUMENT,
+            `group ${g} does not exist: this cluster has ${groups.length} decision group${groups.length === 1 ? '' : 's'} (0 to ${groups.length - 1})`,
+          ),
+        );
+      cb(null, membersOf(view.members, view.driver));
     },
 
     AddMember: (call, cb) => {

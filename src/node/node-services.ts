@@ -103,7 +103,10 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
   const raftNodeChecked = withFieldChecks(
     {
       ...raftNodeApi(cfg, o.core, members, d, address, access),
-      ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id)),
+      ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id), [
+        { members, driver: d },
+        ...(o.otherGroups ?? []).map((g) => ({ members: g.core.membership, driver: g.core.driver as Driver<unknown> })),
+      ]),
       ...historyApi(cfg.nodeId, o.history, access),
     },
     RAFT_NODE_CHECKS,

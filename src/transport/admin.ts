@@ -66,8 +66,9 @@ export class RaftNodeClient {
     return this.unary<RemoveMemberRequest, Members>('RemoveMember', req, timeoutMs);
   }
 
-  listMembers(timeoutMs = ADMIN_TIMEOUT_MS): Promise<Members> {
-    return this.unary<ListMembersRequest, Members>('ListMembers', {}, timeoutMs);
+  /** The voters and learners of decision group `group` (0: the operator's membership, which every group follows). */
+  listMembers(timeoutMs = ADMIN_TIMEOUT_MS, group = 0): Promise<Members> {
+    return this.unary<ListMembersRequest, Members>('ListMembers', { group }, timeoutMs);
   }
 
   /** This node's transaction history: one transaction (txnId) or a page newest first. */

@@ -414,7 +414,12 @@ export class Cluster {
     peers[id] = address;
     const cfg: NodeConfigFile = { ...nodeConfig(o, this.clusterId, id, address, peers), join: true };
     const file = join(this.dir, `${id}.json`);
-    writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
+    // The cluster's own settings too (its decision groups above all: a node of another G could not join).
+    const extra = o.configExtra?.(id) ?? {};
+    writeFileSync(
+      file,
+      JSON.stringify({ ...cfg, ...extra, ...('tls' in extra ? { insecure: undefined } : {}) }, null, 2) + '\n',
+    );
     const n = new NodeProc(id, address, file, join(this.dir, cfg.dataDir), join(this.dir, `${id}.log`));
     this.nodes.push(n);
     return n;

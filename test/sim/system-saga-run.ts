@@ -3,7 +3,7 @@
 // replay of one failing schedule from its seed and path.
 
 import fc from 'fast-check';
-import { runSagaWorld, sagaScenarioArb, type SagaMutant } from './system-saga.ts';
+import { runSagaWorld, sagaScenarioArb, type SagaMutant, type SagaScenario } from './system-saga.ts';
 
 export const SAGA_SHARDS = 2;
 /** Total schedules over all shards; VERDICT_SAGA_SEEDS overrides (a soak: VERDICT_SAGA_SEEDS=100000). */
@@ -15,11 +15,25 @@ const TRACE = process.env.VERDICT_SAGA_TRACE === '1';
 const MUTANT = process.env.VERDICT_SAGA_MUTANT as SagaMutant | undefined;
 
 /**
+ * Another family of saga schedules run the same way (sagas over decision groups, system-saga-groups.sim.test.ts): its
+ * generator, count, first seed, replay command (file and test filter) and label.
+ */
+export interface SagaFamily {
+  arb: fc.Arbitrary<SagaScenario>;
+  seeds: number;
+  baseSeed: number;
+  replayFile: string;
+  label: string;
+}
+
+/**
  * Runs shard `shard` of SAGA_SEEDS schedules (or the replay), prints the `saga:` line and, on failure, how to replay
  * it.
  */
-export function runSagaShard(shard: number): { failed: boolean; line: string } {
-  const n = Math.floor(SAGA_SEEDS / SAGA_SHARDS) + (shard < SAGA_SEEDS % SAGA_SHARDS ? 1 : 0);
+export function runSagaShard(shard: number, family?: SagaFamily): { failed: boolean; line: string } {
+  const shards = family === undefined ? SAGA_SHARDS : 1;
+  const seeds = family?.seeds ?? SAGA_SEEDS;
+  const n = Math.floor(seeds / shards) + (shard < seeds % shards ? 1 : 0);
   const t = {
     runs: 0,
     violations: 0,
@@ -40,9 +54,9 @@ export function runSagaShard(shard: number): { failed: boolean; line: string } {
         endOnFailure: true,
         numRuns: 1,
       }
-    : { seed: SAGA_BASE_SEED + shard, numRuns: n, endOnFailure: false };
+    : { seed: (family?.baseSeed ?? SAGA_BASE_SEED) + shard, numRuns: n, endOnFailure: false };
   const out = fc.check(
-    fc.property(sagaScenarioArb, (sc) => {
+    fc.property(family?.arb ?? sagaScenarioArb, (sc) => {
       const r = runSagaWorld(
         MUTANT ? { ...sc, sagaMutant: MUTANT } : sc,
         SAGA_REPLAY && TRACE ? (line) => console.log(line) : undefined,
@@ -65,10 +79,10 @@ export function runSagaShard(shard: number): { failed: boolean; line: string } {
   );
   const cpu = process.cpuUsage(started);
   const secs = (cpu.user + cpu.system) / 1e6;
-  const line = `saga: seeds=${t.runs} sagas=${t.sagas} finished=${t.finished} compensated=${t.compensated} stuckFlagged=${t.stuck} crashes=${t.crashes} partitions=${t.partitions} violations=${t.violations} (shard ${shard + 1}/${SAGA_SHARDS}: txns=${t.txns} committed=${t.committed} ${secs.toFixed(1)} s CPU)`;
+  const line = `${family?.label ?? 'saga'}: seeds=${t.runs} sagas=${t.sagas} finished=${t.finished} compensated=${t.compensated} stuckFlagged=${t.stuck} crashes=${t.crashes} partitions=${t.partitions} violations=${t.violations} (shard ${shard + 1}/${shards}: txns=${t.txns} committed=${t.committed} ${secs.toFixed(1)} s CPU)`;
   console.log(line);
   if (out.failed) {
-    const cmd = `${MUTANT ? `VERDICT_SAGA_MUTANT=${MUTANT} ` : ''}VERDICT_SAGA_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run test/sim/system-saga.sim.test.ts`;
+    const cmd = `${MUTANT ? `VERDICT_SAGA_MUTANT=${MUTANT} ` : ''}VERDICT_SAGA_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run ${family?.replayFile ?? 'test/sim/system-saga.sim.test.ts'}`;
     console.error(
       `saga simulation failed; replay with:\n  ${cmd}\n(add VERDICT_SAGA_TRACE=1 to print every protocol event)\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`,
     );

@@ -18,11 +18,19 @@
 //                    nothing after the pivot ran or was compensated
 //   no hanging act   no action ran after its step's compensation was recorded
 //   clients          the end a client saw is the end the log keeps
+//   step order       actions ran in the order of their steps
+//   decided          once the log decided a saga (COMPENSATING or FINISHED),
+//                    no step still pending then ever ran its action
+//   placement        with decision groups (SystemScenario.groups = G > 1)
+//                    a saga is started, run and decided only in group
+//                    groupOf(sagaId, G): no other group's engine calls its
+//                    steps and no other group's log holds it
 //
 // Mutants are injected here, from test code: a new key on a retried call, a
 // table that compensates after the pivot, a start answered without its log
 // write, an inbox without empty compensations, an inbox that lets an action
-// run after its compensation.
+// run after its compensation, a client that starts every saga in group 0, an
+// orchestrator that calls a step the log never reached once it compensates.
 
 import fc from 'fast-check';
 import {
@@ -48,7 +56,9 @@ export type SagaMutant =
   | 'saga-compensate-after-pivot'
   | 'saga-start-unlogged'
   | 'inbox-no-empty-compensation'
-  | 'inbox-hanging-action';
+  | 'inbox-hanging-action'
+  | 'saga-misrouted-client'
+  | 'saga-act-after-decision';
 
 export interface SagaStepPlan {
   /** Step service: a participant index, modulo their number. */
@@ -87,8 +97,45 @@ const SAGA_CONFIG: Partial<SagaEngineConfig> = {
 const CLIENT_DEADLINE_MS = 1_000;
 const POLL_MS = 200;
 
+/** What the log decided for a saga, the first time a replica applied it: its state then and the steps not reached. */
+interface Decided {
+  state: SagaState;
+  group: number;
+  pending: number[];
+}
+
+/**
+ * The production table, telling the world when a replica of `group` applies the decision of a saga (running to
+ * COMPENSATING or FINISHED), with the steps still pending then.
+ */
+class ObservedSagaTable extends SagaTable {
+  constructor(
+    readonly group: number,
+    private readonly decided: (sagaId: string, d: Decided) => void,
+  ) {
+    super();
+  }
+
+  override apply(cmd: Parameters<SagaTable['apply']>[0], index: number): ReturnType<SagaTable['apply']> {
+    const before = cmd.t === 'saga.ended' ? undefined : this.sagas.get(cmd.sagaId)?.state;
+    const r = super.apply(cmd, index);
+    const s = r.saga;
+    if (
+      s !== null &&
+      (before === 'running' || (before === undefined && cmd.t === 'saga.start')) &&
+      s.state !== 'running'
+    )
+      this.decided(s.id, {
+        state: s.state,
+        group: this.group,
+        pending: s.status.flatMap((st, k) => (st === 'pending' ? [k] : [])),
+      });
+    return r;
+  }
+}
+
 /** The table with the pivot rule broken: every step may be compensated. */
-class CompensateAfterPivotTable extends SagaTable {
+class CompensateAfterPivotTable extends ObservedSagaTable {
   override compensatable(): boolean {
     return true;
   }
@@ -158,6 +205,8 @@ export class SagaExtension implements WorldExtension {
   readonly callsByKey = new Map<string, { calls: number; leaderships: Set<string> }>();
   /** Times a node's engine became leader. */
   leaderships = 0;
+  /** Each saga's decision, as the first replica to apply it saw it. */
+  private readonly decided = new Map<string, Decided>();
 
   constructor(
     private readonly w: SystemWorld,
@@ -181,10 +230,32 @@ export class SagaExtension implements WorldExtension {
    * The node's product tables; under the pivot mutant, a saga table that breaks the pivot rule (snapshots restore into
    * it as into the real one).
    */
-  products(): NodeProducts {
+  products(group: number): NodeProducts {
+    const decided = (sagaId: string, d: Decided): void => this.noteDecided(sagaId, d);
     return nodeProducts(
-      this.sc.sagaMutant === 'saga-compensate-after-pivot' ? new CompensateAfterPivotTable() : undefined,
+      this.sc.sagaMutant === 'saga-compensate-after-pivot'
+        ? new CompensateAfterPivotTable(group, decided)
+        : new ObservedSagaTable(group, decided),
     );
+  }
+
+  /** The group a saga is placed in: groupOf(sagaId, G) (0 without groups). */
+  private groupOf(sagaId: string): number {
+    return this.w.groupOf(sagaId);
+  }
+
+  private noteDecided(sagaId: string, d: Decided): void {
+    const placed = this.groupOf(sagaId);
+    if (d.group !== placed)
+      this.w.checker.violation(
+        `placement: saga ${sagaId} decided ${d.state} in group ${d.group}, placed in group ${placed}`,
+      );
+    const first = this.decided.get(sagaId);
+    if (first === undefined) this.decided.set(sagaId, d);
+    else if (first.state !== d.state)
+      this.w.checker.violation(
+        `sagas: ${sagaId} decided ${first.state} in group ${first.group} and ${d.state} in group ${d.group}`,
+      );
   }
 
   /**
@@ -194,7 +265,7 @@ export class SagaExtension implements WorldExtension {
    * src/node/products.ts (SysNode.sagas); only the start-unlogged mutant
    * builds its orchestrator, over the same I/O with its log write skipped.
    */
-  nodeProducts(node: { id: string; index: number }, inc: Inc): SimProductsWiring {
+  nodeProducts(node: { id: string; index: number; group: number }, inc: Inc): SimProductsWiring {
     const random = new Rng(this.rng.u32());
     const mutant = this.sc.sagaMutant;
     let term = 0;
@@ -204,6 +275,10 @@ export class SagaExtension implements WorldExtension {
       steps: {
         callStep: (to, req, timeoutMs, cb) => {
           if (!inc.alive) return;
+          if (this.groupOf(req.sagaId) !== node.group)
+            this.w.checker.violation(
+              `placement: group ${node.group}'s saga engine on ${node.id} calls ${req.key}, placed in group ${this.groupOf(req.sagaId)}`,
+            );
           const made = this.callsByKey.get(req.key) ?? { calls: 0, leaderships: new Set<string>() };
           made.calls++;
           made.leaderships.add(`${node.id}@${term}`);
@@ -212,6 +287,8 @@ export class SagaExtension implements WorldExtension {
             mutant === 'saga-new-key-on-retry' && req.attempt > 1 ? { ...req, key: `${req.key}#${req.attempt}` } : req;
           this.w.log(() => `${node.id} calls ${to.id} ${req.key} attempt ${req.attempt}`);
           this.callStep(node.id, inc, to.id, sent, timeoutMs, cb);
+          if (mutant === 'saga-act-after-decision' && req.kind === 'compensate')
+            this.actAfterDecision(node.id, inc, req);
         },
         endSaga: (to, sagaId, timeoutMs, cb) => {
           if (!inc.alive) return;
@@ -249,6 +326,27 @@ export class SagaExtension implements WorldExtension {
             : undefined,
       },
     };
+  }
+
+  /**
+   * The act-after-decision mutant: beside a compensation, the action of the first step the log had not reached when it
+   * decided the saga, as an orchestrator that runs on after its decision would call it.
+   */
+  private actAfterDecision(from: string, inc: Inc, req: StepRequest): void {
+    const k = this.decided.get(req.sagaId)?.pending[0];
+    const c = this.clients.find((x) => x.id === req.sagaId);
+    const step = k === undefined ? undefined : c?.steps[k];
+    if (k === undefined || step === undefined) return;
+    const act: StepRequest = {
+      ...req,
+      step: k,
+      kind: 'action',
+      key: `${req.sagaId}/${k}/action`,
+      name: step.name,
+      input: step.input,
+      attempt: 1,
+    };
+    this.callStep(from, inc, step.service, act, 1_000, () => {});
   }
 
   /** The start-unlogged mutant's I/O: a start is answered, and step 0 called, with nothing in the log. */
@@ -414,10 +512,23 @@ export class SagaExtension implements WorldExtension {
     }
   }
 
-  private side(index: number): NodeSide | null {
+  /** Node `index`'s saga core of group g, while up. */
+  private side(index: number, g: number): NodeSide | null {
     const n = this.w.nodes[index];
     const wired = this.nodes.get(index);
-    return n.up && n.sagas !== null && wired?.inc.alive ? { inc: wired.inc, sagas: n.sagas } : null;
+    const sagas = n.up ? (n.groups[g]?.sagas ?? null) : null;
+    return sagas !== null && wired?.inc.alive ? { inc: wired.inc, sagas } : null;
+  }
+
+  /** The group a client sends its saga's calls to: the saga's own (group 0 under the misrouting mutant). */
+  private clientGroup(c: SagaClient): number {
+    return this.sc.sagaMutant === 'saga-misrouted-client' ? 0 : this.groupOf(c.id);
+  }
+
+  /** The leader's saga table of group g, once no up node of the group has moved past it. */
+  private tableOf(g: number): SagaTable | null {
+    const l = this.w.currentLeader(g);
+    return l ? sagasOf(l.rep.sm) : null;
   }
 
   private clientStart(c: SagaClient): void {
@@ -427,7 +538,8 @@ export class SagaExtension implements WorldExtension {
       this.w.nodes[c.hint].id,
       CLIENT_DEADLINE_MS,
       (reply) => {
-        const side = this.side(c.hint);
+        const g = this.clientGroup(c);
+        const side = this.side(c.hint, g);
         if (!side) return;
         const inc = side.inc;
         side.sagas.start(c.id, c.steps, c.pivot, (err) => {
@@ -438,7 +550,7 @@ export class SagaExtension implements WorldExtension {
           reply({
             code,
             message: err.message,
-            leader: err.code === 'not-leader' ? this.w.nodes[c.hint].driver?.leader() : undefined,
+            leader: err.code === 'not-leader' ? this.w.nodes[c.hint].groups[g]?.core.driver.leader() : undefined,
           });
         });
       },
@@ -469,7 +581,7 @@ export class SagaExtension implements WorldExtension {
       this.w.nodes[c.hint].id,
       CLIENT_DEADLINE_MS,
       (reply) => {
-        const side = this.side(c.hint);
+        const side = this.side(c.hint, this.clientGroup(c));
         if (!side) return;
         reply(null, { state: side.sagas.table.sagas.get(c.id)?.state ?? null, leader: side.sagas.isLeader() });
       },
@@ -500,28 +612,34 @@ export class SagaExtension implements WorldExtension {
     const waiting = this.clients.filter((c) => c.end === null).map((c) => c.id);
     if (waiting.length > 0) pending.push(`saga clients waiting: ${waiting.join(' ')}`);
     for (const s of this.services.values()) if (!s.inbox) pending.push(`step service ${s.id} down`);
-    const l = this.w.leader();
-    if (l?.sm) {
-      const open = [...sagasOf(l.sm).sagas.values()]
+    for (let g = 0; g < this.w.groups; g++) {
+      const l = this.w.currentLeader(g);
+      if (l === null) continue;
+      const open = [...sagasOf(l.rep.sm).sagas.values()]
         .filter((s) => !isTerminal(s.state) || !s.ended)
         .map((s) => `${s.id}:${s.state}${s.ended ? '' : ' (end not acknowledged)'}`);
-      if (open.length > 0) pending.push(`sagas not ended on ${l.id}: ${open.join(' ')}`);
+      const ofGroup = this.w.groups === 1 ? '' : ` (group ${g})`;
+      if (open.length > 0) pending.push(`sagas not ended on ${l.n.id}${ofGroup}: ${open.join(' ')}`);
     }
     return pending.length === 0 ? null : pending.join('; ');
   }
 
   final(): void {
     const v = (what: string): void => this.w.checker.violation(what);
-    const sm = this.w.leader()?.sm;
-    const table = sm ? sagasOf(sm) : undefined;
-    if (!table) return v('sagas: no leader at the end');
+    const tables = Array.from({ length: this.w.groups }, (_, g) => this.tableOf(g));
+    const noLeader = tables.flatMap((t, g) => (t === null ? [g] : []));
+    if (noLeader.length > 0) return v(`sagas: no leader at the end in group ${noLeader.join(', ')}`);
     const records: Seqd[] = [];
     for (const s of this.services.values()) for (const r of s.journal.durable) if (r.t === 'step') records.push(r);
     const planned = new Set(this.clients.map((c) => c.id));
     for (const r of records)
       if (!planned.has(r.sagaId)) v(`sagas: ${r.key} ran at a step service but no client started saga ${r.sagaId}`);
     for (const c of this.clients) {
-      const s = table.sagas.get(c.id);
+      const placed = this.groupOf(c.id);
+      for (const [g, t] of tables.entries())
+        if (g !== placed && (t?.sagas.has(c.id) || t?.tombstones.has(c.id)))
+          v(`placement: saga ${c.id} is in group ${g}'s log, placed in group ${placed}`);
+      const s = tables[placed]?.sagas.get(c.id);
       if (!s) {
         if (records.some((r) => r.sagaId === c.id))
           v(`sagas: ${c.id} has effects at step services but the log has no record of it`);
@@ -562,6 +680,24 @@ export class SagaExtension implements WorldExtension {
             v(`sagas: ${c.id} step ${k} compensated though its action never ran (not an empty compensation)`);
           if (afterPivot && acts.length > 0) v(`sagas: ${c.id} COMPENSATED but step ${k}, after the pivot, ran`);
         }
+      }
+      // Actions in the order of their steps.
+      const acted = mine.filter((r) => r.kind === 'action' && r.effect !== '').sort((a, b) => a.seq - b.seq);
+      for (let i = 1; i < acted.length; i++)
+        if (acted[i].step < acted[i - 1].step)
+          v(`sagas: ${c.id} ran step ${acted[i - 1].step}'s action before step ${acted[i].step}'s (not in step order)`);
+      // A step the log had not reached when it decided the saga never runs its action.
+      const d = this.decided.get(c.id);
+      if (d === undefined) v(`sagas: ${c.id} ended ${s.state} but no replica was seen applying its decision`);
+      else {
+        const expected = s.state === 'finished' ? 'finished' : 'compensating';
+        if (d.state !== expected && !(d.state === 'compensated' && s.state === 'compensated'))
+          v(`sagas: ${c.id} was decided ${d.state} but ended ${s.state}`);
+        for (const k of d.pending)
+          if (effects(k, 'action').length > 0)
+            v(
+              `sagas: ${c.id} step ${k}'s action ran though the log had decided the saga ${d.state} before reaching it`,
+            );
       }
       // Compensations in reverse order of the steps.
       const order = mine.filter((r) => r.kind === 'compensate' && r.effect !== '').sort((a, b) => a.seq - b.seq);

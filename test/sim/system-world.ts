@@ -21,7 +21,9 @@
 // network carrying every group's Raft messages tagged with the group. A
 // transaction is begun, committed and asked about at the leader of
 // groupOf(txnId, G); a participant registers in every group; Raft's safety
-// is checked per group and AC1–AC4 over every transaction. At G = 1 (absent)
+// is checked per group and AC1–AC4 over every transaction. With an extension
+// (sagas) every group's replica runs its products' engines, as the node
+// process does, and a saga lives in groupOf(sagaId, G). At G = 1 (absent)
 // the world draws exactly the schedules it drew before groups existed.
 
 import type { CoordinatorEngine, EngineConfig, OutcomeAnswer } from '../../src/commit/engine.ts';
@@ -139,10 +141,13 @@ class SimMachine extends NodeStateMachine {
  * network, settings, its generator) and reads what it wants to check.
  */
 export interface WorldExtension {
-  /** The product tables of a node's state machine; the node's own (src/node/products.ts) when absent. */
-  products?(): NodeProducts;
-  /** A node incarnation starts: what its products' engines are wired to. */
-  nodeProducts(node: { id: NodeId; index: number }, inc: Inc): SimProductsWiring;
+  /** The product tables of a node's replica of `group`; the node's own (src/node/products.ts) when absent. */
+  products?(group: number): NodeProducts;
+  /**
+   * A node incarnation starts: what the products' engines of its replica of `group` are wired to (every group's
+   * replica runs its own, as the node process does; called for group 0 only without groups).
+   */
+  nodeProducts(node: { id: NodeId; index: number; group: number }, inc: Inc): SimProductsWiring;
   participantStarted(id: string): void;
   participantCrashed(id: string): void;
   /** Load starts at t0. */
@@ -192,7 +197,10 @@ interface SysNode {
 interface SysGroup {
   core: NodeCore;
   sm: SimMachine;
-  /** The saga core on group 0's replica (the node process runs sagas in one group). */
+  /**
+   * The saga core on this replica: every group's with an extension (the node process runs one per group, each saga in
+   * groupOf(saga id)); group 0's only in the commit-only runs, which start no saga.
+   */
   sagas: SagaCore | null;
 }
 
@@ -264,8 +272,6 @@ export class SystemWorld implements FaultWorld {
     this.checker.parallelCommit = sc.parallelCommit !== undefined;
     this.ext = extend?.(this) ?? null;
     this.groups = sc.groups ?? 1;
-    if (this.groups > 1 && this.ext !== null)
-      throw new Error('sim: sagas and other extensions run with one decision group only, for now');
     this.rafts = Array.from(
       { length: this.groups },
       (_, g) =>
@@ -376,7 +382,7 @@ export class SystemWorld implements FaultWorld {
       disk.recover(),
       this.conf,
     );
-    const products = this.ext?.products?.() ?? nodeProducts();
+    const products = this.ext?.products?.(g) ?? nodeProducts();
     const sm = new SimMachine(this.sc.tombstonesMax, this.sc.mutant, products);
     const random = new Rng(this.rng.u32());
     this.rafts[g].restarted(n.id);
@@ -416,13 +422,23 @@ export class SystemWorld implements FaultWorld {
       coreMutant(this.sc.mutant),
     );
     // The products' engines as the node process attaches them (src/node/products.ts), on the same clock.
-    const sagas = g === 0 ? this.attachProducts(n, inc, core, products, random) : null;
+    const sagas = g === 0 || this.ext !== null ? this.attachProducts(n, inc, g, core, products, random) : null;
     return { core, sm, sagas };
   }
 
   /** Attaches the products' engines to a node's core with the production composition, wired to this world. */
-  private attachProducts(n: SysNode, inc: Inc, core: NodeCore, products: NodeProducts, coreRandom: Rng): SagaCore {
-    const wiring: SimProductsWiring = this.ext?.nodeProducts({ id: n.id, index: this.nodes.indexOf(n) }, inc) ?? {
+  private attachProducts(
+    n: SysNode,
+    inc: Inc,
+    g: number,
+    core: NodeCore,
+    products: NodeProducts,
+    coreRandom: Rng,
+  ): SagaCore {
+    const wiring: SimProductsWiring = this.ext?.nodeProducts(
+      { id: n.id, index: this.nodes.indexOf(n), group: g },
+      inc,
+    ) ?? {
       random: () => coreRandom.float(),
       steps: NO_STEP_SERVICES,
     };

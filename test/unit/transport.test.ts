@@ -634,7 +634,9 @@ describe('RaftNode admin API', () => {
       },
       RemoveMember: (call, cb) =>
         cb({ code: grpc.status.FAILED_PRECONDITION, details: `${call.request.nodeId} is the last voter` }),
-      ListMembers: (_call, cb) => cb(null, { members, leaderId: 'n1', term: 3, confIndex: 0 }),
+      // The group asked for crosses the wire (the leader named here is n<group + 1>).
+      ListMembers: (call, cb) =>
+        cb(null, { members, leaderId: `n${(call.request.group ?? 0) + 1}`, term: 3, confIndex: 0 }),
     };
     const server = new grpc.Server();
     server.addService(raftNodeService, handlers);
@@ -664,6 +666,8 @@ describe('RaftNode admin API', () => {
         state: '',
       });
       expect((await client.listMembers()).members.map((m) => m.nodeId)).toEqual(['n1', 'n4']);
+      expect((await client.listMembers()).leaderId).toBe('n1');
+      expect((await client.listMembers(undefined, 2)).leaderId).toBe('n3');
       await expect(client.removeMember({ nodeId: 'n1' })).rejects.toMatchObject({
         code: grpc.status.FAILED_PRECONDITION,
         details: 'n1 is the last voter',

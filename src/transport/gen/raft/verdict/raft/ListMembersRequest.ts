@@ -2,7 +2,9 @@
 
 
 export interface ListMembersRequest {
+  'group'?: (number);
 }
 
 export interface ListMembersRequest__Output {
+  'group': (number);
 }
