@@ -1,0 +1,440 @@
+// Decision groups (docs/architecture.md, "Decision groups"): the same
+// cluster founded with G = 1, 2 and 4 groups, leaders spread over the nodes
+// (`spreadLeaders` in every node's config), two memory participants, the
+// load generator of the concurrency sweep (bench/harness/loadgen.ts, classic
+// two-phase commit) at a few client counts; the peak is the best of them, as
+// peak_tps is the best of the sweep. At each point, over exactly the load
+// generator's measured window:
+//   - CPU per committed transaction of every node process, and of the
+//     participants and the load generator apart (bench/harness/cpu-sample.ts);
+//     on a machine of few cores this is the figure that must not rise with G;
+//   - fsyncs: each node's segment-log fsyncs (the shared writer's at G > 1,
+//     its synced persists at G = 1: one each) and group batches per fsync,
+//     from the nodes' metrics, and the disk's own flush count
+//     (bench/harness/disk-flushes.ts; other work on the disk counts too);
+//   - messages: Raft messages (and the stream writes they went in) and
+//     participant requests and answers, from the nodes' metrics;
+//   - where each group's leader was before and after the window.
+// Then the capacity model (bench/analysis/scale-model.ts) fitted to the
+// G = 1 points, its prediction beside every measured point, and its
+// prediction for 9 machines of 16 cores.
+//
+//   npm run bench -- groups [--quick] [--nodes 3,5] [--groups 1,2,4] [--clients 16,64]
+// prints progress on stderr and the figures as JSON on stdout; bench/main.ts
+// runs measureGroups() in the full run under the results key `groups`.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { VerdictClient } from '../../src/client/client.ts';
+import { preferredLeader } from '../../src/node/group-host.ts';
+import {
+  fitParams,
+  predict,
+  relativeError,
+  suggestGroups,
+  type FitPoint,
+  type Prediction,
+  type ScaleParams,
+} from '../analysis/scale-model.ts';
+import { childProc, CpuWindow, type CpuFigures } from '../harness/cpu-sample.ts';
+import { flushCounterOrNull, usPerFlush, type FlushReading } from '../harness/disk-flushes.ts';
+import type { CommitLoad, LoadResult } from '../harness/loadgen.ts';
+import { countsBetween, scrapeNode, type NodeCounts } from '../harness/node-metrics.ts';
+import { BenchCluster, killAllNow, runJsonChild, sleep, stopAll } from '../harness/procs.ts';
+
+export interface GroupsOptions {
+  nodes: number[];
+  groups: number[];
+  clients: number[];
+  warmupMs: number;
+  measureMs: number;
+  /** How long to wait for the leaders to reach their preferred nodes before measuring anyway. */
+  spreadWaitMs: number;
+  log: (line: string) => void;
+}
+
+export function groupsPlan(quick: boolean): Omit<GroupsOptions, 'log'> {
+  return quick
+    ? { nodes: [3], groups: [1, 2, 4], clients: [16, 64], warmupMs: 1_500, measureMs: 3_000, spreadWaitMs: 15_000 }
+    : {
+        nodes: [3, 5],
+        groups: [1, 2, 4],
+        clients: [16, 64, 256],
+        warmupMs: 10_000,
+        measureMs: 8_000,
+        spreadWaitMs: 30_000,
+      };
+}
+
+export interface GroupsWindow {
+  clients: number;
+  tps: number;
+  p50_us: number;
+  p99_us: number;
+  aborted: number;
+  errors: number;
+  load_avg: number;
+  cpu: CpuFigures | null;
+  /** Every node's CPU ms per committed transaction, and the groups it led. */
+  by_node: { node: string; groups_led: number; cpu_ms_per_txn: number; raft_bytes_per_txn: number }[];
+  cpu_ms_per_txn_nodes: number;
+  cpu_ms_per_txn_participants: number;
+  cpu_ms_per_txn_loadgen: number;
+  /** Segment fsyncs per committed transaction, every node together; and per node. */
+  fsyncs_per_txn: number;
+  fsyncs_per_txn_per_node: number;
+  /** Group batches (synced persists of a group) per segment fsync: above 1 when groups share a sync. */
+  group_batches_per_fsync: number;
+  /** The disk's own flushes per committed transaction and their mean time; null where the device has no counters. */
+  disk_flushes_per_txn: number | null;
+  disk_us_per_flush: number | null;
+  raft_messages_per_txn: number;
+  raft_stream_writes_per_txn: number;
+  raft_bytes_per_txn: number;
+  participant_messages_per_txn: number;
+  participant_grpc_messages_per_txn: number;
+}
+
+export interface GroupsPoint {
+  nodes: number;
+  groups: number;
+  peak_tps: number;
+  peak_clients: number;
+  p50_us_at_peak: number;
+  /** Each group's leader (index = group) before the first window and after the last. */
+  leaders_before: string[];
+  leaders_after: string[];
+  /** Every group led by its preferred node (group g by node g mod N) before the windows. */
+  spread: boolean;
+  windows: GroupsWindow[];
+}
+
+/**
+ * A measured peak beside the model's prediction for this machine; error = (measured − predicted) / predicted. The
+ * throughput predicted is the CPU ceiling of every core, so on a shared machine the measured falls short of it by the
+ * share of the cores the window did not get (busy); the CPU per transaction is what the model predicts whatever else
+ * runs.
+ */
+export interface ValidationRow {
+  nodes: number;
+  groups: number;
+  measured_tps: number;
+  predicted_tps: number;
+  error: number;
+  measured_cpu_ms_per_txn: number;
+  predicted_cpu_ms_per_txn: number;
+  cpu_error: number;
+  /** Of the window, the fraction of all cores the sampled processes kept busy. */
+  busy: number;
+  load_avg: number;
+}
+
+export interface GroupsFigures {
+  settings: Omit<GroupsOptions, 'log'> & { cores: number; participants: number; commit: 'classic' };
+  points: GroupsPoint[];
+  model: {
+    params: ScaleParams;
+    /** Each measured peak beside the model's prediction for this machine (one machine, every process on it). */
+    validation: ValidationRow[];
+    /** Leave-one-size-out: fitted on the smallest cluster's G = 1 alone, predicting the others. */
+    validation_from_smallest: ValidationRow[];
+    /** The prediction for 9 machines of 16 cores, G chosen by the model. */
+    nine_by_16: {
+      groups: number;
+      assumptions: { fsync_ms: number; network_gbit_s: number };
+      prediction: Prediction;
+      at_g1: Prediction;
+    };
+  } | null;
+}
+
+const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+/** Each group's leader as the node at `endpoint` sees it. */
+async function groupLeaders(client: VerdictClient, groups: number): Promise<string[]> {
+  const st = await client.status({ callTimeoutMs: 2_000 });
+  const out = Array.from({ length: groups }, () => '');
+  for (const g of st.groups ?? []) if (g.group < groups) out[g.group] = g.leaderId;
+  return out;
+}
+
+/** Waits until every group is led by its preferred node, or waitMs; returns the leaders then and whether they were. */
+async function waitForSpread(
+  cluster: BenchCluster,
+  groups: number,
+  waitMs: number,
+): Promise<{ leaders: string[]; spread: boolean }> {
+  const ids = cluster.nodes.map((n) => n.id);
+  const client = new VerdictClient({ insecure: true, endpoints: cluster.endpoints, clusterId: cluster.clusterId });
+  try {
+    const deadline = Date.now() + waitMs;
+    let leaders: string[] = [];
+    for (;;) {
+      leaders = await groupLeaders(client, groups).catch(() => leaders);
+      const spread = leaders.length === groups && leaders.every((l, g) => l === preferredLeader(g, ids));
+      if (spread || groups === 1 || Date.now() >= deadline) return { leaders, spread };
+      await sleep(250);
+    }
+  } finally {
+    client.close();
+  }
+}
+
+async function scrapeAll(cluster: BenchCluster): Promise<Map<string, NodeCounts>> {
+  const out = new Map<string, NodeCounts>();
+  await Promise.all(
+    cluster.nodes.map(async (n) => {
+      if (n.metricsAddress) out.set(n.id, await scrapeNode(n.metricsAddress));
+    }),
+  );
+  return out;
+}
+
+async function measureWindow(
+  cluster: BenchCluster,
+  dir: string,
+  leaders: string[],
+  clients: number,
+  o: GroupsOptions,
+  tag: string,
+): Promise<GroupsWindow> {
+  const participants = ['p1', 'p2'];
+  const led = (id: string): number => leaders.filter((l) => l === id).length;
+  const cpu = new CpuWindow(() => [
+    ...cluster.nodes.flatMap((n) => childProc(led(n.id) > 0 ? 'leader' : 'follower', n.id, n.child)),
+    ...participants.flatMap((p) => childProc('participant', p, cluster.participants.get(p))),
+  ]);
+  const flushes = flushCounterOrNull(cluster.dir);
+  const marks: { counts: Promise<Map<string, NodeCounts>>; flush: FlushReading | null }[] = [];
+  const cfg: CommitLoad = {
+    mode: 'commit',
+    workload: 'memory',
+    endpoints: cluster.endpoints,
+    participants,
+    clients,
+    warmupMs: o.warmupMs,
+    measureMs: o.measureMs,
+    keyPrefix: tag,
+    txnTimeoutMs: 30_000,
+    parallelCommit: false,
+  };
+  const r = await runJsonChild<LoadResult>(
+    `load ${tag}`,
+    'harness/loadgen.ts',
+    cfg,
+    join(dir, `load-${tag}.log`),
+    o.warmupMs + o.measureMs + 90_000,
+    {
+      onLine: (line, child) => {
+        cpu.onLine(line, child);
+        if (line === 'window open' || line === 'window closed')
+          marks.push({ counts: scrapeAll(cluster), flush: flushes.read?.() ?? null });
+      },
+    },
+  );
+  if (marks.length !== 2) throw new Error(`load ${tag} reported ${marks.length} of its two window marks`);
+  const [a, b] = await Promise.all(marks.map((m) => m.counts));
+  const txns = r.ok;
+  const per = (x: number): number => (txns > 0 ? r3(x / txns) : 0);
+  const deltas = cluster.nodes.map((n) => ({ id: n.id, d: countsBetween(a.get(n.id)!, b.get(n.id)!) }));
+  const sum = (f: (d: NodeCounts) => number): number => deltas.reduce((t, x) => t + f(x.d), 0);
+  const fsyncsOf = (d: NodeCounts): number => d.segmentSyncs ?? d.syncedPersists;
+  const figures = cpu.figures(txns);
+  const byNode = cluster.nodes.map((n) => ({
+    node: n.id,
+    groups_led: led(n.id),
+    cpu_ms_per_txn: figures?.by_process.find((p) => p.label === n.id)?.ms_per_txn ?? 0,
+    raft_bytes_per_txn: per(deltas.find((x) => x.id === n.id)!.d.raftBytes),
+  }));
+  const fa = marks[0].flush;
+  const fb = marks[1].flush;
+  return {
+    clients,
+    tps: r.tps,
+    p50_us: r.latency.p50_us,
+    p99_us: r.latency.p99_us,
+    aborted: r.aborted,
+    errors: Object.values(r.errors).reduce((t, x) => t + x, 0),
+    load_avg: Math.round(loadavg()[0] * 100) / 100,
+    cpu: figures,
+    by_node: byNode,
+    cpu_ms_per_txn_nodes: r3(byNode.reduce((t, x) => t + x.cpu_ms_per_txn, 0)),
+    cpu_ms_per_txn_participants: figures?.by_kind.participant ?? 0,
+    cpu_ms_per_txn_loadgen: figures?.by_kind.loadgen ?? 0,
+    fsyncs_per_txn: per(sum(fsyncsOf)),
+    fsyncs_per_txn_per_node: per(sum(fsyncsOf) / cluster.nodes.length),
+    group_batches_per_fsync: sum(fsyncsOf) > 0 ? r3(sum((d) => d.syncedPersists) / sum(fsyncsOf)) : 0,
+    disk_flushes_per_txn: fa !== null && fb !== null ? per(fb.flushes - fa.flushes) : null,
+    disk_us_per_flush: fa !== null && fb !== null ? usPerFlush(fa, fb) : null,
+    raft_messages_per_txn: per(sum((d) => d.raftMessages)),
+    raft_stream_writes_per_txn: per(sum((d) => d.raftBatches)),
+    raft_bytes_per_txn: per(sum((d) => d.raftBytes)),
+    participant_messages_per_txn: per(sum((d) => d.participantRequests + d.participantAnswers)),
+    participant_grpc_messages_per_txn: per(sum((d) => d.participantRequestMessages + d.participantAnswerMessages)),
+  };
+}
+
+async function measurePoint(dir: string, nodes: number, groups: number, o: GroupsOptions): Promise<GroupsPoint> {
+  const tag = `g${nodes}x${groups}`;
+  const cluster = await BenchCluster.start(join(dir, tag), nodes, tag, 'warn', {
+    groups,
+    metrics: true,
+    config: { spreadLeaders: true },
+  });
+  try {
+    await cluster.startParticipants(['p1', 'p2']);
+    const before = await waitForSpread(cluster, groups, o.spreadWaitMs);
+    o.log(
+      `        ${tag}: leaders ${before.leaders.map((l, g) => `g${g}=${l || '-'}`).join(' ')}${before.spread ? ' (spread)' : groups > 1 ? ' (NOT spread)' : ''}`,
+    );
+    const windows: GroupsWindow[] = [];
+    for (const clients of o.clients) {
+      const w = await measureWindow(cluster, cluster.dir, before.leaders, clients, o, `${tag}-c${clients}`);
+      windows.push(w);
+      o.log(
+        `        ${tag} ${clients} clients: ${w.tps} tx/s, p50 ${(w.p50_us / 1000).toFixed(2)} ms; CPU ms/tx nodes ${w.cpu_ms_per_txn_nodes} participants ${w.cpu_ms_per_txn_participants} loadgen ${w.cpu_ms_per_txn_loadgen}; fsyncs/tx ${w.fsyncs_per_txn}; raft msgs/tx ${w.raft_messages_per_txn}; participant msgs/tx ${w.participant_messages_per_txn}${w.errors ? `; ${w.errors} errors` : ''} (load average ${w.load_avg})`,
+      );
+    }
+    const after = await waitForSpread(cluster, groups, 0);
+    const peak = windows.reduce((best, w) => (w.tps > best.tps ? w : best), windows[0]);
+    return {
+      nodes,
+      groups,
+      peak_tps: peak.tps,
+      peak_clients: peak.clients,
+      p50_us_at_peak: peak.p50_us,
+      leaders_before: before.leaders,
+      leaders_after: after.leaders,
+      spread: before.spread,
+      windows,
+    };
+  } finally {
+    await cluster.destroy();
+  }
+}
+
+/** The peak window of a point as the model reads it. */
+export function fitPointOf(p: GroupsPoint): FitPoint {
+  const w = p.windows.find((x) => x.clients === p.peak_clients) ?? p.windows[0];
+  return {
+    nodes: p.nodes,
+    groups: p.groups,
+    tps: w.tps,
+    byNode: w.by_node.map((n) => ({
+      node: n.node,
+      groupsLed: n.groups_led,
+      cpuMsPerTxn: n.cpu_ms_per_txn,
+      raftBytesPerTxn: n.raft_bytes_per_txn,
+    })),
+    clientMsPerTxn: w.cpu_ms_per_txn_participants + w.cpu_ms_per_txn_loadgen,
+    syncsPerTxn: w.fsyncs_per_txn,
+    raftMessagesPerTxn: w.raft_messages_per_txn,
+    participantMessagesPerTxn: w.participant_messages_per_txn,
+  };
+}
+
+/** What the 9 × 16 prediction assumes of hardware this machine cannot show. */
+export const NINE_BY_16 = { machines: 9, coresPerMachine: 16, networkGbitS: 10 };
+
+export function modelOf(points: GroupsPoint[], cores: number, fsyncMs: number): GroupsFigures['model'] {
+  const fit = points.map(fitPointOf);
+  if (!fit.some((p) => p.groups === 1 && p.tps > 0)) return null;
+  const params = fitParams(fit);
+  const here = (ps: ScaleParams, p: GroupsPoint): ValidationRow => {
+    const w = p.windows.find((x) => x.clients === p.peak_clients) ?? p.windows[0];
+    const measuredCpu = w.cpu?.ms_per_txn ?? 0;
+    const predicted = predict(ps, {
+      machines: p.nodes,
+      coresPerMachine: cores,
+      groups: p.groups,
+      fsyncMs,
+      networkBytesPerSec: Number.POSITIVE_INFINITY,
+      oneMachine: true,
+    });
+    return {
+      nodes: p.nodes,
+      groups: p.groups,
+      measured_tps: p.peak_tps,
+      predicted_tps: Math.round(predicted.tps),
+      error: r3(relativeError(p.peak_tps, predicted.tps)),
+      measured_cpu_ms_per_txn: measuredCpu,
+      predicted_cpu_ms_per_txn: r3(predicted.busiestCpuMsPerTxn),
+      cpu_error: r3(relativeError(measuredCpu, predicted.busiestCpuMsPerTxn)),
+      busy: w.cpu?.busy ?? 0,
+      load_avg: w.load_avg,
+    };
+  };
+  const smallest = Math.min(...fit.filter((p) => p.groups === 1).map((p) => p.nodes));
+  const fromSmallest = fitParams(fit.filter((p) => p.nodes === smallest));
+  const shape = {
+    machines: NINE_BY_16.machines,
+    coresPerMachine: NINE_BY_16.coresPerMachine,
+    fsyncMs,
+    networkBytesPerSec: (NINE_BY_16.networkGbitS * 1e9) / 8,
+  };
+  const best = suggestGroups(params, shape);
+  return {
+    params,
+    validation: points.map((p) => here(params, p)),
+    validation_from_smallest: points.filter((p) => p.nodes !== smallest).map((p) => here(fromSmallest, p)),
+    nine_by_16: {
+      groups: best.groups,
+      assumptions: { fsync_ms: fsyncMs, network_gbit_s: NINE_BY_16.networkGbitS },
+      prediction: best.prediction,
+      at_g1: predict(params, { ...shape, groups: 1 }),
+    },
+  };
+}
+
+export async function measureGroups(dir: string, o: GroupsOptions): Promise<GroupsFigures> {
+  const points: GroupsPoint[] = [];
+  for (const nodes of o.nodes)
+    for (const groups of o.groups) {
+      o.log(`        groups: ${nodes} nodes, G = ${groups}, 2 memory participants, clients ${o.clients.join('/')}`);
+      points.push(await measurePoint(dir, nodes, groups, o));
+    }
+  const cores = availableParallelism();
+  // The disk's own time per flush under the load, the mean over every window that read it; 1 ms when none did.
+  const flushUs = points.flatMap((p) => p.windows.map((w) => w.disk_us_per_flush)).filter((x) => x !== null);
+  const fsyncMs = flushUs.length > 0 ? flushUs.reduce((a, b) => a + b, 0) / flushUs.length / 1000 : 1;
+  const { log: _log, ...settings } = o;
+  return {
+    settings: { ...settings, cores, participants: 2, commit: 'classic' },
+    points,
+    model: modelOf(points, cores, r3(fsyncMs)),
+  };
+}
+
+function listFlag(name: string, fallback: number[]): number[] {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const xs = (process.argv[i + 1] ?? '').split(',').map(Number);
+  if (xs.length === 0 || xs.some((x) => !Number.isInteger(x) || x <= 0))
+    throw new Error(`--${name} needs positive integers separated by commas, not ${process.argv[i + 1] ?? '(nothing)'}`);
+  return xs;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const plan = groupsPlan(process.argv.includes('--quick'));
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-bench-groups-'));
+  process.on('exit', killAllNow);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void stopAll().then(() => process.exit(130)));
+  let ok = false;
+  try {
+    const f = await measureGroups(dir, {
+      ...plan,
+      nodes: listFlag('nodes', plan.nodes),
+      groups: listFlag('groups', plan.groups),
+      clients: listFlag('clients', plan.clients),
+      log: (line) => process.stderr.write(`${line}\n`),
+    });
+    process.stdout.write(`${JSON.stringify({ groups: f }, null, 2)}\n`);
+    ok = true;
+  } finally {
+    await stopAll();
+    if (ok) rmSync(dir, { recursive: true, force: true });
+    else process.stderr.write(`groups: kept ${dir} (node, participant and load generator logs)\n`);
+  }
+}
