@@ -15,7 +15,9 @@
 // their own in a deployment; on this one machine they share the cores.
 //
 // The throughput a shape allows is the least of three ceilings:
-//   - CPU: the busiest machine. With leaders spread (group g on node g mod N)
+//   - CPU: the busiest machine, less what its nodes spend with no load at
+//     all (ticks, heartbeats and their answers: a cost per group a second,
+//     not per transaction). With leaders spread (group g on node g mod N)
 //     that machine leads ceil(G/N) of the G groups, so it serves that share
 //     of the transactions as leader and the rest as follower;
 //   - disk: each node's fsync rate (1000 / fsyncMs a second) over its syncs
@@ -39,6 +41,8 @@ export interface FitPoint {
   byNode: { node: string; groupsLed: number; cpuMsPerTxn: number; raftBytesPerTxn: number }[];
   /** Participants and load generators together, CPU ms per committed transaction. */
   clientMsPerTxn: number;
+  /** With no load, one node's CPU ms a second (the nodes' mean): ticks, heartbeats and their answers, per group. */
+  idleMsPerSecPerNode: number;
   /** Every node's segment fsyncs (one per writer batch) over committed transactions, summed over the nodes. */
   syncsPerTxn: number;
   /** Raft messages sent by every node per committed transaction. */
@@ -48,7 +52,10 @@ export interface FitPoint {
 }
 
 export interface ScaleParams {
-  /** The leader's CPU per transaction apart from replication, ms. */
+  /** A node's CPU a second with no load: base + groups × perGroup, ms. */
+  idleMsPerSecBase: number;
+  idleMsPerSecPerGroup: number;
+  /** The leader's CPU per transaction apart from replication and idle work, ms. */
   leaderBaseMs: number;
   /** CPU per transaction of each follower, and of the leader for each follower it replicates to, ms. */
   perFollowerMs: number;
@@ -90,8 +97,10 @@ export interface Prediction {
   networkTps: number;
   /** Of the transactions, the share the busiest machine leads. */
   busiestLeaderShare: number;
-  /** CPU ms per transaction on the busiest machine (oneMachine: on the whole machine). */
+  /** CPU ms per transaction on the busiest machine (oneMachine: on the whole machine), idle work left out. */
   busiestCpuMsPerTxn: number;
+  /** CPU ms a second the busiest machine (oneMachine: every node) spends with no load. */
+  idleMsPerSec: number;
 }
 
 const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
@@ -114,11 +123,18 @@ export function fitParams(points: FitPoint[]): ScaleParams {
         `the point of ${p.nodes} nodes at G = 1 needs one leader and ${p.nodes} nodes (has ${leaders.length} and ${p.byNode.length})`,
       );
   }
-  const followers = ones.flatMap((p) => p.byNode.filter((n) => n.groupsLed === 0));
+  // Each node's idle work a second, spread over the point's transactions, is not a cost of a transaction.
+  const marginal = (p: FitPoint, cpuMsPerTxn: number): number => cpuMsPerTxn - p.idleMsPerSecPerNode / p.tps;
+  const followers = ones.flatMap((p) =>
+    p.byNode.filter((n) => n.groupsLed === 0).map((n) => ({ ...n, cpuMsPerTxn: marginal(p, n.cpuMsPerTxn) })),
+  );
   const perFollowerMs = mean(followers.map((n) => n.cpuMsPerTxn));
   const leaderOf = (p: FitPoint): FitPoint['byNode'][number] => p.byNode.find((n) => n.groupsLed > 0)!;
-  const leaderBaseMs = mean(ones.map((p) => leaderOf(p).cpuMsPerTxn - (p.nodes - 1) * perFollowerMs));
+  const leaderBaseMs = mean(ones.map((p) => marginal(p, leaderOf(p).cpuMsPerTxn) - (p.nodes - 1) * perFollowerMs));
+  const idle = fitIdle(points);
   return {
+    idleMsPerSecBase: idle.base,
+    idleMsPerSecPerGroup: idle.perGroup,
     leaderBaseMs,
     perFollowerMs,
     clientMs: mean(ones.map((p) => p.clientMsPerTxn)),
@@ -129,6 +145,26 @@ export function fitParams(points: FitPoint[]): ScaleParams {
     participantMessagesPerTxn: mean(ones.map((p) => p.participantMessagesPerTxn)),
     fittedOn: ones.map((p) => `${p.nodes}x${p.groups}`),
   };
+}
+
+/**
+ * A node's idle CPU a second against G: least squares over every point when
+ * they hold two or more G; with one G, all of it is taken as per group.
+ */
+export function fitIdle(points: FitPoint[]): { base: number; perGroup: number } {
+  const gs = points.map((p) => p.groups);
+  const ys = points.map((p) => p.idleMsPerSecPerNode);
+  if (new Set(gs).size < 2) return { base: 0, perGroup: mean(points.map((p) => p.idleMsPerSecPerNode / p.groups)) };
+  const gm = mean(gs);
+  const ym = mean(ys);
+  let sxy = 0;
+  let sxx = 0;
+  gs.forEach((g, i) => {
+    sxy += (g - gm) * (ys[i] - ym);
+    sxx += (g - gm) ** 2;
+  });
+  const perGroup = sxy / sxx;
+  return { base: ym - perGroup * gm, perGroup };
 }
 
 /** The share of the transactions the busiest machine leads, leaders spread g mod N over N machines. */
@@ -148,7 +184,11 @@ export function predict(p: ScaleParams, s: Shape): Prediction {
     s.oneMachine === true
       ? leaderMs + (n - 1) * p.perFollowerMs + p.clientMs
       : share * leaderMs + (1 - share) * p.perFollowerMs;
-  const cpuTps = cpuMs > 0 ? (s.coresPerMachine * 1000) / cpuMs : Number.POSITIVE_INFINITY;
+  // Idle work (ticks, heartbeats: per group) takes its share of the cores first.
+  const idleNode = p.idleMsPerSecBase + s.groups * p.idleMsPerSecPerGroup;
+  const idleMsPerSec = idleNode * (s.oneMachine === true ? n : 1);
+  const spareMsPerSec = Math.max(0, s.coresPerMachine * 1000 - idleMsPerSec);
+  const cpuTps = cpuMs > 0 ? spareMsPerSec / cpuMs : Number.POSITIVE_INFINITY;
   // One machine holds every node's disk writes on one disk in this benchmark; elsewhere each node has its own.
   const syncsPerTxn = p.syncsPerTxnPerNode * (s.oneMachine === true ? n : 1);
   const diskTps = syncsPerTxn > 0 && s.fsyncMs > 0 ? 1000 / s.fsyncMs / syncsPerTxn : Number.POSITIVE_INFINITY;
@@ -157,7 +197,22 @@ export function predict(p: ScaleParams, s: Shape): Prediction {
     s.oneMachine === true || bytesOut <= 0 ? Number.POSITIVE_INFINITY : s.networkBytesPerSec / bytesOut;
   const tps = Math.min(cpuTps, diskTps, networkTps);
   const bound = tps === cpuTps ? 'cpu' : tps === diskTps ? 'disk' : 'network';
-  return { tps, bound, cpuTps, diskTps, networkTps, busiestLeaderShare: share, busiestCpuMsPerTxn: cpuMs };
+  return {
+    tps,
+    bound,
+    cpuTps,
+    diskTps,
+    networkTps,
+    busiestLeaderShare: share,
+    busiestCpuMsPerTxn: cpuMs,
+    idleMsPerSec,
+  };
+}
+
+/** CPU ms per transaction the model expects at `tps` (idle work spread over the transactions included). */
+export function cpuPerTxnAt(x: Prediction, tps: number): number {
+  if (!(tps > 0)) throw new RangeError(`tps ${tps}: must be positive`);
+  return x.busiestCpuMsPerTxn + x.idleMsPerSec / tps;
 }
 
 /**

@@ -30,6 +30,7 @@ import { pathToFileURL } from 'node:url';
 import { VerdictClient } from '../../src/client/client.ts';
 import { preferredLeader } from '../../src/node/group-host.ts';
 import {
+  cpuPerTxnAt,
   fitParams,
   predict,
   relativeError,
@@ -38,7 +39,7 @@ import {
   type Prediction,
   type ScaleParams,
 } from '../analysis/scale-model.ts';
-import { childProc, CpuWindow, type CpuFigures } from '../harness/cpu-sample.ts';
+import { childProc, cpuMsOf, CpuWindow, type CpuFigures } from '../harness/cpu-sample.ts';
 import { flushCounterOrNull, usPerFlush, type FlushReading } from '../harness/disk-flushes.ts';
 import type { CommitLoad, LoadResult } from '../harness/loadgen.ts';
 import { countsBetween, scrapeNode, type NodeCounts } from '../harness/node-metrics.ts';
@@ -52,12 +53,22 @@ export interface GroupsOptions {
   measureMs: number;
   /** How long to wait for the leaders to reach their preferred nodes before measuring anyway. */
   spreadWaitMs: number;
+  /** A window with no load before the first: what the nodes spend on ticks and heartbeats alone. */
+  idleMs: number;
   log: (line: string) => void;
 }
 
 export function groupsPlan(quick: boolean): Omit<GroupsOptions, 'log'> {
   return quick
-    ? { nodes: [3], groups: [1, 2, 4], clients: [16, 64], warmupMs: 1_500, measureMs: 3_000, spreadWaitMs: 15_000 }
+    ? {
+        nodes: [3],
+        groups: [1, 2, 4],
+        clients: [16, 64],
+        warmupMs: 1_500,
+        measureMs: 3_000,
+        spreadWaitMs: 15_000,
+        idleMs: 3_000,
+      }
     : {
         nodes: [3, 5],
         groups: [1, 2, 4],
@@ -65,6 +76,7 @@ export function groupsPlan(quick: boolean): Omit<GroupsOptions, 'log'> {
         warmupMs: 10_000,
         measureMs: 8_000,
         spreadWaitMs: 30_000,
+        idleMs: 5_000,
       };
 }
 
@@ -106,6 +118,11 @@ export interface GroupsPoint {
   /** Each group's leader (index = group) before the first window and after the last. */
   leaders_before: string[];
   leaders_after: string[];
+  /**
+   * With no load: every node's CPU ms a second and Raft messages a second, all nodes together (ticks, heartbeats and
+   * their answers: a cost per group, not per transaction).
+   */
+  idle: { cpu_ms_per_s: number; raft_messages_per_s: number; load_avg: number };
   /** Every group led by its preferred node (group g by node g mod N) before the windows. */
   spread: boolean;
   windows: GroupsWindow[];
@@ -114,8 +131,8 @@ export interface GroupsPoint {
 /**
  * A measured peak beside the model's prediction for this machine; error = (measured − predicted) / predicted. The
  * throughput predicted is the CPU ceiling of every core, so on a shared machine the measured falls short of it by the
- * share of the cores the window did not get (busy); the CPU per transaction is what the model predicts whatever else
- * runs.
+ * share of the cores the window did not get (busy). The CPU per transaction is predicted at the measured throughput
+ * (the idle work a second spread over the transactions, plus each one's own), whatever else runs.
  */
 export interface ValidationRow {
   nodes: number;
@@ -276,6 +293,28 @@ async function measureWindow(
   };
 }
 
+/** The nodes' CPU and Raft messages over windowMs with no load. */
+async function idleWindow(cluster: BenchCluster, windowMs: number): Promise<GroupsPoint['idle']> {
+  const cpuOf = (): number =>
+    cluster.nodes.reduce((t, n) => {
+      const s = n.child?.proc.pid === undefined ? null : cpuMsOf(n.child.proc.pid);
+      return t + (s === null ? 0 : s.user + s.sys);
+    }, 0);
+  const a = await scrapeAll(cluster);
+  const cpuA = cpuOf();
+  const t0 = performance.now();
+  await sleep(windowMs);
+  const cpuB = cpuOf();
+  const seconds = (performance.now() - t0) / 1000;
+  const b = await scrapeAll(cluster);
+  const messages = cluster.nodes.reduce((t, n) => t + countsBetween(a.get(n.id)!, b.get(n.id)!).raftMessages, 0);
+  return {
+    cpu_ms_per_s: r3((cpuB - cpuA) / seconds),
+    raft_messages_per_s: r3(messages / seconds),
+    load_avg: Math.round(loadavg()[0] * 100) / 100,
+  };
+}
+
 async function measurePoint(dir: string, nodes: number, groups: number, o: GroupsOptions): Promise<GroupsPoint> {
   const tag = `g${nodes}x${groups}`;
   const cluster = await BenchCluster.start(join(dir, tag), nodes, tag, 'warn', {
@@ -288,6 +327,10 @@ async function measurePoint(dir: string, nodes: number, groups: number, o: Group
     const before = await waitForSpread(cluster, groups, o.spreadWaitMs);
     o.log(
       `        ${tag}: leaders ${before.leaders.map((l, g) => `g${g}=${l || '-'}`).join(' ')}${before.spread ? ' (spread)' : groups > 1 ? ' (NOT spread)' : ''}`,
+    );
+    const idle = await idleWindow(cluster, o.idleMs);
+    o.log(
+      `        ${tag} idle: nodes ${idle.cpu_ms_per_s} ms CPU/s, ${idle.raft_messages_per_s} Raft messages/s (load average ${idle.load_avg})`,
     );
     const windows: GroupsWindow[] = [];
     for (const clients of o.clients) {
@@ -307,6 +350,7 @@ async function measurePoint(dir: string, nodes: number, groups: number, o: Group
       p50_us_at_peak: peak.p50_us,
       leaders_before: before.leaders,
       leaders_after: after.leaders,
+      idle,
       spread: before.spread,
       windows,
     };
@@ -329,6 +373,7 @@ export function fitPointOf(p: GroupsPoint): FitPoint {
       raftBytesPerTxn: n.raft_bytes_per_txn,
     })),
     clientMsPerTxn: w.cpu_ms_per_txn_participants + w.cpu_ms_per_txn_loadgen,
+    idleMsPerSecPerNode: p.idle.cpu_ms_per_s / p.nodes,
     syncsPerTxn: w.fsyncs_per_txn,
     raftMessagesPerTxn: w.raft_messages_per_txn,
     participantMessagesPerTxn: w.participant_messages_per_txn,
@@ -360,8 +405,8 @@ export function modelOf(points: GroupsPoint[], cores: number, fsyncMs: number): 
       predicted_tps: Math.round(predicted.tps),
       error: r3(relativeError(p.peak_tps, predicted.tps)),
       measured_cpu_ms_per_txn: measuredCpu,
-      predicted_cpu_ms_per_txn: r3(predicted.busiestCpuMsPerTxn),
-      cpu_error: r3(relativeError(measuredCpu, predicted.busiestCpuMsPerTxn)),
+      predicted_cpu_ms_per_txn: r3(cpuPerTxnAt(predicted, p.peak_tps)),
+      cpu_error: r3(relativeError(measuredCpu, cpuPerTxnAt(predicted, p.peak_tps))),
       busy: w.cpu?.busy ?? 0,
       load_avg: w.load_avg,
     };

@@ -3,6 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   busiestLeaderShare,
+  cpuPerTxnAt,
+  fitIdle,
   fitParams,
   predict,
   relativeError,
@@ -22,12 +24,15 @@ const THREE: FitPoint = {
     { node: 'n3', groupsLed: 0, cpuMsPerTxn: 1.5, raftBytesPerTxn: 50 },
   ],
   clientMsPerTxn: 2,
+  idleMsPerSecPerNode: 0,
   syncsPerTxn: 0.3,
   raftMessagesPerTxn: 0.5,
   participantMessagesPerTxn: 8,
 };
 
 const PARAMS: ScaleParams = {
+  idleMsPerSecBase: 0,
+  idleMsPerSecPerGroup: 0,
   leaderBaseMs: 1,
   perFollowerMs: 1.5,
   clientMs: 2,
@@ -71,6 +76,46 @@ describe('scale model', () => {
     const p = fitParams([THREE, five]);
     expect(p.perFollowerMs).toBeCloseTo(1.5);
     expect(p.leaderBaseMs).toBeCloseTo(1.1);
+  });
+
+  it('leaves the idle work a second out of the cost of a transaction', () => {
+    // 100 ms a second per node at 200 tx/s is 0.5 ms of each node's figure.
+    const busy: FitPoint = {
+      ...THREE,
+      idleMsPerSecPerNode: 100,
+      byNode: THREE.byNode.map((n) => ({ ...n, cpuMsPerTxn: n.cpuMsPerTxn + 0.5 })),
+    };
+    const p = fitParams([busy]);
+    expect(p.perFollowerMs).toBeCloseTo(1.5);
+    expect(p.leaderBaseMs).toBeCloseTo(1);
+    // One G only: all of it per group.
+    expect(p.idleMsPerSecBase).toBe(0);
+    expect(p.idleMsPerSecPerGroup).toBeCloseTo(100);
+  });
+
+  it('fits idle work as a base and a cost per group over several G', () => {
+    const at = (groups: number, idle: number): FitPoint => ({ ...THREE, groups, idleMsPerSecPerNode: idle });
+    const f = fitIdle([at(1, 30), at(2, 50), at(4, 90)]);
+    expect(f.base).toBeCloseTo(10);
+    expect(f.perGroup).toBeCloseTo(20);
+  });
+
+  it('takes the idle work off the cores before the transactions', () => {
+    const idle = { ...PARAMS, idleMsPerSecBase: 100, idleMsPerSecPerGroup: 50 };
+    const x = predict(idle, {
+      machines: 3,
+      coresPerMachine: 2,
+      groups: 2,
+      fsyncMs: 0.001,
+      networkBytesPerSec: 1,
+      oneMachine: true,
+    });
+    // Three nodes × (100 + 2 × 50) = 600 ms a second idle; 1400 left at 9 ms a transaction.
+    expect(x.idleMsPerSec).toBeCloseTo(600);
+    expect(x.cpuTps).toBeCloseTo(1400 / 9);
+    // At 100 tx/s each transaction carries 6 ms of the idle work.
+    expect(cpuPerTxnAt(x, 100)).toBeCloseTo(15);
+    expect(() => cpuPerTxnAt(x, 0)).toThrow(RangeError);
   });
 
   it('puts ceil(G/N) of G groups on the busiest machine', () => {
