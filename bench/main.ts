@@ -57,6 +57,7 @@ import { measurePaired, type PairedFigures } from './scenarios/paired.ts';
 import { measureOutbox } from './scenarios/outbox.ts';
 import { measureSagas } from './scenarios/saga.ts';
 import { groupsPlan, measureGroups, type GroupsFigures } from './scenarios/groups.ts';
+import { withModel } from './analysis/groups-model.ts';
 import {
   commitId,
   cpuBounds,
@@ -737,7 +738,7 @@ async function main(): Promise<void> {
     progress(`${tag()} start groups: G = 1, 2, 4, leaders spread, memory participants; the capacity model`);
     let groups: GroupsFigures | null = null;
     try {
-      groups = await measureGroups(join(dir, 'groups'), { ...groupsPlan(QUICK), log: progress });
+      groups = withModel(await measureGroups(join(dir, 'groups'), { ...groupsPlan(QUICK), log: progress }));
       const m = groups.model;
       progress(
         `${tag()} done  groups: ${groups.points.map((p) => `${p.nodes}x${p.groups} ${p.peak_tps} tx/s`).join(', ')}${m ? `; model for 9 × 16 cores: G = ${m.nine_by_16.groups}, ${Math.round(m.nine_by_16.prediction.tps)} tx/s (${m.nine_by_16.prediction.bound})` : ''}`,

@@ -29,7 +29,13 @@
 // commit, so holding the throughput needs proportionally more transactions
 // in flight (Little's law), which the model assumes the clients supply.
 //
-// Pure: no I/O, no clock. Tests in test/unit/scale-model.test.ts.
+// Pure: no I/O, no clock. Tests in test/unit/scale-model.test.ts. Its
+// parameters and predictions are part of the results file's `groups` key,
+// so their shapes are declared with it (bench/scenarios/groups.ts).
+
+import type { Prediction, ScaleParams } from '../scenarios/groups.ts';
+
+export type { Prediction, ScaleParams };
 
 /** One measured point of the groups scenario, reduced to what the fit reads. */
 export interface FitPoint {
@@ -51,28 +57,6 @@ export interface FitPoint {
   participantMessagesPerTxn: number;
 }
 
-export interface ScaleParams {
-  /** A node's CPU a second with no load: base + groups × perGroup, ms. */
-  idleMsPerSecBase: number;
-  idleMsPerSecPerGroup: number;
-  /** The leader's CPU per transaction apart from replication and idle work, ms. */
-  leaderBaseMs: number;
-  /** CPU per transaction of each follower, and of the leader for each follower it replicates to, ms. */
-  perFollowerMs: number;
-  /** Participants and clients, CPU ms per transaction (off the node machines in a deployment). */
-  clientMs: number;
-  /** fsync batches per transaction on one node, at the measured load. */
-  syncsPerTxnPerNode: number;
-  /** Raft bytes per transaction the leader sends to one follower. */
-  leaderBytesPerFollower: number;
-  /** Raft bytes per transaction a follower sends back to the leader. */
-  followerBytes: number;
-  raftMessagesPerTxn: number;
-  participantMessagesPerTxn: number;
-  /** The points the parameters came from (nodes × groups). */
-  fittedOn: string[];
-}
-
 export interface Shape {
   machines: number;
   coresPerMachine: number;
@@ -87,20 +71,6 @@ export interface Shape {
    * them, wherever the leaders are.
    */
   oneMachine?: boolean;
-}
-
-export interface Prediction {
-  tps: number;
-  bound: 'cpu' | 'disk' | 'network';
-  cpuTps: number;
-  diskTps: number;
-  networkTps: number;
-  /** Of the transactions, the share the busiest machine leads. */
-  busiestLeaderShare: number;
-  /** CPU ms per transaction on the busiest machine (oneMachine: on the whole machine), idle work left out. */
-  busiestCpuMsPerTxn: number;
-  /** CPU ms a second the busiest machine (oneMachine: every node) spends with no load. */
-  idleMsPerSec: number;
 }
 
 const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);

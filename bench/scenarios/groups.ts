@@ -15,35 +15,23 @@
 //   - messages: Raft messages (and the stream writes they went in) and
 //     participant requests and answers, from the nodes' metrics;
 //   - where each group's leader was before and after the window.
-// Then the capacity model (bench/analysis/scale-model.ts) fitted to the
-// G = 1 points, its prediction beside every measured point, and its
-// prediction for 9 machines of 16 cores.
+// The capacity model (bench/analysis/scale-model.ts) is fitted to these
+// points by bench/analysis/groups-model.ts; its shapes are declared here,
+// with the rest of the results file's `groups` key.
 //
-//   npm run bench -- groups [--quick] [--nodes 3,5] [--groups 1,2,4] [--clients 16,64]
-// prints progress on stderr and the figures as JSON on stdout; bench/main.ts
-// runs measureGroups() in the full run under the results key `groups`.
+// `npm run bench -- groups` runs it alone (bench/analysis/groups-run.ts);
+// bench/main.ts runs measureGroups() in the full run under the results key
+// `groups`.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { VerdictClient } from '../../src/client/client.ts';
 import { preferredLeader } from '../../src/node/group-host.ts';
-import {
-  cpuPerTxnAt,
-  fitParams,
-  predict,
-  relativeError,
-  suggestGroups,
-  type FitPoint,
-  type Prediction,
-  type ScaleParams,
-} from '../analysis/scale-model.ts';
 import { childProc, cpuMsOf, CpuWindow, type CpuFigures } from '../harness/cpu-sample.ts';
 import { flushCounterOrNull, usPerFlush, type FlushReading } from '../harness/disk-flushes.ts';
 import type { CommitLoad, LoadResult } from '../harness/loadgen.ts';
 import { countsBetween, scrapeNode, type NodeCounts } from '../harness/node-metrics.ts';
-import { BenchCluster, killAllNow, runJsonChild, sleep, stopAll } from '../harness/procs.ts';
+import { BenchCluster, runJsonChild, sleep } from '../harness/procs.ts';
 
 export interface GroupsOptions {
   nodes: number[];
@@ -128,6 +116,44 @@ export interface GroupsPoint {
   windows: GroupsWindow[];
 }
 
+/** The capacity model's parameters (bench/analysis/scale-model.ts, fitParams). */
+export interface ScaleParams {
+  /** A node's CPU a second with no load: base + groups × perGroup, ms. */
+  idleMsPerSecBase: number;
+  idleMsPerSecPerGroup: number;
+  /** The leader's CPU per transaction apart from replication and idle work, ms. */
+  leaderBaseMs: number;
+  /** CPU per transaction of each follower, and of the leader for each follower it replicates to, ms. */
+  perFollowerMs: number;
+  /** Participants and clients, CPU ms per transaction (off the node machines in a deployment). */
+  clientMs: number;
+  /** fsync batches per transaction on one node, at the measured load. */
+  syncsPerTxnPerNode: number;
+  /** Raft bytes per transaction the leader sends to one follower. */
+  leaderBytesPerFollower: number;
+  /** Raft bytes per transaction a follower sends back to the leader. */
+  followerBytes: number;
+  raftMessagesPerTxn: number;
+  participantMessagesPerTxn: number;
+  /** The points the parameters came from (nodes × groups). */
+  fittedOn: string[];
+}
+
+/** The model's throughput for a shape, and which ceiling sets it. */
+export interface Prediction {
+  tps: number;
+  bound: 'cpu' | 'disk' | 'network';
+  cpuTps: number;
+  diskTps: number;
+  networkTps: number;
+  /** Of the transactions, the share the busiest machine leads. */
+  busiestLeaderShare: number;
+  /** CPU ms per transaction on the busiest machine (oneMachine: on the whole machine), idle work left out. */
+  busiestCpuMsPerTxn: number;
+  /** CPU ms a second the busiest machine (oneMachine: every node) spends with no load. */
+  idleMsPerSec: number;
+}
+
 /**
  * A measured peak beside the model's prediction for this machine; error = (measured − predicted) / predicted. The
  * throughput predicted is the CPU ceiling of every core, so on a shared machine the measured falls short of it by the
@@ -151,20 +177,25 @@ export interface ValidationRow {
 export interface GroupsFigures {
   settings: Omit<GroupsOptions, 'log'> & { cores: number; participants: number; commit: 'classic' };
   points: GroupsPoint[];
-  model: {
-    params: ScaleParams;
-    /** Each measured peak beside the model's prediction for this machine (one machine, every process on it). */
-    validation: ValidationRow[];
-    /** Leave-one-size-out: fitted on the smallest cluster's G = 1 alone, predicting the others. */
-    validation_from_smallest: ValidationRow[];
-    /** The prediction for 9 machines of 16 cores, G chosen by the model. */
-    nine_by_16: {
-      groups: number;
-      assumptions: { fsync_ms: number; network_gbit_s: number };
-      prediction: Prediction;
-      at_g1: Prediction;
-    };
-  } | null;
+  /** The disk's mean time per flush over the windows (1 ms when the device has no counters): the model's fsync time. */
+  fsync_ms: number;
+  model: GroupsModel | null;
+}
+
+/** The capacity model fitted to the points (bench/analysis/groups-model.ts). */
+export interface GroupsModel {
+  params: ScaleParams;
+  /** Each measured peak beside the model's prediction for this machine (one machine, every process on it). */
+  validation: ValidationRow[];
+  /** Leave-one-size-out: fitted on the smallest cluster's G = 1 alone, predicting the others. */
+  validation_from_smallest: ValidationRow[];
+  /** The prediction for 9 machines of 16 cores, G chosen by the model. */
+  nine_by_16: {
+    groups: number;
+    assumptions: { fsync_ms: number; network_gbit_s: number };
+    prediction: Prediction;
+    at_g1: Prediction;
+  };
 }
 
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
@@ -191,7 +222,7 @@ async function waitForSpread(
     for (;;) {
       leaders = await groupLeaders(client, groups).catch(() => leaders);
       const spread = leaders.length === groups && leaders.every((l, g) => l === preferredLeader(g, ids));
-      if (spread || groups === 1 || Date.now() >= deadline) return { leaders, spread };
+      if (spread || groups === 1 || Date.now() >= deadline) return { leaders, spread: groups > 1 && spread };
       await sleep(250);
     }
   } finally {
@@ -359,80 +390,6 @@ async function measurePoint(dir: string, nodes: number, groups: number, o: Group
   }
 }
 
-/** The peak window of a point as the model reads it. */
-export function fitPointOf(p: GroupsPoint): FitPoint {
-  const w = p.windows.find((x) => x.clients === p.peak_clients) ?? p.windows[0];
-  return {
-    nodes: p.nodes,
-    groups: p.groups,
-    tps: w.tps,
-    byNode: w.by_node.map((n) => ({
-      node: n.node,
-      groupsLed: n.groups_led,
-      cpuMsPerTxn: n.cpu_ms_per_txn,
-      raftBytesPerTxn: n.raft_bytes_per_txn,
-    })),
-    clientMsPerTxn: w.cpu_ms_per_txn_participants + w.cpu_ms_per_txn_loadgen,
-    idleMsPerSecPerNode: p.idle.cpu_ms_per_s / p.nodes,
-    syncsPerTxn: w.fsyncs_per_txn,
-    raftMessagesPerTxn: w.raft_messages_per_txn,
-    participantMessagesPerTxn: w.participant_messages_per_txn,
-  };
-}
-
-/** What the 9 × 16 prediction assumes of hardware this machine cannot show. */
-export const NINE_BY_16 = { machines: 9, coresPerMachine: 16, networkGbitS: 10 };
-
-export function modelOf(points: GroupsPoint[], cores: number, fsyncMs: number): GroupsFigures['model'] {
-  const fit = points.map(fitPointOf);
-  if (!fit.some((p) => p.groups === 1 && p.tps > 0)) return null;
-  const params = fitParams(fit);
-  const here = (ps: ScaleParams, p: GroupsPoint): ValidationRow => {
-    const w = p.windows.find((x) => x.clients === p.peak_clients) ?? p.windows[0];
-    const measuredCpu = w.cpu?.ms_per_txn ?? 0;
-    const predicted = predict(ps, {
-      machines: p.nodes,
-      coresPerMachine: cores,
-      groups: p.groups,
-      fsyncMs,
-      networkBytesPerSec: Number.POSITIVE_INFINITY,
-      oneMachine: true,
-    });
-    return {
-      nodes: p.nodes,
-      groups: p.groups,
-      measured_tps: p.peak_tps,
-      predicted_tps: Math.round(predicted.tps),
-      error: r3(relativeError(p.peak_tps, predicted.tps)),
-      measured_cpu_ms_per_txn: measuredCpu,
-      predicted_cpu_ms_per_txn: r3(cpuPerTxnAt(predicted, p.peak_tps)),
-      cpu_error: r3(relativeError(measuredCpu, cpuPerTxnAt(predicted, p.peak_tps))),
-      busy: w.cpu?.busy ?? 0,
-      load_avg: w.load_avg,
-    };
-  };
-  const smallest = Math.min(...fit.filter((p) => p.groups === 1).map((p) => p.nodes));
-  const fromSmallest = fitParams(fit.filter((p) => p.nodes === smallest));
-  const shape = {
-    machines: NINE_BY_16.machines,
-    coresPerMachine: NINE_BY_16.coresPerMachine,
-    fsyncMs,
-    networkBytesPerSec: (NINE_BY_16.networkGbitS * 1e9) / 8,
-  };
-  const best = suggestGroups(params, shape);
-  return {
-    params,
-    validation: points.map((p) => here(params, p)),
-    validation_from_smallest: points.filter((p) => p.nodes !== smallest).map((p) => here(fromSmallest, p)),
-    nine_by_16: {
-      groups: best.groups,
-      assumptions: { fsync_ms: fsyncMs, network_gbit_s: NINE_BY_16.networkGbitS },
-      prediction: best.prediction,
-      at_g1: predict(params, { ...shape, groups: 1 }),
-    },
-  };
-}
-
 export async function measureGroups(dir: string, o: GroupsOptions): Promise<GroupsFigures> {
   const points: GroupsPoint[] = [];
   for (const nodes of o.nodes)
@@ -448,38 +405,8 @@ export async function measureGroups(dir: string, o: GroupsOptions): Promise<Grou
   return {
     settings: { ...settings, cores, participants: 2, commit: 'classic' },
     points,
-    model: modelOf(points, cores, r3(fsyncMs)),
+    fsync_ms: r3(fsyncMs),
+    // Fitted by bench/analysis/groups-model.ts (the analyses sit above the scenarios).
+    model: null,
   };
-}
-
-function listFlag(name: string, fallback: number[]): number[] {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const xs = (process.argv[i + 1] ?? '').split(',').map(Number);
-  if (xs.length === 0 || xs.some((x) => !Number.isInteger(x) || x <= 0))
-    throw new Error(`--${name} needs positive integers separated by commas, not ${process.argv[i + 1] ?? '(nothing)'}`);
-  return xs;
-}
-
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const plan = groupsPlan(process.argv.includes('--quick'));
-  const dir = mkdtempSync(join(tmpdir(), 'verdict-bench-groups-'));
-  process.on('exit', killAllNow);
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void stopAll().then(() => process.exit(130)));
-  let ok = false;
-  try {
-    const f = await measureGroups(dir, {
-      ...plan,
-      nodes: listFlag('nodes', plan.nodes),
-      groups: listFlag('groups', plan.groups),
-      clients: listFlag('clients', plan.clients),
-      log: (line) => process.stderr.write(`${line}\n`),
-    });
-    process.stdout.write(`${JSON.stringify({ groups: f }, null, 2)}\n`);
-    ok = true;
-  } finally {
-    await stopAll();
-    if (ok) rmSync(dir, { recursive: true, force: true });
-    else process.stderr.write(`groups: kept ${dir} (node, participant and load generator logs)\n`);
-  }
 }
