@@ -60,7 +60,7 @@ export function groupsSection(g: GroupsFigures, table: Table): string[] {
     '',
     `The capacity model (bench/analysis/scale-model.ts), fitted on ${p.fittedOn.join(', ')} (nodes × G): per transaction, the leader's CPU is ${n2(p.leaderBaseMs)} ms of its own plus ${n2(p.perFollowerMs)} ms per follower, each follower's ${n2(p.perFollowerMs)} ms, participants and clients ${n2(p.clientMs)} ms; ${n2(p.syncsPerTxnPerNode)} fsyncs per node at the measured load; the leader sends each follower ${int(p.leaderBytesPerFollower)} bytes and a follower sends back ${int(p.followerBytes)}; ${n2(p.raftMessagesPerTxn)} Raft messages and ${n2(p.participantMessagesPerTxn)} participant requests and answers.`,
     '',
-    "On this machine every process shares the cores, so the model's throughput is its CPU ceiling, the same at every G; the measured peak falls short of it by the share of the cores other work took (busy: the fraction of all cores the window's processes used). The CPU per transaction is what the model predicts whatever else runs.",
+    "On this machine every process shares the cores, so the model's throughput is its CPU ceiling, nearly the same at every G (less each group's idle work); the measured peak falls short of it by the share of the cores other work took (busy: the fraction of all cores the window's processes used). The CPU per transaction, predicted at the measured throughput, is the figure to compare: the model fits per-transaction costs at G = 1, so where a group's batches shrink at G > 1 it predicts too little.",
     '',
     table(
       [
