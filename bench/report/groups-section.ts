@@ -97,7 +97,7 @@ export function groupsSection(g: GroupsFigures, table: Table): string[] {
   const x = m.nine_by_16;
   out.push(
     '',
-    `Prediction for 9 machines of 16 cores, one node each, participants and clients elsewhere, fsync ${x.assumptions.fsync_ms} ms (this disk's, under the load), ${x.assumptions.network_gbit_s} Gbit/s links: G = ${x.groups} (the model's choice: the fewest groups that put the least leader work on the busiest machine) gives ${int(x.prediction.tps)} tx/s, bound by ${x.prediction.bound} (CPU ${int(x.prediction.cpuTps)}, disk ${int(x.prediction.diskTps)}, network ${int(x.prediction.networkTps)}); at G = 1, ${int(x.at_g1.tps)} tx/s, bound by ${x.at_g1.bound}. Where the model stops holding: docs/benchmarks.md.`,
+    `Prediction for 9 machines of 16 cores, one node each, participants and clients elsewhere, fsync ${x.assumptions.fsync_ms} ms (this disk's, under the load), ${x.assumptions.network_gbit_s} Gbit/s links: G = ${x.groups} (the model's choice: the fewest groups that reach its best throughput, at most one per machine) gives ${int(x.prediction.tps)} tx/s, bound by ${x.prediction.bound} (CPU ${int(x.prediction.cpuTps)}, disk ${int(x.prediction.diskTps)}, network ${int(x.prediction.networkTps)}); at G = 1, ${int(x.at_g1.tps)} tx/s, bound by ${x.at_g1.bound}. Where the model stops holding: docs/benchmarks.md.`,
   );
   return out;
 }
