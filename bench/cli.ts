@@ -57,6 +57,12 @@ export const TOOLS: Record<string, Tool> = {
     usage: '[--quick]  (VERDICT_OUTBOX_BENCH_MS sets the window)',
     about: 'outbox polling and CDC relays through NATS JetStream, beside the broker floor',
   },
+  groups: {
+    file: 'analysis/groups-run.ts',
+    usage: '[--quick] [--nodes 3,5] [--groups 1,2,4] [--clients 16,64]',
+    about:
+      'decision groups: peak, p50, CPU per transaction by process, fsyncs and messages per transaction at each G, leaders spread; the capacity model fitted to them',
+  },
   'cli-status': {
     file: 'analysis/cli-status-run.ts',
     usage: '--endpoints HOST:PORT,... [--runs N (20)] [--bin PATH]',

@@ -56,6 +56,8 @@ import { measureEtcdAnchor } from './scenarios/etcd-anchor.ts';
 import { measurePaired, type PairedFigures } from './scenarios/paired.ts';
 import { measureOutbox } from './scenarios/outbox.ts';
 import { measureSagas } from './scenarios/saga.ts';
+import { groupsPlan, measureGroups, type GroupsFigures } from './scenarios/groups.ts';
+import { withModel } from './analysis/groups-model.ts';
 import {
   commitId,
   cpuBounds,
@@ -731,6 +733,21 @@ async function main(): Promise<void> {
       progress(`${tag()} skipped outbox: ${(err as Error).message.split('\n')[0]}`);
     }
 
+    // Decision groups (bench/scenarios/groups.ts): G = 1, 2, 4 on 3 and 5 nodes, leaders spread, and the capacity
+    // model fitted to them.
+    progress(`${tag()} start groups: G = 1, 2, 4, leaders spread, memory participants; the capacity model`);
+    let groups: GroupsFigures | null = null;
+    try {
+      groups = withModel(await measureGroups(join(dir, 'groups'), { ...groupsPlan(QUICK), log: progress }));
+      const m = groups.model;
+      progress(
+        `${tag()} done  groups: ${groups.points.map((p) => `${p.nodes}x${p.groups} ${p.peak_tps} tx/s`).join(', ')}${m ? `; model for 9 × 16 cores: G = ${m.nine_by_16.groups}, ${Math.round(m.nine_by_16.prediction.tps)} tx/s (${m.nine_by_16.prediction.bound})` : ''}`,
+      );
+    } catch (err) {
+      // The rest of the run stands without it.
+      progress(`${tag()} skipped groups: ${(err as Error).message.split('\n')[0]}`);
+    }
+
     const failover = summarizeFailover(runs, FAILOVER_METHOD);
     const keys = summaryKeys(scenarios, floors);
     const finishedAt = new Date();
@@ -758,6 +775,7 @@ async function main(): Promise<void> {
       ),
       saga,
       outbox,
+      groups,
       anchors: { etcd: etcdAnchorFields(etcd) },
       paired,
       cli: { status_ms: cliStatus },

@@ -255,6 +255,8 @@ export interface BenchNode {
   address: string;
   configFile: string;
   child: Child | null;
+  /** host:port of its Prometheus metrics, when the cluster was started with them. */
+  metricsAddress?: string | null;
 }
 
 export interface Leader {
@@ -277,12 +279,21 @@ export class BenchCluster {
 
   /**
    * `logLevel`: of the nodes and participants ('info' for a failover timeline from their logs; 'warn' keeps measured
-   * runs quiet).
+   * runs quiet). `o.groups`: the decision groups the cluster is founded with (1); `o.metrics`: each node serves
+   * Prometheus metrics on a port of its own (metricsAddress); `o.config`: more keys of every node's config.
    */
-  static async start(dir: string, size: number, tag: string, logLevel = 'warn'): Promise<BenchCluster> {
+  static async start(
+    dir: string,
+    size: number,
+    tag: string,
+    logLevel = 'warn',
+    o: { groups?: number; metrics?: boolean; config?: Record<string, unknown> } = {},
+  ): Promise<BenchCluster> {
     mkdirSync(dir, { recursive: true });
     const clusterId = `bench-${tag}-${process.pid}`;
+    const groups = o.groups ?? 1;
     const ports = await freePorts(size);
+    const metricsPorts = o.metrics === true ? await freePorts(size) : [];
     const peers: Record<string, string> = {};
     ports.forEach((p, i) => (peers[`n${i + 1}`] = `127.0.0.1:${p}`));
     const nodes: BenchNode[] = [];
@@ -296,12 +307,16 @@ export class BenchCluster {
         ...NODE_TIMING,
         logLevel,
         insecure: true,
+        ...(groups === 1 ? {} : { groups }),
+        ...(metricsPorts.length > 0 ? { metricsListen: `127.0.0.1:${metricsPorts[nodes.length]}` } : {}),
+        ...o.config,
       };
       const configFile = join(dir, `${id}.json`);
       writeFileSync(configFile, JSON.stringify(cfg, null, 2) + '\n');
       // A new cluster is founded before its first start (what `verdict cluster init` does; docs/storage.md).
-      await foundDataDir(join(dir, cfg.dataDir), { clusterId, nodeId: id });
-      nodes.push({ id, address, configFile, child: null });
+      await foundDataDir(join(dir, cfg.dataDir), { clusterId, nodeId: id }, groups);
+      const metricsAddress = metricsPorts.length > 0 ? `127.0.0.1:${metricsPorts[nodes.length]}` : null;
+      nodes.push({ id, address, configFile, child: null, metricsAddress });
     }
     const c = new BenchCluster(dir, clusterId, nodes, logLevel);
     for (const n of nodes) c.startNode(n);

@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { msPerFlush } from '../harness/disk-flushes.ts';
 import type { LatencySummary } from '../harness/hist.ts';
 import { ROOT } from '../harness/procs.ts';
+import { groupsSection } from './groups-section.ts';
 import type { Results, Scenario } from './results.ts';
 import { lineChart, timelineChart, type Series, type TimelineRow } from './svg.ts';
 
@@ -803,6 +804,8 @@ export function markdown(r: Results, source: string): string {
       ),
     );
   }
+  // Decision groups (bench/scenarios/groups.ts), when measured.
+  if (r.groups) out.push(...groupsSection(r.groups, table));
   // Outbox (bench/scenarios/outbox.ts), when measured.
   if (r.outbox) {
     const o = r.outbox;

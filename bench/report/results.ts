@@ -131,6 +131,11 @@ export interface Results {
    * when skipped.
    */
   outbox?: import('../scenarios/outbox.ts').OutboxFigures | null;
+  /**
+   * Decision groups at G = 1, 2, 4 and the capacity model fitted to them (bench/scenarios/groups.ts); absent in older
+   * results files, null when the scenario failed.
+   */
+  groups?: import('../scenarios/groups.ts').GroupsFigures | null;
   /** Other systems measured in the same run on the same machine; absent in results files older than the anchor. */
   anchors?: { etcd: EtcdAnchorFields };
   /**

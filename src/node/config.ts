@@ -59,6 +59,12 @@ export interface NodeConfig {
    */
   groups: number;
   /**
+   * With more than one decision group, whether the leaders spread over the
+   * nodes (group g prefers node g mod N: src/node/group-host.ts); false by
+   * default for now, as docs/operations.md ("Decision groups") says why.
+   */
+  spreadLeaders: boolean;
+  /**
    * Where this node connects to reach a peer for Raft traffic, when that is
    * not the peer's address in `peers` (a proxy, a tunnel): id → host:port.
    * Clients and participants are still told the addresses in `peers`.
@@ -227,6 +233,7 @@ const KNOWN = [
   'tls',
   'join',
   'groups',
+  'spreadLeaders',
   'insecure',
   'requestBytesMax',
   'inFlightMax',
@@ -457,6 +464,13 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
       file,
       `${label('join')} is ${JSON.stringify(join)}: expected true (a new node joining a running cluster) or false`,
     );
+  const spreadLeaders =
+    o.spreadLeaders === 'true' ? true : o.spreadLeaders === 'false' ? false : (o.spreadLeaders ?? false);
+  if (typeof spreadLeaders !== 'boolean')
+    throw new ConfigError(
+      file,
+      `${label('spreadLeaders')} is ${JSON.stringify(spreadLeaders)}: expected true (spread the groups' leaders over the nodes) or false`,
+    );
   const parallelCommit =
     o.parallelCommit === 'true' ? true : o.parallelCommit === 'false' ? false : (o.parallelCommit ?? true);
   if (typeof parallelCommit !== 'boolean')
@@ -541,6 +555,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     tls,
     join,
     groups,
+    spreadLeaders,
     insecure,
     requestBytesMax,
     inFlightMax,

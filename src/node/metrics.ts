@@ -9,6 +9,8 @@ import { ABORT_CLASSES, type CoordinatorEngine } from '../commit/engine.ts';
 import { HEURISTIC_KINDS, type DecisionTable, type HeuristicKind } from '../commit/state.ts';
 import { Role } from '../raft/types.ts';
 import type { PersistBatch } from '../storage/types.ts';
+import type { GroupStorageStats } from '../storage/group-store.ts';
+import type { ExchangeCounts } from '../transport/participant-exchange.ts';
 import { packageVersion } from '../util/version.ts';
 import type { Driver } from './driver.ts';
 import type { Access } from '../transport/auth.ts';
@@ -38,6 +40,12 @@ export class NodeMetrics {
     table: () => DecisionTable | null;
     /** Refused inbound Raft batches and messages, by reason (src/transport/refusal-log.ts). */
     refusals?: () => ReadonlyMap<string, number>;
+    /** Raft messages handed to the peers' streams, every group together (src/transport/grpc.ts). */
+    raftSent?: () => { messages: number; batches: number; bytes: number };
+    /** PREPAREs and DECISIONs sent, votes and acks received (src/transport/participant-exchange.ts). */
+    participantExchange?: () => ExchangeCounts | null;
+    /** The shared storage writer's batches and syncs; null at one group (src/storage/group-store.ts). */
+    storage?: () => GroupStorageStats | null;
     /** Refused client-facing requests, by class (./limits.ts). */
     requestRefusals?: () => Refusals | null;
     /** Calls refused PERMISSION_DENIED, by role. */
@@ -201,6 +209,8 @@ export class NodeMetrics {
       },
     });
 
+    this.countsMetrics(src);
+
     this.persistSeconds = new Histogram({
       name: 'verdict_raft_persist_duration_seconds',
       help: 'Time from LogStore.persist to its callback: the entries appended to the segment file and synced, then the hard state and high-water mark in one LevelDB write (docs/storage.md); sync="true" when the batch had to be synced.',
@@ -341,6 +351,83 @@ export class NodeMetrics {
         mirror(this, eng()?.counters().decisionRetries ?? 0);
       },
     });
+  }
+
+  /**
+   * Counts of what the node sent and synced, read at scrape time: the cost of a transaction in messages and syncs
+   * (the decision groups benchmark, docs/benchmarks.md).
+   */
+  private countsMetrics(src: {
+    raftSent?: () => { messages: number; batches: number; bytes: number };
+    participantExchange?: () => ExchangeCounts | null;
+    storage?: () => GroupStorageStats | null;
+  }): void {
+    const r = this.registry;
+    const { raftSent, participantExchange, storage } = src;
+    if (raftSent !== undefined) {
+      const counter = (
+        name: string,
+        help: string,
+        read: (s: { messages: number; batches: number; bytes: number }) => number,
+      ): void => {
+        new Counter({
+          name,
+          help,
+          registers: [r],
+          collect() {
+            this.reset();
+            this.inc(read(raftSent()));
+          },
+        });
+      };
+      counter(
+        'verdict_raft_messages_sent_total',
+        'Raft messages this node handed to its peers, every decision group together.',
+        (s) => s.messages,
+      );
+      counter(
+        'verdict_raft_message_batches_sent_total',
+        'Batches those Raft messages went in: one write on a peer stream each.',
+        (s) => s.batches,
+      );
+      counter(
+        'verdict_raft_message_bytes_sent_total',
+        "Size of those Raft messages as the peer queue's bound counts it (an estimate of the encoded bytes).",
+        (s) => s.bytes,
+      );
+    }
+    if (participantExchange !== undefined)
+      new Counter({
+        name: 'verdict_participant_messages_total',
+        help: 'PREPARE and DECISION requests this node sent to participants (kind="request") and the votes and acks back (kind="answer"), and the gRPC messages they went in (unit="message"; a stream batch or a unary call) or each alone (unit="request").',
+        labelNames: ['kind', 'unit'],
+        registers: [r],
+        collect() {
+          const c = participantExchange();
+          if (c === null) return;
+          this.reset();
+          this.inc({ kind: 'request', unit: 'request' }, c.requests);
+          this.inc({ kind: 'request', unit: 'message' }, c.requestMessages);
+          this.inc({ kind: 'answer', unit: 'request' }, c.answers);
+          this.inc({ kind: 'answer', unit: 'message' }, c.answerMessages);
+        },
+      });
+    if (storage !== undefined)
+      new Counter({
+        name: 'verdict_storage_writes_total',
+        help: 'The shared storage writer of more than one decision group: its batches (what="batch"), the groups\' batches they carried (what="group_batch"), the segment log\'s fdatasyncs (what="segment_sync") and LevelDB\'s synced writes (what="state_sync"). Absent at one group, where verdict_raft_persist_duration_seconds_count{sync="true"} counts the same batches.',
+        labelNames: ['what'],
+        registers: [r],
+        collect() {
+          const st = storage();
+          if (st === null) return;
+          this.reset();
+          this.inc({ what: 'batch' }, st.batches);
+          this.inc({ what: 'group_batch' }, st.groupBatches);
+          this.inc({ what: 'segment_sync' }, st.segmentSyncs);
+          this.inc({ what: 'state_sync' }, st.levelSyncs);
+        },
+      });
   }
 
   /** One persisted batch: its latency, and (for a Ready, not a local snapshot) its entry count. */

@@ -362,6 +362,8 @@ async function compose(
     groups: groupCount,
     transport: transport.groupTransport,
     replica: (g, t) => replicaOf(g, groupCount === 1 ? transport : t),
+    spread: cfg.spreadLeaders ? {} : false,
+    onTransfer: (group, from, to) => log.info({ group, from, to }, 'handing a group over to its preferred leader'),
   });
   host = h;
   const zero = h.replica(0);
@@ -414,6 +416,8 @@ async function compose(
       core: c,
       sagas,
       raftRefusals: () => transport.refusals.totals(),
+      raftSent: () => transport.sent,
+      storage: () => storage.stats(),
       requestRefusals: refusals,
       access,
     });

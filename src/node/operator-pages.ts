@@ -28,6 +28,7 @@ import { CHART_EVERY_MS, CommitCharts } from '../console/charts.ts';
 import type { CommitAnswer } from './metrics.ts';
 import type { Access } from '../transport/auth.ts';
 import type { HistoryStore } from '../history/store.ts';
+import type { GroupStorageStats } from '../storage/group-store.ts';
 import { MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { NodeConfig } from './config.ts';
 import type { NodeCore } from './core.ts';
@@ -51,6 +52,10 @@ export interface MetricSources {
   requestRefusals: Refusals;
   /** Calls refused PERMISSION_DENIED, by role. */
   access: Access;
+  /** Raft messages sent to peers, every group together (src/transport/grpc.ts). */
+  raftSent?: () => { messages: number; batches: number; bytes: number };
+  /** The shared storage writer's batches and syncs; null at one group. */
+  storage?: () => GroupStorageStats | null;
 }
 
 export class OperatorPages {
@@ -187,6 +192,9 @@ export class OperatorPages {
       engine: () => core.engine,
       table: () => core.machine.table,
       refusals: src.raftRefusals,
+      raftSent: src.raftSent,
+      participantExchange: () => this.link?.exchangeCounts ?? null,
+      storage: src.storage,
       requestRefusals: () => src.requestRefusals,
       access: src.access,
       leadersSeen: () => this.leaders.leadersSeenTotal,

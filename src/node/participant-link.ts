@@ -15,7 +15,7 @@ import {
   type ParticipantMethod,
   type TxnStatus,
 } from '../domain/protocol.ts';
-import { ParticipantExchange } from '../transport/participant-exchange.ts';
+import { newExchangeCounts, ParticipantExchange } from '../transport/participant-exchange.ts';
 import { traceToMetadata, type TraceContext } from '../transport/trace-context.ts';
 
 /**
@@ -90,6 +90,8 @@ function channelKey(id: string, endpoint: string): string {
 
 export class ParticipantLink {
   private readonly clients = new Map<string, Channel>();
+  /** PREPAREs and DECISIONs sent and votes and acks received on every channel, since the node started. */
+  readonly exchangeCounts = newExchangeCounts();
 
   /**
    * `credentials`: TLS for participant `id` when the cluster uses TLS (its
@@ -120,7 +122,11 @@ export class ParticipantLink {
     }
     const { endpoint } = to;
     const client = new ParticipantClient(endpoint, this.credentials?.(to.id));
-    c = { client, exchange: new ParticipantExchange(client.channel, endpoint), unansweredSinceAtMs: 0 };
+    c = {
+      client,
+      exchange: new ParticipantExchange(client.channel, endpoint, this.exchangeCounts),
+      unansweredSinceAtMs: 0,
+    };
     this.clients.set(key, c);
     if (this.clients.size > CHANNELS_MAX) {
       const [oldest, oc] = this.clients.entries().next().value as [string, Channel];

@@ -144,6 +144,11 @@ export class GrpcTransport implements Transport {
   private peerIds: ReadonlySet<NodeId> = new Set();
   /** Refused inbound batches and messages: counted by reason, logged rate-limited. */
   readonly refusals: RefusalLog;
+  /**
+   * What this node handed to its peers' streams since it started, every group together: Raft messages, the batches
+   * they went in (one stream write each) and their size as the queue bounds count it (an estimate of the encoding).
+   */
+  readonly sent = { messages: 0, batches: 0, bytes: 0 };
 
   constructor(o: GrpcTransportOptions) {
     assert(o.clusterId !== '', 'transport has a cluster id');
@@ -263,6 +268,11 @@ export class GrpcTransport implements Transport {
       random: this.o.random ?? Math.random,
       logger: this.log,
       reportUnreachable: (peer) => this.reportUnreachable(peer),
+      onBatch: (messages, bytes) => {
+        this.sent.messages += messages;
+        this.sent.batches += 1;
+        this.sent.bytes += bytes;
+      },
     });
   }
 

@@ -46,6 +46,22 @@ const BATCH_REQUESTS_MAX = 512;
 /** How often deadlines are checked while requests are pending. */
 const SWEEP_MS = 50;
 
+/**
+ * What the leader's exchanges sent and received: PREPARE and DECISION requests and the messages they went in (a
+ * batch on the stream, or a unary call), and the votes and acks that came back and the messages they came in. One
+ * object may count for every exchange of a node.
+ */
+export interface ExchangeCounts {
+  requests: number;
+  requestMessages: number;
+  answers: number;
+  answerMessages: number;
+}
+
+export function newExchangeCounts(): ExchangeCounts {
+  return { requests: 0, requestMessages: 0, answers: 0, answerMessages: 0 };
+}
+
 export class ParticipantExchange {
   /** Each request carries its vote (a prepare) or ack (a decision); its id is the stream's to give. */
   private readonly stream: RequestStream<
@@ -59,11 +75,17 @@ export class ParticipantExchange {
   constructor(
     private readonly client: grpc.Client,
     endpoint: string,
+    private readonly counts: ExchangeCounts = newExchangeCounts(),
   ) {
     this.stream = new RequestStream(client, {
       method: participantService.Exchange as grpc.MethodDefinition<ExchangeBatch, AnswerBatch>,
-      batch: (requests) => ({ requests: requests.map(({ id, req }) => ({ ...req, id })) }),
+      batch: (requests) => {
+        this.counted(requests.length);
+        return { requests: requests.map(({ id, req }) => ({ ...req, id })) };
+      },
       answers: (msg) => {
+        counts.answers += msg.answers.length;
+        counts.answerMessages += 1;
         // The participant said it is closing (its last message), or answered again since.
         if (msg.closing) this.closedAtMs = Date.now();
         else if (msg.answers.length > 0) this.closedAtMs = null;
@@ -85,6 +107,7 @@ export class ParticipantExchange {
         return { value: res };
       },
       unary: (req, timeoutMs) => {
+        this.counted(1, true);
         if (req.prepare) return unaryCall(client, participantService.Prepare, req.prepare, timeoutMs);
         assert(req.decision, 'exchange request without a body');
         return unaryCall(client, participantService.Decide, req.decision, timeoutMs);
@@ -112,9 +135,21 @@ export class ParticipantExchange {
    * PREPARE goes as a unary call, whose metadata is its own: a message on
    * the shared stream has none.
    */
+  /** A message of `requests` requests went out (a unary call's answer is counted as one message back). */
+  private counted(requests: number, unary = false): void {
+    this.counts.requests += requests;
+    this.counts.requestMessages += 1;
+    if (unary) {
+      this.counts.answers += 1;
+      this.counts.answerMessages += 1;
+    }
+  }
+
   prepare(req: PrepareRequest, timeoutMs: number, cb: Answer<VoteMessage>, metadata?: grpc.Metadata): void {
-    if (metadata !== undefined)
+    if (metadata !== undefined) {
+      this.counted(1, true);
       return settle(unaryCall(this.client, participantService.Prepare, req, timeoutMs, metadata), cb);
+    }
     this.stream.send({ id: 0, prepare: req }, timeoutMs, cb as Answer<VoteMessage | Ack>);
   }
 
@@ -123,8 +158,10 @@ export class ParticipantExchange {
    * with `metadata`, a unary call as for prepare.
    */
   decide(req: DecideRequest, timeoutMs: number, cb: Answer<Ack>, lingerMs = 0, metadata?: grpc.Metadata): void {
-    if (metadata !== undefined)
+    if (metadata !== undefined) {
+      this.counted(1, true);
       return settle(unaryCall(this.client, participantService.Decide, req, timeoutMs, metadata), cb);
+    }
     this.stream.send({ id: 0, decision: req }, timeoutMs, cb as Answer<VoteMessage | Ack>, lingerMs);
   }
 

@@ -33,6 +33,8 @@ export interface PeerLinkOptions {
   logger: Logger;
   /** Must not call back into the Raft core synchronously; the transport defers it. */
   reportUnreachable: (peer: NodeId) => void;
+  /** Counts what is handed to the stream (one batch of `messages` Raft messages, about `bytes` bytes). */
+  onBatch?: (messages: number, bytes: number) => void;
 }
 
 export class PeerLink {
@@ -136,6 +138,7 @@ export class PeerLink {
     const taken = this.queue.splice(0, n);
     this.queueBytes -= bytes;
     assert(this.queueBytes >= 0, 'queueBytes stays non-negative');
+    this.o.onBatch?.(n, bytes);
     if (this.groupsQueued.length === 0)
       return { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: taken.map(toWire) };
     const groups = this.groupsQueued.splice(0, n);

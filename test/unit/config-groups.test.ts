@@ -29,3 +29,18 @@ describe('the groups key', () => {
       );
   });
 });
+
+describe('the spreadLeaders key', () => {
+  it('is off when absent and takes true or false, from the file or a --set flag', () => {
+    expect(parseConfig(N1_CONFIG, FILE).spreadLeaders).toBe(false);
+    expect(parseConfig({ ...N1_CONFIG, groups: 4, spreadLeaders: true }, FILE).spreadLeaders).toBe(true);
+    expect(parseConfig(N1_CONFIG, FILE, { sets: ['spreadLeaders=true'] }).spreadLeaders).toBe(true);
+    expect(parseConfig(N1_CONFIG, FILE, { sets: ['spreadLeaders=false'] }).spreadLeaders).toBe(false);
+  });
+
+  it('refuses anything but a boolean, naming the key', () => {
+    expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, spreadLeaders: 'yes' }, FILE))).toMatch(
+      /"spreadLeaders".*expected true/,
+    );
+  });
+});

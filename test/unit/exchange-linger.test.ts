@@ -4,7 +4,11 @@
 // gRPC on loopback; the participant's side records every batch it receives.
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ParticipantExchange } from '../../src/transport/participant-exchange.ts';
+import {
+  newExchangeCounts,
+  ParticipantExchange,
+  type ExchangeCounts,
+} from '../../src/transport/participant-exchange.ts';
 import { participantService, type AnswerBatch, type ExchangeBatch } from '../../src/transport/participant-rpc.ts';
 
 interface Received {
@@ -22,7 +26,7 @@ afterEach(() => {
 });
 
 /** A participant that answers every request at once and records each batch message: when, and what it carried. */
-async function participant(): Promise<{ exchange: ParticipantExchange; received: Received[] }> {
+async function participant(): Promise<{ exchange: ParticipantExchange; received: Received[]; counts: ExchangeCounts }> {
   const received: Received[] = [];
   const server = new grpc.Server();
   const unimplemented = (_call: unknown, cb: grpc.sendUnaryData<unknown>): void =>
@@ -57,7 +61,8 @@ async function participant(): Promise<{ exchange: ParticipantExchange; received:
   );
   const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   clients.add(client);
-  return { exchange: new ParticipantExchange(client, `127.0.0.1:${port}`), received };
+  const counts = newExchangeCounts();
+  return { exchange: new ParticipantExchange(client, `127.0.0.1:${port}`, counts), received, counts };
 }
 
 const prepare = (txnId: string) => ({
@@ -92,6 +97,22 @@ describe('Participant.Exchange: a DECISION with a linger', () => {
     const vote = answered((cb) => exchange.prepare(prepare('t2'), 1000, cb));
     await Promise.all([ack, vote]);
     expect(received.map((r) => r.kinds)).toEqual([['decision:t1', 'prepare:t2']]);
+  });
+
+  it('counts the requests and the messages they went in, and the answers back (verdict_participant_messages_total)', async () => {
+    const { exchange, received, counts } = await participant();
+    await answered((cb) => exchange.prepare(prepare('t0'), 1000, cb));
+    const both = [
+      answered((cb) => exchange.decide(decision('t1'), 1000, cb)),
+      answered((cb) => exchange.prepare(prepare('t2'), 1000, cb)),
+    ];
+    await Promise.all(both);
+    const messages = received.length;
+    expect(counts.requests).toBe(3);
+    expect(counts.requestMessages).toBe(messages);
+    expect(counts.answers).toBe(3);
+    expect(counts.answerMessages).toBeGreaterThanOrEqual(1);
+    expect(counts.answerMessages).toBeLessThanOrEqual(3);
   });
 
   it('goes alone once its linger has passed when no other request comes', async () => {

@@ -261,6 +261,10 @@ describe('GrpcTransport', () => {
     // 400 KiB each under a 1 MiB limit: two per batch.
     expect(b.batches).toEqual([2, 2, 2, 2, 2]);
     expect(b.received.map((m) => m.index)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // What the sender counts (the metrics verdict_raft_messages_sent_total and …_batches_sent_total): what went out.
+    expect(a.transport.sent.messages).toBe(10);
+    expect(a.transport.sent.batches).toBe(5);
+    expect(a.transport.sent.bytes).toBeGreaterThan(10 * 400 * 1024);
     // Compared as buffers: an element-wise deep equal of 400 KiB is slow.
     expect(Buffer.from(b.received[9].entries[0].data).equals(bytes(400 * 1024, 10))).toBe(true);
   });
