@@ -283,7 +283,7 @@ async function listHistory(
   if (json) return printJson(page);
   for (const n of historyNotes(page)) process.stderr.write(`verdict: ${printable(n)}\n`);
   if (page.records.length === 0) print(`(no transactions decided in that range in node ${page.nodeId}'s history)`);
-  else table(historyRows(page.records));
+  else table(historyRows(page.records, page.groups));
   if (page.truncated) print(`(more matched: narrow the range or raise --limit, at most ${HISTORY_LIMIT_MAX})`);
 }
 
@@ -459,7 +459,7 @@ async function show(client: VerdictClient, args: string[], addrs: string[]): Pro
     if ('unread' in page) print(`history      not read: ${page.unread}`);
     else for (const n of historyNotes(page)) print(n);
     if (h !== undefined) {
-      const { lines, tables } = historyLines(h, page.nodeId);
+      const { lines, tables } = historyLines(h, page.nodeId, 'groups' in page ? page.groups : 1);
       print('');
       for (const l of lines) print(l);
       for (const rows of tables) {

@@ -27,7 +27,7 @@ import { ProtocolGaps } from './protocol-gaps.ts';
 import { CHART_EVERY_MS, CommitCharts } from '../console/charts.ts';
 import type { CommitAnswer } from './metrics.ts';
 import type { Access } from '../transport/auth.ts';
-import type { HistoryStore } from '../history/store.ts';
+import type { GroupHistories } from './history-groups.ts';
 import { MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { NodeConfig } from './config.ts';
 import type { NodeCore } from './core.ts';
@@ -68,7 +68,7 @@ export class OperatorPages {
   sagaMetrics: SagaMetrics | null = null;
   private core: NodeCore | null = null;
   private link: ParticipantLink | null = null;
-  private history: HistoryStore | null = null;
+  private history: GroupHistories | null = null;
   private sagas: ConsoleSagas | undefined;
   private leases: (() => ConsoleLeases) | undefined;
   private readonly peerHealth: PeerHealth | null;
@@ -137,7 +137,7 @@ export class OperatorPages {
   show(
     core: NodeCore,
     link: ParticipantLink,
-    history: HistoryStore | null = null,
+    history: GroupHistories | null = null,
     groupCores: readonly NodeCore[] = [core],
   ): void {
     this.groupCores = groupCores;
