@@ -224,11 +224,16 @@ async function list(client: VerdictClient, args: string[], addrs: string[]): Pro
     }[chosen[0]?.[0] ?? ''] as string | undefined;
     return print(what ? `(no transactions ${what})` : '(no transactions)');
   }
-  const rows = [['TXN', 'OUTCOME', 'PHASE', 'AGE', 'DECISION', 'PARTICIPANTS', 'HEURISTIC', 'REASON']];
+  // With decision groups, each transaction's group after its id.
+  const grouped = client.connection.routes.groups > 1;
+  const rows = [
+    ['TXN', ...(grouped ? ['GROUP'] : []), 'OUTCOME', 'PHASE', 'AGE', 'DECISION', 'PARTICIPANTS', 'HEURISTIC', 'REASON'],
+  ];
   for (const t of txns) {
     const ps = t.participants.map((p) => `${p.participantId}:${p.vote || '-'}${p.acked ? '+ack' : ''}`).join(',');
     rows.push([
       t.txnId,
+      ...(grouped ? [String(t.group)] : []),
       t.outcome,
       t.phase,
       age(t.ageMs),
