@@ -128,11 +128,7 @@ export function removalText(a: { operator: string; atMs: number; reason: string 
 }
 
 /** The lines of `txn show`'s history part. */
-export function historyLines(
-  r: HistoryRecord,
-  nodeId: string,
-  groups = 1,
-): { lines: string[]; tables: string[][][] } {
+export function historyLines(r: HistoryRecord, nodeId: string, groups = 1): { lines: string[]; tables: string[][][] } {
   const lines = [
     `history      on node ${nodeId}${groups > 1 ? ` (group ${r.group})` : ''}: ${historyOutcome(r.outcome)} at ${iso(r.decidedAtMs)} (decision index ${r.decisionIndex || '-'})` +
       (r.forgottenIndex

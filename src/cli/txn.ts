@@ -227,7 +227,17 @@ async function list(client: VerdictClient, args: string[], addrs: string[]): Pro
   // With decision groups, each transaction's group after its id.
   const grouped = client.connection.routes.groups > 1;
   const rows = [
-    ['TXN', ...(grouped ? ['GROUP'] : []), 'OUTCOME', 'PHASE', 'AGE', 'DECISION', 'PARTICIPANTS', 'HEURISTIC', 'REASON'],
+    [
+      'TXN',
+      ...(grouped ? ['GROUP'] : []),
+      'OUTCOME',
+      'PHASE',
+      'AGE',
+      'DECISION',
+      'PARTICIPANTS',
+      'HEURISTIC',
+      'REASON',
+    ],
   ];
   for (const t of txns) {
     const ps = t.participants.map((p) => `${p.participantId}:${p.vote || '-'}${p.acked ? '+ack' : ''}`).join(',');
