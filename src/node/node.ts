@@ -421,6 +421,7 @@ async function compose(
     await pages.loadMetrics({
       core: c,
       sagas,
+      groupSagas: h.replicas.map((r) => r.sagas),
       raftRefusals: () => transport.refusals.totals(),
       requestRefusals: refusals,
       access,

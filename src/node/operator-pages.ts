@@ -51,6 +51,8 @@ export interface MetricSources {
   requestRefusals: Refusals;
   /** Calls refused PERMISSION_DENIED, by role. */
   access: Access;
+  /** Every decision group's saga product, group 0's first (absent: one group, `sagas`). */
+  groupSagas?: readonly SagaService[];
 }
 
 export class OperatorPages {
@@ -157,17 +159,30 @@ export class OperatorPages {
     this.charts.observeLatency(seconds * 1000);
   }
 
+  /** One sample of the charts: summed over every decision group; in doubt and unacked over the groups this node leads. */
   private sampleCharts(): void {
-    const c = this.core;
-    if (c === null) return;
-    const e = c.engine;
-    const counters = e.counters();
+    if (this.core === null) return;
+    const cores = this.groupCores.length > 0 ? this.groupCores : [this.core];
+    let committed = 0;
+    const aborted: Record<string, number> = {};
+    let inDoubt = 0;
+    let unacked = 0;
+    for (const c of cores) {
+      const e = c.engine;
+      const counters = e.counters();
+      committed += counters.committed;
+      for (const [k, v] of Object.entries(counters.aborted)) aborted[k] = (aborted[k] ?? 0) + v;
+      if (!e.isLeader()) continue;
+      inDoubt += e.list('in-doubt', IN_DOUBT_COUNTED_MAX).length;
+      unacked += e.phases().delivering;
+    }
     this.charts.sample(Date.now(), {
-      committed: counters.committed,
-      aborted: { ...counters.aborted },
-      inDoubt: e.isLeader() ? e.list('in-doubt', IN_DOUBT_COUNTED_MAX).length : 0,
-      unacked: e.isLeader() ? e.phases().delivering : 0,
-      leader: e.isLeader(),
+      committed,
+      aborted: aborted as ReturnType<NodeCore['engine']['counters']>['aborted'],
+      inDoubt,
+      unacked,
+      // The page's "leader" line: this node leads some group (group 0's, with one group).
+      leader: cores.some((c) => c.engine.isLeader()),
     });
   }
 
@@ -192,12 +207,17 @@ export class OperatorPages {
       leadersSeen: () => this.leaders.leadersSeenTotal,
       unimplemented: () => this.gaps.counts(),
       dataDir: this.cfg.dataDir,
+      groups: () =>
+        this.groupCores.map((g) => ({ engine: g.engine, table: g.machine.table, driver: g.driver as Driver<unknown> })),
       ...(this.cfg.tls === null ? {} : { certificateNotAfterAtMs: certificateNotAfterAtMs(this.cfg.tls.cert) }),
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
     this.sagaMetrics = new SagaMetrics(this.metrics.registry, {
       engine: () => src.sagas.engine,
       table: () => src.sagas.table,
+      ...(src.groupSagas !== undefined
+        ? { groups: () => (src.groupSagas ?? []).map((w) => ({ engine: w.engine, table: w.table })) }
+        : {}),
     });
     const m = this.metricsServer;
     if (m && this.cfg.tls === null)
