@@ -381,7 +381,11 @@ async function compose(
     groupHistories,
     h.replicas.map((r) => r.core),
   );
-  pages.showProducts(sagas, products.leases);
+  pages.showProducts(
+    sagas,
+    products.leases,
+    h.replicas.map((r) => r.sagas),
+  );
 
   const refusals = new Refusals(log);
   transport.register(server);

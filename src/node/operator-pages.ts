@@ -40,6 +40,7 @@ import { transferLeadership, transferWaitMs } from './raft-node-service.ts';
 import type { SagaMetrics } from './saga-metrics.ts';
 import type { SagaService } from './saga-service.ts';
 import { StartupError } from './startup-error.ts';
+import { groupOf } from '../domain/group.ts';
 
 /** Where the metrics read from, once the node runs. */
 export interface MetricSources {
@@ -186,9 +187,18 @@ export class OperatorPages {
     });
   }
 
-  /** From now on the console shows these products: sagas (list, one saga, retry, resolve) and leases. */
-  showProducts(sagas: SagaService, leases: LeaseTable): void {
-    this.sagas = consoleSagas(sagas);
+  /**
+   * From now on the console shows these products: sagas (list, one saga, retry, resolve) and leases; `groupSagas`,
+   * every decision group's saga product (group 0's first), when there is more than one.
+   */
+  showProducts(sagas: SagaService, leases: LeaseTable, groupSagas: readonly SagaService[] = [sagas]): void {
+    this.sagas =
+      groupSagas.length > 1 && this.groupCores.length === groupSagas.length
+        ? groupedSagas(
+            groupSagas,
+            this.groupCores.map((c) => c.driver),
+          )
+        : consoleSagas(sagas);
     this.leases = () => ({ clockAtMs: leases.clockAtMs, leases: [...leases.leases.values()].map((l) => ({ ...l })) });
   }
 
@@ -260,7 +270,18 @@ export class OperatorPages {
       transferLeader: (to, timeoutMs) => transferLeadership(this.cfg, driver, to, timeoutMs),
       ...(this.sagas !== undefined ? { sagas: this.sagas } : {}),
       ...(this.leases !== undefined ? { leases: this.leases } : {}),
-      ...(this.groupCores.length > 1 ? { groups: () => this.groupCores.map((g, group) => groupRow(group, g)) } : {}),
+      ...(this.groupCores.length > 1
+        ? {
+            groups: () => this.groupCores.map((g, group) => groupRow(group, g)),
+            groupViews: () =>
+              this.groupCores.map((g, group) => ({
+                group,
+                driver: g.driver as Driver<unknown>,
+                engine: g.engine,
+                table: g.machine.table,
+              })),
+          }
+        : {}),
     };
   }
 }
@@ -322,6 +343,31 @@ function consoleSagas(w: SagaService): ConsoleSagas {
     },
     retry: (id, operator, reason) => act((cb) => w.engine.retry(id, operator, reason, cb)),
     resolve: (id, step, as, operator, reason) => act((cb) => w.engine.resolve(id, step, as, operator, reason, cb)),
+  };
+}
+
+/**
+ * The saga product of every decision group as the console reads it: a list
+ * of every group's sagas (each with its group), one saga and its acts from
+ * the group that decides it (groupOf of its id), whose leader acts on it.
+ */
+function groupedSagas(
+  ws: readonly SagaService[],
+  drivers: readonly Pick<Driver<unknown>, 'leader' | 'isLeader'>[],
+): ConsoleSagas {
+  const each = ws.map(consoleSagas);
+  const of = (id: string): number => groupOf(id, ws.length);
+  return {
+    isLeader: () => ws.every((w) => w.engine.isLeader()),
+    list: () =>
+      each.flatMap((c, group) => c.list().map((x) => ({ ...x, group }))).sort((a, b) => a.startedAtMs - b.startedAtMs),
+    get: (id) => {
+      const x = each[of(id)].get(id);
+      return x === null ? null : { ...x, group: of(id) };
+    },
+    driverOf: (id) => drivers[of(id)],
+    retry: (id, operator, reason) => each[of(id)].retry(id, operator, reason),
+    resolve: (id, step, as, operator, reason) => each[of(id)].resolve(id, step, as, operator, reason),
   };
 }
 
