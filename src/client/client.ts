@@ -257,7 +257,8 @@ export class VerdictClient {
       txnId: options.txnId ?? '',
     };
     const routes = this.connection.routes;
-    if (request.txnId === '' && !routes.known) await this.connection.connect(call);
+    // The groups, once per client; a node that cannot say (one of an older version) is listed as a cluster of one group.
+    if (request.txnId === '' && !routes.known) await this.connection.connect(call).catch(() => undefined);
     if (request.txnId !== '' || routes.groups === 1)
       return this.transactionInfos((await this.connection.call('ListTransactions', request, call)).transactions);
     // Decision groups: what a group's leader tracks is that leader's to say, so each group is asked of its own leader,
