@@ -257,7 +257,7 @@ export class VerdictClient {
       txnId: options.txnId ?? '',
     };
     const routes = this.connection.routes;
-    // The groups, once per client; a node that cannot say (one of an older version) is listed as a cluster of one group.
+    // The groups, once per client; a node that cannot say (an older version) is listed as a cluster of one group.
     if (request.txnId === '' && !routes.known) await this.connection.connect(call).catch(() => undefined);
     if (request.txnId !== '' || routes.groups === 1)
       return this.transactionInfos((await this.connection.call('ListTransactions', request, call)).transactions);

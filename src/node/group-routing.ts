@@ -249,7 +249,7 @@ export function routeSagas(perGroupTyped: readonly SagasHandlers[]): SagasHandle
   return out as unknown as SagasHandlers;
 }
 
-/** A page token of a listing over groups: the group the page is in, a dot, and that group's own token ('' its first). */
+/** A listing's page token over groups: the group of the page, a dot, and that group's own token ('' its first). */
 const GROUP_PAGE_TOKEN = /^(\d{1,2})\.(\d{0,16})$/;
 
 /**

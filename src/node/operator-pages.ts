@@ -160,7 +160,7 @@ export class OperatorPages {
     this.charts.observeLatency(seconds * 1000);
   }
 
-  /** One sample of the charts: summed over every decision group; in doubt and unacked over the groups this node leads. */
+  /** One sample of the charts, summed over every group; in doubt and unacked over the groups this node leads. */
   private sampleCharts(): void {
     if (this.core === null) return;
     const cores = this.groupCores.length > 0 ? this.groupCores : [this.core];
