@@ -385,6 +385,7 @@ async function compose(
     sagas,
     products.leases,
     h.replicas.map((r) => r.sagas),
+    h.replicas.map((r) => r.leases),
   );
 
   const refusals = new Refusals(log);

@@ -191,7 +191,12 @@ export class OperatorPages {
    * From now on the console shows these products: sagas (list, one saga, retry, resolve) and leases; `groupSagas`,
    * every decision group's saga product (group 0's first), when there is more than one.
    */
-  showProducts(sagas: SagaService, leases: LeaseTable, groupSagas: readonly SagaService[] = [sagas]): void {
+  showProducts(
+    sagas: SagaService,
+    leases: LeaseTable,
+    groupSagas: readonly SagaService[] = [sagas],
+    groupLeases: readonly LeaseTable[] = [leases],
+  ): void {
     this.sagas =
       groupSagas.length > 1 && this.groupCores.length === groupSagas.length
         ? groupedSagas(
@@ -199,7 +204,10 @@ export class OperatorPages {
             this.groupCores.map((c) => c.driver),
           )
         : consoleSagas(sagas);
-    this.leases = () => ({ clockAtMs: leases.clockAtMs, leases: [...leases.leases.values()].map((l) => ({ ...l })) });
+    this.leases =
+      groupLeases.length > 1
+        ? () => groupedLeases(groupLeases)
+        : () => ({ clockAtMs: leases.clockAtMs, leases: [...leases.leases.values()].map((l) => ({ ...l })) });
   }
 
   /** Loads prom-client and the node's metrics (after start-up: see the top of this file). */
@@ -343,6 +351,21 @@ function consoleSagas(w: SagaService): ConsoleSagas {
     },
     retry: (id, operator, reason) => act((cb) => w.engine.retry(id, operator, reason, cb)),
     resolve: (id, step, as, operator, reason) => act((cb) => w.engine.resolve(id, step, as, operator, reason, cb)),
+  };
+}
+
+/**
+ * Every decision group's leases as one table: each group keeps its own
+ * cluster clock (the time its leader logged last), so a lease's expiry is
+ * told on group 0's clock, as far from it as from its own group's.
+ */
+function groupedLeases(tables: readonly LeaseTable[]): ConsoleLeases {
+  const clockAtMs = tables[0].clockAtMs;
+  return {
+    clockAtMs,
+    leases: tables.flatMap((t) =>
+      [...t.leases.values()].map((l) => ({ ...l, expiresAtMs: l.expiresAtMs - t.clockAtMs + clockAtMs })),
+    ),
   };
 }
 

@@ -125,6 +125,12 @@ describe('what an operator sees of four decision groups', () => {
         sagas.set(waiting, g);
         running.push(waiting);
       }
+      // A lease in every group (placed by its name).
+      const leases = idsInEveryGroup(`vl-${c.clusterId}`, 1).map(([name]) => name);
+      for (const name of leases) {
+        const r = await client.connection.call('AcquireLease', { name, holder: 'relay-a', epoch: 0, ttlMs: 600_000 });
+        expect(r.granted).toBe(true);
+      }
       // Begun and left open in every group: what the groups' leaders track in flight.
       const open = idsInEveryGroup(`vo-${c.clusterId}`, 1).map(([id]) => id);
       for (const id of open) await client.begin({ txnId: id, timeoutMs: 120_000 });
@@ -226,6 +232,11 @@ describe('what an operator sees of four decision groups', () => {
         for (const id of running) expect(sp2.sagas.find((x) => x.sagaId === id)?.group, id).toBe(sagas.get(id));
         const ps = await json<{ groupCount: number; participants: { id: string }[] }>(n, '/api/participants');
         expect(ps.groupCount).toBe(GROUPS);
+        const ls = await waitFor(`${n.id} shows every lease`, WAIT_MS, async () => {
+          const r = await json<{ leases: { name: string; live: boolean }[] }>(n, '/api/leases');
+          return leases.every((name) => r.leases.some((l) => l.name === name && l.live)) ? r : undefined;
+        });
+        expect(ls.leases.filter((l) => leases.includes(l.name))).toHaveLength(GROUPS);
       };
 
       for (const n of [lead0, follower]) await check(n, false);
