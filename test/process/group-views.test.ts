@@ -128,7 +128,7 @@ describe('what an operator sees of four decision groups', () => {
       // A lease in every group (placed by its name).
       const leases = idsInEveryGroup(`vl-${c.clusterId}`, 1).map(([name]) => name);
       for (const name of leases) {
-        const r = await client.connection.call('AcquireLease', { name, holder: 'relay-a', epoch: 0, ttlMs: 600_000 });
+        const r = await client.connection.call('AcquireLease', { name, holder: 'relay-a', epoch: 0, ttlMs: 300_000 });
         expect(r.granted).toBe(true);
       }
       // Begun and left open in every group: what the groups' leaders track in flight.
