@@ -84,6 +84,17 @@ function leaderLink(ref, hash, text) {
 /** A forgotten decision keeps no time (its age reads 0): shown as unknown rather than as new. */
 const ageOf = (t) => (t.phase === 'decided' && t.ageMs === 0 ? '—' : age(t.ageMs));
 
+/**
+ * With decision groups (the answer's items carry `group`): a "group" column after the first, else the table as it is.
+ */
+function withGroup(items, headers, rows) {
+  if (!items.some((x) => typeof x.group === 'number')) return [headers, rows];
+  return [
+    [headers[0], 'group', ...headers.slice(1)],
+    rows.map((row, i) => [row[0], String(items[i].group ?? ''), ...row.slice(1)]),
+  ];
+}
+
 function table(caption, headers, rows, empty) {
   if (rows.length === 0) return el('p', { class: 'muted', text: empty });
   return el(
@@ -302,8 +313,11 @@ const pages = {
         : '',
       table(
         `${r.filter} transactions on ${r.nodeId}, oldest first`,
-        ['id', 'phase', 'outcome', 'age', 'participants', 'decision index', 'heuristics / resolutions'],
-        rows,
+        ...withGroup(
+          r.transactions,
+          ['id', 'phase', 'outcome', 'age', 'participants', 'decision index', 'heuristics / resolutions'],
+          rows,
+        ),
         `no ${r.filter} transactions`,
       ),
     );
@@ -620,8 +634,7 @@ Object.assign(pages, {
         : '',
       table(
         `${r.filter} sagas on ${r.nodeId}, oldest first`,
-        ['id', 'type', 'state', 'steps', 'stuck', 'last error', 'started', 'labels'],
-        rows,
+        ...withGroup(r.sagas, ['id', 'type', 'state', 'steps', 'stuck', 'last error', 'started', 'labels'], rows),
         `no ${r.filter} sagas`,
       ),
     );
@@ -914,13 +927,18 @@ Object.assign(pages, {
       ...r.lacks.map((l) =>
         el('p', {
           class: 'note',
-          text: `This node's history lacks log entries ${l.firstIndex}–${l.lastIndex}: it installed a snapshot covering them (ask another node).`,
+          text: `This node's history lacks ${r.groups > 1 ? `group ${l.group}'s ` : ''}log entries ${l.firstIndex}–${l.lastIndex}: it installed a snapshot covering them (ask another node).`,
         }),
       ),
       table(
         `Node ${r.nodeId}'s history, newest first (it keeps records back to ${time(r.oldestAtMs)}; ${Math.round(r.bytes / 1024)} KiB)`,
-        ['id', 'kind', 'outcome', 'at', 'participants / steps', 'reason, acts / type, labels'],
-        rows,
+        ...(r.groups > 1
+          ? withGroup(
+              r.records,
+              ['id', 'kind', 'outcome', 'at', 'participants / steps', 'reason, acts / type, labels'],
+              rows,
+            )
+          : [['id', 'kind', 'outcome', 'at', 'participants / steps', 'reason, acts / type, labels'], rows]),
         'nothing in that range',
       ),
       r.truncated

@@ -47,7 +47,7 @@ export function historyNotes(page: HistoryPageWire): string[] {
     );
   for (const r of page.lacks)
     notes.push(
-      `node ${page.nodeId}'s history lacks log entries ${r.firstIndex}-${r.lastIndex}: it installed a snapshot covering them (ask another node)`,
+      `node ${page.nodeId}'s history lacks ${page.groups > 1 ? `group ${r.group}'s ` : ''}log entries ${r.firstIndex}-${r.lastIndex}: it installed a snapshot covering them (ask another node)`,
     );
   return notes;
 }
@@ -59,8 +59,19 @@ export function historyOutcome(decision: string): string {
   return decision === '' ? 'UNDECIDED' : decision;
 }
 
-/** The rows of `txn list` in history mode. */
-export function historyRows(records: readonly HistoryRecord[]): string[][] {
+/** The rows of `txn list` in history mode; with more than one decision group, a GROUP column after the id. */
+export function historyRows(records: readonly HistoryRecord[], groups = 1): string[][] {
+  const rows = withGroups(records, groups, historyRowsOf(records));
+  return rows;
+}
+
+/** A GROUP column after the first, from each record's group, when the cluster has more than one. */
+function withGroups(records: readonly HistoryRecord[], groups: number, rows: string[][]): string[][] {
+  if (groups <= 1) return rows;
+  return rows.map((row, i) => [row[0], i === 0 ? 'GROUP' : String(records[i - 1].group), ...row.slice(1)]);
+}
+
+function historyRowsOf(records: readonly HistoryRecord[]): string[][] {
   const rows = [['TXN', 'OUTCOME', 'DECIDED AT', 'INDEX', 'PARTICIPANTS', 'ACKED', 'ACTS', 'REASON']];
   for (const r of records) {
     if (r.saga) {
@@ -117,9 +128,9 @@ export function removalText(a: { operator: string; atMs: number; reason: string 
 }
 
 /** The lines of `txn show`'s history part. */
-export function historyLines(r: HistoryRecord, nodeId: string): { lines: string[]; tables: string[][][] } {
+export function historyLines(r: HistoryRecord, nodeId: string, groups = 1): { lines: string[]; tables: string[][][] } {
   const lines = [
-    `history      on node ${nodeId}: ${historyOutcome(r.outcome)} at ${iso(r.decidedAtMs)} (decision index ${r.decisionIndex || '-'})` +
+    `history      on node ${nodeId}${groups > 1 ? ` (group ${r.group})` : ''}: ${historyOutcome(r.outcome)} at ${iso(r.decidedAtMs)} (decision index ${r.decisionIndex || '-'})` +
       (r.forgottenIndex
         ? `; every participant acknowledged by about ${iso(r.forgottenAtMs)} (index ${r.forgottenIndex})`
         : ''),

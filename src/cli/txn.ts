@@ -224,11 +224,26 @@ async function list(client: VerdictClient, args: string[], addrs: string[]): Pro
     }[chosen[0]?.[0] ?? ''] as string | undefined;
     return print(what ? `(no transactions ${what})` : '(no transactions)');
   }
-  const rows = [['TXN', 'OUTCOME', 'PHASE', 'AGE', 'DECISION', 'PARTICIPANTS', 'HEURISTIC', 'REASON']];
+  // With decision groups, each transaction's group after its id.
+  const grouped = client.connection.routes.groups > 1;
+  const rows = [
+    [
+      'TXN',
+      ...(grouped ? ['GROUP'] : []),
+      'OUTCOME',
+      'PHASE',
+      'AGE',
+      'DECISION',
+      'PARTICIPANTS',
+      'HEURISTIC',
+      'REASON',
+    ],
+  ];
   for (const t of txns) {
     const ps = t.participants.map((p) => `${p.participantId}:${p.vote || '-'}${p.acked ? '+ack' : ''}`).join(',');
     rows.push([
       t.txnId,
+      ...(grouped ? [String(t.group)] : []),
       t.outcome,
       t.phase,
       age(t.ageMs),
@@ -283,7 +298,7 @@ async function listHistory(
   if (json) return printJson(page);
   for (const n of historyNotes(page)) process.stderr.write(`verdict: ${printable(n)}\n`);
   if (page.records.length === 0) print(`(no transactions decided in that range in node ${page.nodeId}'s history)`);
-  else table(historyRows(page.records));
+  else table(historyRows(page.records, page.groups));
   if (page.truncated) print(`(more matched: narrow the range or raise --limit, at most ${HISTORY_LIMIT_MAX})`);
 }
 
@@ -459,7 +474,7 @@ async function show(client: VerdictClient, args: string[], addrs: string[]): Pro
     if ('unread' in page) print(`history      not read: ${page.unread}`);
     else for (const n of historyNotes(page)) print(n);
     if (h !== undefined) {
-      const { lines, tables } = historyLines(h, page.nodeId);
+      const { lines, tables } = historyLines(h, page.nodeId, 'groups' in page ? page.groups : 1);
       print('');
       for (const l of lines) print(l);
       for (const rows of tables) {

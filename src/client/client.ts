@@ -9,6 +9,7 @@ import {
   OPERATOR_KEY,
   type ClusterStatusResponse,
   type HeuristicInfo,
+  type ListTransactionsResponse,
   type OutcomeName,
   type ParticipantInfo,
   type ParticipantState,
@@ -29,6 +30,10 @@ import {
 import { decisionToOutcomeWire, outcomeFromWire } from '../transport/protocol-wire.ts';
 import { NO_TRACING, openTracing, otlpEndpointFrom, type Tracing } from '../transport/tracing.ts';
 import { checkedTrace, tracedCall } from './trace.ts';
+
+/** A listing's size when none is asked for, and the most one answers (as the node bounds it). */
+const LIST_LIMIT_DEFAULT = 1_000;
+const LIST_LIMIT_MAX = 10_000;
 
 export interface VerdictClientOptions extends ConnectionOptions {
   /** Node addresses, host:port; one reachable node is enough, the rest is learnt. */
@@ -66,6 +71,8 @@ export interface BeginOptions {
 
 export interface TransactionInfo {
   txnId: string;
+  /** The decision group that decides it (groupOf(txnId, G)); 0 in a cluster of one group. */
+  group: number;
   outcome: ClusterOutcome;
   reason: string;
   /** preparing | deciding | delivering | decided */
@@ -241,21 +248,38 @@ export class VerdictClient {
 
   /** Transactions the cluster knows; `inFlight` keeps those still being prepared or delivered. */
   async transactions(options: TransactionFilter = {}, call: CallOptions = {}): Promise<TransactionInfo[]> {
-    const r = await this.connection.call(
-      'ListTransactions',
-      {
-        inFlight: options.inFlight ?? false,
-        limit: options.limit ?? 0,
-        inDoubt: options.inDoubt ?? false,
-        unacked: options.unacked ?? false,
-        heuristic: options.heuristic ?? false,
-        txnId: options.txnId ?? '',
-      },
-      call,
+    const request = {
+      inFlight: options.inFlight ?? false,
+      limit: options.limit ?? 0,
+      inDoubt: options.inDoubt ?? false,
+      unacked: options.unacked ?? false,
+      heuristic: options.heuristic ?? false,
+      txnId: options.txnId ?? '',
+    };
+    const routes = this.connection.routes;
+    // The groups, once per client; a node that cannot say (an older version) is listed as a cluster of one group.
+    if (request.txnId === '' && !routes.known) await this.connection.connect(call).catch(() => undefined);
+    if (request.txnId !== '' || routes.groups === 1)
+      return this.transactionInfos((await this.connection.call('ListTransactions', request, call)).transactions);
+    // Decision groups: what a group's leader tracks is that leader's to say, so each group is asked of its own leader,
+    // and the lists are merged, oldest first, to the limit (the node's own: 1,000 when none is given).
+    const each = await Promise.all(
+      Array.from({ length: routes.groups }, (_, group) =>
+        this.connection.call('ListTransactions', request, { ...call, group }),
+      ),
     );
+    const limit = request.limit > 0 ? Math.min(request.limit, LIST_LIMIT_MAX) : LIST_LIMIT_DEFAULT;
+    const all = this.transactionInfos(each.flatMap((r) => r.transactions)).sort((a, b) => b.ageMs - a.ageMs);
+    return all.slice(0, limit);
+  }
+
+  /** The wire's transactions as the SDK gives them, each with its decision group. */
+  private transactionInfos(ts: ListTransactionsResponse['transactions']): TransactionInfo[] {
+    const routes = this.connection.routes;
     // A listing is for reading, not deciding: an unset outcome is shown as UNKNOWN rather than failing the whole list.
-    return r.transactions.map((t) => ({
+    return ts.map((t) => ({
       ...t,
+      group: routes.groupOf(t.txnId),
       outcome: outcomeName(t.outcome),
       heuristics: (t.heuristics ?? []).map((h) => ({
         ...h,

@@ -76,6 +76,12 @@ export interface CallOptions extends CallBounds {
    * application's active span, as OpenTelemetry's propagation.inject writes it.
    */
   trace?: { traceparent: string; tracestate?: string };
+  /**
+   * A call about no one id, for one decision group: sent to that group's
+   * leader, with the group in `verdict-group` metadata so the node answers
+   * for that group alone (a listing: VerdictClient.transactions at G > 1).
+   */
+  group?: number;
 }
 
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
@@ -158,7 +164,12 @@ export class CoordinatorConnection {
     };
     // A call about one id goes to the leader of that id's decision group (src/transport/group-routes.ts).
     const id = routedId(method, request);
-    let finder = this.routes.finderFor(id);
+    let finder =
+      options.group !== undefined
+        ? (this.routes.finderOfGroup(options.group) ?? this.routes.base)
+        : this.routes.finderFor(id);
+    const metadata =
+      options.group !== undefined ? { ...options.metadata, [GROUP_KEY]: String(options.group) } : options.metadata;
     let loop = new AttemptLoop(finder, loopOptions);
     let asked = false;
     let action = loop.start(Date.now(), this.random);
@@ -179,7 +190,7 @@ export class CoordinatorConnection {
           this.checkOpen();
           const { address } = action;
           try {
-            const response = await this.attempt(address, method, req, action.timeoutMs, options.metadata);
+            const response = await this.attempt(address, method, req, action.timeoutMs, metadata);
             loop.answered(address);
             if (method === 'ClusterStatus') this.routes.learn(response as ResponseOf<'ClusterStatus'>);
             return response;

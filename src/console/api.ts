@@ -22,6 +22,7 @@ import type { DecisionOutcome } from '../domain/protocol.ts';
 import { isUndecidedPhase } from '../commit/engine-types.ts';
 import type { DecisionTable } from '../commit/state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
+import { groupOf } from '../domain/group.ts';
 import type { RawNode } from '../raft/raw-node.ts';
 import type { Access } from '../transport/auth.ts';
 import { quote } from '../transport/validate.ts';
@@ -45,6 +46,14 @@ export interface ConsoleGroup {
   term: number;
   commitIndex: number;
   appliedIndex: number;
+}
+
+/** One decision group's replica on this node, as the pages of transactions, participants and TCC read it. */
+export interface ConsoleGroupView {
+  group: number;
+  driver: ConsoleRaft;
+  engine: CoordinatorEngine;
+  table: DecisionTable;
 }
 
 /** What the console reads of the node's config (src/node/config.ts NodeConfig has it). */
@@ -79,6 +88,11 @@ export interface ConsoleNodeState {
   members: { peers(): ReadonlyMap<string, string> };
   /** Every decision group as this node sees it (docs/architecture.md, "Decision groups"); absent: one group. */
   groups?: () => ConsoleGroup[];
+  /**
+   * Every decision group's replica, group 0's first (its `driver`, `engine` and `table` are the ones above): the pages
+   * of transactions, participants and TCC read every group. Absent: one group.
+   */
+  groupViews?: () => readonly ConsoleGroupView[];
   /** How long a leader transfer is waited for. */
   transferWaitMs: number;
   /**
@@ -214,6 +228,38 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       : `${what} runs on the leader, ${leader}: open its console`;
   }
 
+  /** Every group's replica (one: the node's driver, engine and table). */
+  function viewsOf(s: ConsoleNodeState): readonly ConsoleGroupView[] {
+    return s.groupViews?.() ?? [{ group: 0, driver: s.driver, engine: s.engine, table: s.table }];
+  }
+
+  /** The replica of the group that decides transaction `txnId`. */
+  function viewOf(s: ConsoleNodeState, txnId: string): ConsoleGroupView {
+    const vs = viewsOf(s);
+    return vs.length === 1 ? vs[0] : vs[groupOf(txnId, vs.length)];
+  }
+
+  /**
+   * With more than one group: which groups this node leads, and a sentence on where the figures of the others are
+   * (each group's leader tracks its own transactions in flight); null with one group.
+   */
+  async function groupsLed(
+    vs: readonly ConsoleGroupView[],
+    what: string,
+  ): Promise<{ led: number[]; note: string; leaders: unknown[] } | null> {
+    if (vs.length === 1) return null;
+    const led = vs.filter((v) => v.engine.isLeader()).map((v) => v.group);
+    const others = vs.filter((v) => !v.engine.isLeader());
+    const leaders = await Promise.all(
+      vs.map(async (v) => ({ group: v.group, leader: v.engine.isLeader(), ...(await leaderRef(v.driver.leader())) })),
+    );
+    const note =
+      others.length === 0
+        ? ''
+        : `node ${cfg.nodeId} leads ${led.length === 0 ? 'no decision group' : `group${led.length > 1 ? 's' : ''} ${led.join(', ')}`} of ${vs.length}: ${what} of group${others.length > 1 ? 's' : ''} ${others.map((v) => v.group).join(', ')} ${others.length > 1 ? 'are' : 'is'} known to ${others.length > 1 ? 'their leaders' : 'its leader'} (see leaders)`;
+    return { led, note, leaders };
+  }
+
   async function cluster(req: IncomingMessage): Promise<unknown> {
     const { driver, engine, table } = ready();
     // First, as it may wait for a round of peer answers: what follows is then as fresh as they are.
@@ -346,7 +392,9 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
   }
 
   async function transactions(q: URLSearchParams): Promise<unknown> {
-    const { driver, engine } = ready();
+    const s = ready();
+    const { driver, engine } = s;
+    const vs = viewsOf(s);
     const filterText = q.get('filter') ?? 'in-flight';
     const filter = FILTERS.find((f) => f === filterText);
     if (filter === undefined)
@@ -355,15 +403,31 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     if (!/^\d{1,5}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > LIMIT_MAX)
       throw new HttpError(400, `limit ${quote(limitText)} must be a whole number from 1 to ${LIMIT_MAX}`);
     const id = q.get('id');
-    let views: TxnView[];
+    let views: { v: TxnView; group: number }[];
     if (id !== null && id !== '') {
       const problem = txnIdProblem(id);
       if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
-      const v = engine.view(id);
-      views = v === null ? [] : [v];
-    } else views = engine.list(filter, Number(limitText));
+      const gv = viewOf(s, id);
+      const v = gv.engine.view(id);
+      views = v === null ? [] : [{ v, group: gv.group }];
+    } else views = vs.flatMap((gv) => gv.engine.list(filter, Number(limitText)).map((v) => ({ v, group: gv.group })));
     // Oldest first: the one stuck longest is what an operator looks at first.
-    views.sort((a, b) => b.ageMs - a.ageMs);
+    views.sort((a, b) => b.v.ageMs - a.v.ageMs);
+    views = views.slice(0, Number(limitText));
+    const groups = await groupsLed(vs, 'transactions in flight');
+    if (groups !== null)
+      return {
+        nodeId: cfg.nodeId,
+        leader: groups.led.length === vs.length,
+        leaderId: driver.leader(),
+        filter,
+        leaderRef: groups.led.length === vs.length ? null : await leaderRef(driver.leader()),
+        note: groups.note,
+        groupCount: vs.length,
+        groupsLed: groups.led,
+        leaders: groups.leaders,
+        transactions: views.map(({ v, group }) => ({ ...(txnJson(v) as object), group })),
+      };
     return {
       nodeId: cfg.nodeId,
       leader: engine.isLeader(),
@@ -373,7 +437,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       note: engine.isLeader()
         ? ''
         : `node ${cfg.nodeId} is not the leader: transactions in flight are known to the leader${driver.leader() ? ` (${driver.leader()} at ${peers().get(driver.leader()) ?? '?'})` : ''}; this list shows decisions applied here`,
-      transactions: views.map(txnJson),
+      transactions: views.map(({ v }) => txnJson(v)),
     };
   }
 
@@ -437,9 +501,12 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
   }
 
   async function transaction(id: string): Promise<unknown> {
-    const { driver, engine, table } = ready();
     const problem = txnIdProblem(id);
     if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
+    const s = ready();
+    // Its decision group's replica: that group's leader tracks it in flight, and its table holds its decision.
+    const { driver, engine, table, group } = viewOf(s, id);
+    const grouped = viewsOf(s).length > 1;
     const v = engine.view(id);
     const t = deps.timeline.get(id);
     // This node's history record: what is left of a transaction forgotten after every ACK, and who acted on it.
@@ -472,6 +539,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
           : null);
     return {
       nodeId: cfg.nodeId,
+      ...(grouped ? { group } : {}),
       leader: engine.isLeader(),
       leaderRef: await leaderRef(driver.leader()),
       transaction: v === null ? null : txnJson(v),
@@ -484,20 +552,39 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
   }
 
   async function participants(): Promise<unknown> {
-    const { driver, engine, table } = ready();
-    const activity = new Map(engine.participantActivity().map((a) => [a.id, a]));
-    const isLeader = engine.isLeader();
+    const s = ready();
+    const { driver, table } = s;
+    const vs = viewsOf(s);
+    // Every group this node leads: a participant's in-doubt count summed over them, its last sighting the latest.
+    const activity = new Map<string, { lastSeenAtMs: number; inDoubt: number }>();
+    for (const gv of vs) {
+      if (!gv.engine.isLeader()) continue;
+      for (const a of gv.engine.participantActivity()) {
+        const was = activity.get(a.id);
+        activity.set(a.id, {
+          lastSeenAtMs: Math.max(was?.lastSeenAtMs ?? 0, a.lastSeenAtMs),
+          inDoubt: (was?.inDoubt ?? 0) + a.inDoubt,
+        });
+      }
+    }
+    const groups = await groupsLed(vs, 'last seen and in-doubt counts');
+    // With groups: the figures of the groups led here (none led: the leaders' to say).
+    const isLeader = groups === null ? s.engine.isLeader() : groups.led.length > 0;
     const nowMs = Date.now();
     const silentAfterMs = deps.silentAfterMs ?? PARTICIPANT_SILENT_AFTER_MS;
     return {
       nodeId: cfg.nodeId,
       leader: isLeader,
       leaderRef: await leaderRef(driver.leader()),
+      ...(groups !== null ? { groupCount: vs.length, groupsLed: groups.led, leaders: groups.leaders } : {}),
       silentAfterMs,
       nowMs,
-      note: isLeader
-        ? ''
-        : `node ${cfg.nodeId} is not the leader: last seen, in-doubt counts and connections are known to the leader only`,
+      note:
+        groups !== null
+          ? groups.note
+          : isLeader
+            ? ''
+            : `node ${cfg.nodeId} is not the leader: last seen, in-doubt counts and connections are known to the leader only`,
       participants: [...table.participants.values()].map((p) => {
         const connection = isLeader ? (deps.connection?.(p.endpoint) ?? '') : '';
         const unansweredSinceAtMs = isLeader ? (deps.unansweredSinceAtMs?.(p.endpoint) ?? 0) : 0;
@@ -528,11 +615,15 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
    * gave it; on expiry it asks the cluster to abort): its metrics count it.
    */
   async function tcc(): Promise<unknown> {
-    const { driver, engine, table } = ready();
-    const isLeader = engine.isLeader();
+    const s = ready();
+    const { driver, table } = s;
+    const vs = viewsOf(s);
+    // The reserves of every group this node leads.
+    const isLeader = vs.some((gv) => gv.engine.isLeader());
     const nowMs = Date.now();
     const tccs = [...table.participants.values()].filter((p) => p.resourceKind.startsWith('tcc'));
-    const held = isLeader ? engine.heldBy(new Set(tccs.map((p) => p.id)), TCC_RESERVES_MAX + 1) : [];
+    const ids = new Set(tccs.map((p) => p.id));
+    const held = vs.flatMap((gv) => (gv.engine.isLeader() ? gv.engine.heldBy(ids, TCC_RESERVES_MAX + 1) : []));
     const count = new Map<string, number>();
     for (const h of held) count.set(h.participantId, (count.get(h.participantId) ?? 0) + 1);
     return {
@@ -566,10 +657,12 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
   }
 
   async function resolve(id: string, body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
-    const { driver, engine } = ready();
+    const s = ready();
     requireAdmin(req, 'txn resolve');
     const problem = txnIdProblem(id);
     if (problem !== null) throw new HttpError(400, `transaction id ${quote(id)}: ${problem}`);
+    // Resolved by the leader of the transaction's decision group.
+    const { driver, engine } = viewOf(s, id);
     const outcome: DecisionOutcome | null =
       body.outcome === 'commit' ? 'commit' : body.outcome === 'abort' ? 'abort' : null;
     if (outcome === null) throw new HttpError(400, 'outcome must be "commit" or "abort"');

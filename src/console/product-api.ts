@@ -15,6 +15,8 @@ import type { HistoryStore } from '../history/store.ts';
 /** A saga as the console shows it: the saga product's record in the console's own words. */
 export interface ConsoleSaga {
   sagaId: string;
+  /** The decision group that decides it; absent in a cluster of one group. */
+  group?: number;
   state: string;
   type: string;
   labels: Record<string, string>;
@@ -47,6 +49,11 @@ export interface ConsoleSagas {
   /** Sagas kept in the table, oldest start first. */
   list(): ConsoleSaga[];
   get(sagaId: string): ConsoleSaga | null;
+  /**
+   * The leadership of the decision group that decides `sagaId`, whose leader acts on it; absent: one group, the node's
+   * driver.
+   */
+  driverOf?(sagaId: string): ConsoleRaft;
   retry(sagaId: string, operator: string, reason: string): Promise<ConsoleSaga | null>;
   resolve(
     sagaId: string,
@@ -177,8 +184,10 @@ export function productRoutes(
   }
 
   async function sagaOne(id: string): Promise<unknown> {
-    const { driver } = c.ready();
     const sagas = sagasOf();
+    // The leader of the saga's decision group acts on it.
+    const driver = sagas.driverOf?.(id) ?? c.ready().driver;
+    const leads = sagas.driverOf !== undefined ? driver.isLeader() : sagas.isLeader();
     const x = sagas.get(id);
     if (x === null) {
       // Ended and collected from the saga table: this node's history keeps it.
@@ -191,7 +200,7 @@ export function productRoutes(
       const why = 'this saga is gone from the saga table (read from the history): nothing waits for an operator';
       return {
         nodeId: c.nodeId,
-        leader: sagas.isLeader(),
+        leader: leads,
         leaderRef: await c.leaderRef(driver.leader()),
         saga: consoleSagaOf(g),
         fromHistory: true,
@@ -205,7 +214,7 @@ export function productRoutes(
     const resolveAs = x.stuck === null ? null : x.stuck.kind === 'action' ? 'done' : 'compensated';
     return {
       nodeId: c.nodeId,
-      leader: sagas.isLeader(),
+      leader: leads,
       leaderRef: await c.leaderRef(driver.leader()),
       saga: x,
       actions: {
@@ -221,8 +230,8 @@ export function productRoutes(
     body: Record<string, unknown>,
     req: IncomingMessage,
   ): Promise<unknown> {
-    const { driver } = c.ready();
     const sagas = sagasOf();
+    const driver = sagas.driverOf?.(id) ?? c.ready().driver;
     c.requireAdmin(req, `saga ${act}`);
     const reason = typeof body.reason === 'string' ? body.reason.trim() : '';
     if (reason === '')

@@ -195,8 +195,8 @@ function getOutcomes(perGroup: readonly Record<string, Handler>[], call: Paramet
 }
 
 /**
- * One transaction: its group's. A listing: the transactions of every group this node leads (group 0's redirect when it
- * leads none).
+ * One transaction: its group's. A listing for one group (`verdict-group`): that group's. A listing of all: the
+ * transactions of every group this node leads (group 0's redirect when it leads none), as a client of one group asks.
  */
 function listTransactions(
   perGroup: readonly Record<string, Handler>[],
@@ -207,6 +207,18 @@ function listTransactions(
   const one = req.txnId ?? '';
   if (one !== '') {
     const g = groupOf(one, perGroup.length);
+    return perGroup[g].ListTransactions(call, tagged(g, cb));
+  }
+  // One group's listing (the SDK asks each group's leader in turn, `verdict-group` naming the group): that group's
+  // answer, its redirect included.
+  const asked = call.metadata.get(GROUP_KEY)[0];
+  if (asked !== undefined) {
+    const g = typeof asked === 'string' && /^\d{1,2}$/.test(asked) ? Number(asked) : -1;
+    if (g < 0 || g >= perGroup.length)
+      return cb({
+        code: grpc.status.INVALID_ARGUMENT,
+        details: `${GROUP_KEY} ${JSON.stringify(String(asked).slice(0, 20))} is not a group of this cluster (0 to ${perGroup.length - 1})`,
+      });
     return perGroup[g].ListTransactions(call, tagged(g, cb));
   }
   everyGroup(perGroup, 'ListTransactions', call, (answers) => {
@@ -220,7 +232,10 @@ function listTransactions(
   });
 }
 
-/** The Sagas handlers of every group behind one door: a saga goes to groupOf(saga id); a listing is group 0's. */
+/**
+ * The Sagas handlers of every group behind one door: a saga goes to groupOf(saga id); a listing pages through every
+ * group's saga table (listSagas).
+ */
 export function routeSagas(perGroupTyped: readonly SagasHandlers[]): SagasHandlers {
   const perGroup = perGroupTyped as unknown as readonly Record<string, Handler>[];
   const sagaIdOf = (r: unknown): string => (r as { sagaId: string }).sagaId;
@@ -229,7 +244,53 @@ export function routeSagas(perGroupTyped: readonly SagasHandlers[]): SagasHandle
     SagaStatus: byId(perGroup, 'SagaStatus', sagaIdOf),
     RetrySaga: byId(perGroup, 'RetrySaga', sagaIdOf),
     ResolveSaga: byId(perGroup, 'ResolveSaga', sagaIdOf),
-    ListSagas: (call, cb) => perGroup[0].ListSagas(call, tagged(0, cb)),
+    ListSagas: (call, cb) => listSagas(perGroup, call, cb, 0, ''),
   };
   return out as unknown as SagasHandlers;
+}
+
+/** A listing's page token over groups: the group of the page, a dot, and that group's own token ('' its first). */
+const GROUP_PAGE_TOKEN = /^(\d{1,2})\.(\d{0,16})$/;
+
+/**
+ * ListSagas over every group: each group's saga table in turn (any node
+ * answers from what it applied), group 0's first. A page holds the sagas of
+ * one group, so each group's bound on a page's bytes holds; a group with
+ * none matching is passed over within the same call. The next page's token
+ * names the group and that group's own token.
+ */
+function listSagas(
+  perGroup: readonly Record<string, Handler>[],
+  call: Parameters<Handler>[0],
+  cb: Callback,
+  from: number,
+  fromToken: string,
+): void {
+  const req = call.request as { stuckOnly: boolean; limit: number; pageToken: string };
+  let g = from;
+  let token = fromToken;
+  if (from === 0 && fromToken === '' && req.pageToken !== '') {
+    const m = GROUP_PAGE_TOKEN.exec(req.pageToken);
+    if (m === null || Number(m[1]) >= perGroup.length)
+      return cb({
+        code: grpc.status.INVALID_ARGUMENT,
+        details: `page_token ${JSON.stringify(req.pageToken.slice(0, 40))} is not one this cluster gave: pass next_page_token of the page before, or nothing for the first page`,
+      });
+    g = Number(m[1]);
+    token = m[2];
+  }
+  const sub = Object.assign(Object.create(call) as object, {
+    request: { ...req, pageToken: token },
+  }) as Parameters<Handler>[0];
+  perGroup[g].ListSagas(
+    sub,
+    tagged(g, (err, value) => {
+      if (err) return cb(err);
+      const page = value as { sagas: unknown[]; nextPageToken: string };
+      if (page.nextPageToken !== '') return cb(null, { ...page, nextPageToken: `${g}.${page.nextPageToken}` });
+      if (g + 1 >= perGroup.length) return cb(null, page);
+      if (page.sagas.length > 0) return cb(null, { ...page, nextPageToken: `${g + 1}.` });
+      listSagas(perGroup, call, cb, g + 1, '');
+    }),
+  );
 }

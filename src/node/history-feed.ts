@@ -41,32 +41,42 @@ export function historyShiftMs(env: NodeJS.ProcessEnv = process.env): number {
   return n;
 }
 
-/** Opens the history in `<dataDir>/history`, or null when the config turns it off. */
+/** Where decision group `group`'s history lives: group 0's where a node of one group keeps it, the others beside it. */
+export function historyDir(dataDir: string, group: number): string {
+  // One level down: the data directory's start-up check (src/storage/data-dir.ts) looks at the LevelDBs of raft state,
+  // one level deep.
+  return group === 0 ? join(dataDir, 'history', 'leveldb') : join(dataDir, 'history', `group-${group}`, 'leveldb');
+}
+
+/**
+ * Opens decision group `group`'s history (one store per group: ./history-groups.ts), or null when the config turns it
+ * off. The node's historyBytesMax is shared out evenly over its `groups` stores, so the node's total stays within it.
+ */
 export async function openHistory(
   cfg: NodeConfig,
   machine: NodeStateMachine,
   log: Logger,
+  group = 0,
+  groups = 1,
 ): Promise<HistoryStore | null> {
   if (!cfg.history) return null;
-  // One level down: the data directory's start-up check (src/storage/data-dir.ts) looks at the LevelDBs of raft state,
-  // one level deep.
-  const dir = join(cfg.dataDir, 'history', 'leveldb');
+  const dir = historyDir(cfg.dataDir, group);
   try {
     return await HistoryStore.open(dir, {
       retentionMs: cfg.historyRetentionMs,
-      bytesMax: cfg.historyBytesMax,
+      bytesMax: Math.max(1, Math.floor(cfg.historyBytesMax / groups)),
       nowMs: () => Date.now(),
       decided: (txnId) => machine.table.lookup(txnId) !== null,
       onError: (err, what) =>
         log.error(
-          { err: err.message, what },
+          { err: err.message, what, ...(groups > 1 ? { group } : {}) },
           'transaction history: a store operation failed; the node goes on, the history may miss records',
         ),
     });
   } catch (err) {
     // The history is not the node's state: a node whose history cannot be opened still serves, and says so.
     log.error(
-      { dir, err: (err as Error).message },
+      { dir, err: (err as Error).message, ...(groups > 1 ? { group } : {}) },
       'transaction history: cannot open it; the node runs without a history. Stop the node and move the folder aside to start a new one (it then says which log range it lacks)',
     );
     return null;

@@ -7,10 +7,14 @@
 // the admins' to read (as SagaStatus, ./saga-service.ts): under TLS one saga
 // asked by id is refused to anyone else, and a search leaves out the sagas
 // the caller did not start.
+//
+// With decision groups the node reads every group's history through
+// ./history-groups.ts: one id from its group's, a search merged over all of
+// them, each record naming its group.
 
 import * as grpc from '@grpc/grpc-js';
 import { sagaKey } from '../history/record.ts';
-import type { HistoryStore } from '../history/store.ts';
+import type { GroupHistories } from './history-groups.ts';
 import type { HistoryPageWire, HistoryQueryWire } from '../transport/proto.ts';
 import type { Access } from '../transport/auth.ts';
 import type { AuthenticatedCall } from '../transport/tls.ts';
@@ -18,7 +22,7 @@ import { clientOf } from './limits.ts';
 
 export function historyApi(
   nodeId: string,
-  history: HistoryStore | null,
+  history: GroupHistories | null,
   access: Access,
 ): {
   History: (
@@ -37,8 +41,9 @@ export function historyApi(
         oldestAtMs: 0,
         bytes: 0,
         enabled: false,
+        groups: history?.groups ?? 1,
       };
-      if (history === null) return cb(null, empty);
+      if (history === null || !history.enabled) return cb(null, empty);
       const r = call.request;
       history
         .query({
@@ -65,6 +70,8 @@ export function historyApi(
             cb(null, {
               ...a,
               records: records.map((rec) => ({ ...rec, saga: rec.saga ?? null })),
+              lacks: a.lacks,
+              groups: a.groups,
               nodeId,
               enabled: true,
             });

@@ -2,6 +2,11 @@
 // and the commit engine's from its read-only counters at scrape time; only
 // what happens between two scrapes (a persist's latency, a Commit RPC's
 // latency) is observed as it happens. Every name starts with `verdict_`.
+//
+// With decision groups (docs/operations.md, "Decision groups") the commit
+// engine's and the decision table's figures are summed over every group the
+// node hosts (at G = 1: group 0's, as ever), Raft's are group 0's, and the
+// verdict_group_* metrics give the per-group figures with a `group` label.
 
 import { statfsSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -60,6 +65,11 @@ export class NodeMetrics {
      * When this node's TLS certificate (read at start) stops being valid, in ms since the epoch; absent without TLS.
      */
     certificateNotAfterAtMs?: number;
+    /**
+     * Every decision group's replica on this node, group 0's first: the engine's and the table's figures are summed
+     * over them and the verdict_group_* metrics read each. Absent: one group, `driver`, `engine` and `table`.
+     */
+    groups?: () => readonly MetricsGroup[];
   }) {
     const r = this.registry;
     r.setDefaultLabels({ node: src.nodeId });
@@ -225,7 +235,18 @@ export class NodeMetrics {
       registers: [r],
     });
 
-    const eng = src.engine;
+    // The figures of every group, summed: at one group, exactly the one engine's and table's.
+    const groups = (): readonly MetricsGroup[] => {
+      const gs = src.groups?.();
+      if (gs !== undefined && gs.length > 0) return gs;
+      const engine = src.engine();
+      const table = src.table();
+      const driver = src.driver();
+      return engine === null || table === null || driver === null ? [] : [{ engine, table, driver }];
+    };
+    const sum = (f: (g: MetricsGroup) => number): number => groups().reduce((n, g) => n + f(g), 0);
+    const eng = (): { counters(): EngineCounters; phases(): EnginePhases } | null =>
+      groups().length === 0 ? null : summedEngine(groups());
     new Counter({
       name: 'verdict_transactions_begun_total',
       help: 'Transactions begun on this node while it led.',
@@ -297,7 +318,7 @@ export class NodeMetrics {
       help: 'Decisions in the replicated table not yet forgotten (COMMITs wait for every ACK, R5).',
       registers: [r],
       collect() {
-        this.set(src.table()?.decisions.size ?? 0);
+        this.set(sum((g) => g.table.decisions.size));
       },
     });
     new Gauge({
@@ -316,7 +337,7 @@ export class NodeMetrics {
       collect() {
         // The table is replicated, so every node reports the same counts; kept records are bounded (INCIDENTS_MAX).
         const n: Record<HeuristicKind, number> = { HEURCOM: 0, HEURRB: 0, HEURMIX: 0, HEURHAZ: 0 };
-        for (const list of src.table()?.heuristics.values() ?? []) for (const h of list) n[h.kind]++;
+        for (const g of groups()) for (const list of g.table.heuristics.values()) for (const h of list) n[h.kind]++;
         this.reset();
         for (const k of HEURISTIC_KINDS) this.inc({ kind: k }, n[k]);
       },
@@ -351,6 +372,7 @@ export class NodeMetrics {
         mirror(this, eng()?.counters().decisionRetries ?? 0);
       },
     });
+    groupMetrics(r, groups);
   }
 
   /**
@@ -451,4 +473,86 @@ export class NodeMetrics {
 function mirror(c: Counter, value: number): void {
   c.reset();
   c.inc(value);
+}
+
+/** What the metrics read of one decision group's replica. */
+export interface MetricsGroup {
+  engine: CoordinatorEngine;
+  table: DecisionTable;
+  driver: Driver<unknown>;
+}
+
+type EngineCounters = ReturnType<CoordinatorEngine['counters']>;
+type EnginePhases = ReturnType<CoordinatorEngine['phases']>;
+
+/** The counters and phases of every group's engine, summed (one group: its own). */
+function summedEngine(gs: readonly MetricsGroup[]): { counters(): EngineCounters; phases(): EnginePhases } {
+  if (gs.length === 1) return gs[0].engine;
+  const add = <T extends object>(all: readonly T[]): T => {
+    const out = structuredClone(all[0]) as Record<string, unknown>;
+    for (const x of all.slice(1))
+      for (const [k, v] of Object.entries(x)) {
+        if (typeof v === 'number') out[k] = (out[k] as number) + v;
+        else if (v !== null && typeof v === 'object') out[k] = add([out[k] as object, v as object]);
+      }
+    return out as T;
+  };
+  return {
+    counters: () => add(gs.map((g) => g.engine.counters())),
+    phases: () => add(gs.map((g) => g.engine.phases())),
+  };
+}
+
+/**
+ * The per-group figures, with a `group` label: whether this node leads the group, its transactions in flight and
+ * decisions unacknowledged (known to the leader), its COMMITs applied while this node led it, and its applied index.
+ */
+function groupMetrics(r: Registry, groups: () => readonly MetricsGroup[]): void {
+  const each = (f: (g: MetricsGroup) => number) =>
+    function collect(this: Gauge<'group'> | Counter<'group'>): void {
+      this.reset();
+      groups().forEach((g, group) => {
+        const v = f(g);
+        if (this instanceof Gauge) this.set({ group: String(group) }, v);
+        else this.inc({ group: String(group) }, v);
+      });
+    };
+  new Gauge({
+    name: 'verdict_group_leader',
+    help: 'Whether this node leads the decision group (1) or not (0), by group.',
+    labelNames: ['group'],
+    registers: [r],
+    collect: each((g) => (g.driver.isLeader() ? 1 : 0)),
+  });
+  new Gauge({
+    name: 'verdict_group_transactions_in_flight',
+    help: 'Transactions this node, as the group leader, has begun and not decided yet, by group.',
+    labelNames: ['group'],
+    registers: [r],
+    collect: each((g) => {
+      const p = g.engine.phases();
+      return p.begun + p.preparing + p.deciding;
+    }),
+  });
+  new Gauge({
+    name: 'verdict_group_decisions_unacked',
+    help: 'Decided transactions whose DECISION some participant has not acknowledged yet (group leader only), by group.',
+    labelNames: ['group'],
+    registers: [r],
+    collect: each((g) => g.engine.phases().delivering),
+  });
+  new Counter({
+    name: 'verdict_group_transactions_committed_total',
+    help: 'COMMIT decisions applied while this node led the group, by group.',
+    labelNames: ['group'],
+    registers: [r],
+    collect: each((g) => g.engine.counters().committed),
+  });
+  new Gauge({
+    name: 'verdict_group_raft_applied_index',
+    help: "The highest log index this node applied, in the group's own log, by group.",
+    labelNames: ['group'],
+    registers: [r],
+    collect: each((g) => g.driver.node.status().applied),
+  });
 }

@@ -22,7 +22,7 @@ import { leaseApi } from './lease-service.ts';
 import { ClientQuota, RAFT_NODE_CHECKS, type Refusals, withClientLimits, withFieldChecks } from './limits.ts';
 import { membershipApi } from './membership-service.ts';
 import { historyApi } from './history-service.ts';
-import type { HistoryStore } from '../history/store.ts';
+import type { GroupHistories } from './history-groups.ts';
 import type { CommitAnswer } from './metrics.ts';
 import { putStreamHandler } from './put-stream.ts';
 import { raftNodeApi } from './raft-node-service.ts';
@@ -51,8 +51,8 @@ export interface NodeServicesOptions {
   /** Where the services go: the gates added at bind time. */
   gates: NodeServiceGates;
   core: NodeCore;
-  /** The node's transaction history (src/history/); null when turned off. */
-  history: HistoryStore | null;
+  /** The node's transaction history over its decision groups (./history-groups.ts); null when turned off. */
+  history: GroupHistories | null;
   /** host:port this node serves on. */
   address: string;
   /** Who may do what (src/transport/auth.ts). */

@@ -63,6 +63,7 @@ import type { NodeStateMachine } from './machine.ts';
 import { HistoriedMachine, historyObserver, historyRow, historyShiftMs, openHistory } from './history-feed.ts';
 import { sagaTableFromEnv } from './history-sagas.ts';
 import type { HistoryStore } from '../history/store.ts';
+import { GroupHistories } from './history-groups.ts';
 import { attachProducts, nodeProducts } from './products.ts';
 import { raftMembers } from './members.ts';
 import { addNodeServices, addStartingGates, type NodeServiceGates } from './node-services.ts';
@@ -191,12 +192,19 @@ async function compose(
     return { products, machine };
   });
   const { products, machine } = states[0];
-  // The transaction history (src/history/), in its own LevelDB beside the log: open before the core restores its
-  // snapshot.
-  machine.shiftMs = historyShiftMs();
-  const history = await openHistory(cfg, machine, log);
-  if (history !== null) open.add(() => history.close());
-  machine.history = history;
+  // The transaction history (src/history/), in its own LevelDB beside the log, one store per group
+  // (./history-groups.ts): open before the cores restore their snapshots.
+  const shiftMs = historyShiftMs();
+  const histories: (HistoryStore | null)[] = [];
+  for (const [g, { machine: gMachine }] of states.entries()) {
+    gMachine.shiftMs = shiftMs;
+    const h = await openHistory(cfg, gMachine, groupCount === 1 ? log : log.child({ group: g }), g, groupCount);
+    if (h !== null) open.add(() => h.close());
+    gMachine.history = h;
+    histories.push(h);
+  }
+  const history = histories[0];
+  const groupHistories = history === null ? null : new GroupHistories(histories);
   const rawNodes = logs.map((l, g) => {
     const rawNode = restartRaft(cfg, l.recovered);
     if (rawNode.raft.rejoining) {
@@ -228,7 +236,7 @@ async function compose(
   log = withTraceIds(log, (txnId) => traces.traceIdOf(txnId));
   const nodeLog = log;
   const stopFatal = stopOnFatal(log, stop, failWith);
-  const historyWatch = history === null ? null : historyObserver(history, machine.shiftMs);
+  const historyWatches = histories.map((h) => (h === null ? null : historyObserver(h, shiftMs)));
 
   // The products' engines (./products.ts) ride each group's core, on the same clock: the saga core hears its
   // leadership, applied results and ticks, and calls step services over gRPC (./saga-service.ts), one set of links for
@@ -250,7 +258,7 @@ async function compose(
     const { machine: gMachine, products: gProducts } = states[g];
     const watch: WatchOptions = {
       log: glog,
-      timeline: g === 0 ? historied(pages.timeline, history, machine.shiftMs) : pages.timeline,
+      timeline: historied(pages.timeline, histories[g], shiftMs),
       leaders: g === 0 ? pages.leaders : new LeaderHistory(),
       gaps: pages.gaps,
       observePrepare: (p, seconds, vote) => pages.metrics?.observePrepare(p, seconds, vote),
@@ -259,7 +267,7 @@ async function compose(
       traces: gTraces,
     };
     const watched = watchCore(watch);
-    const gHistory = g === 0 ? historyWatch : null;
+    const gHistory = historyWatches[g];
     let core: NodeCore | null = null;
     // The node's core (src/node/core.ts), the same one the simulator runs, on the real clock, disk, network and links.
     const io = processIO(
@@ -372,10 +380,15 @@ async function compose(
   pages.show(
     c,
     link,
-    history,
+    groupHistories,
     h.replicas.map((r) => r.core),
   );
-  pages.showProducts(sagas, products.leases);
+  pages.showProducts(
+    sagas,
+    products.leases,
+    h.replicas.map((r) => r.sagas),
+    h.replicas.map((r) => r.leases),
+  );
 
   const refusals = new Refusals(log);
   transport.register(server);
@@ -383,7 +396,7 @@ async function compose(
     cfg,
     gates,
     core: c,
-    history,
+    history: groupHistories,
     leases: products.leases,
     address,
     access,
@@ -415,6 +428,7 @@ async function compose(
     await pages.loadMetrics({
       core: c,
       sagas,
+      groupSagas: h.replicas.map((r) => r.sagas),
       raftRefusals: () => transport.refusals.totals(),
       raftSent: () => transport.sent,
       storage: () => storage.stats(),

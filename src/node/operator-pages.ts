@@ -27,8 +27,8 @@ import { ProtocolGaps } from './protocol-gaps.ts';
 import { CHART_EVERY_MS, CommitCharts } from '../console/charts.ts';
 import type { CommitAnswer } from './metrics.ts';
 import type { Access } from '../transport/auth.ts';
-import type { HistoryStore } from '../history/store.ts';
 import type { GroupStorageStats } from '../storage/group-store.ts';
+import type { GroupHistories } from './history-groups.ts';
 import { MetricsListenError, serveMetrics, type MetricsServer } from '../transport/ops.ts';
 import type { NodeConfig } from './config.ts';
 import type { NodeCore } from './core.ts';
@@ -41,6 +41,7 @@ import { transferLeadership, transferWaitMs } from './raft-node-service.ts';
 import type { SagaMetrics } from './saga-metrics.ts';
 import type { SagaService } from './saga-service.ts';
 import { StartupError } from './startup-error.ts';
+import { groupOf } from '../domain/group.ts';
 
 /** Where the metrics read from, once the node runs. */
 export interface MetricSources {
@@ -56,6 +57,8 @@ export interface MetricSources {
   raftSent?: () => { messages: number; batches: number; bytes: number };
   /** The shared storage writer's batches and syncs; null at one group. */
   storage?: () => GroupStorageStats | null;
+  /** Every decision group's saga product, group 0's first (absent: one group, `sagas`). */
+  groupSagas?: readonly SagaService[];
 }
 
 export class OperatorPages {
@@ -73,7 +76,7 @@ export class OperatorPages {
   sagaMetrics: SagaMetrics | null = null;
   private core: NodeCore | null = null;
   private link: ParticipantLink | null = null;
-  private history: HistoryStore | null = null;
+  private history: GroupHistories | null = null;
   private sagas: ConsoleSagas | undefined;
   private leases: (() => ConsoleLeases) | undefined;
   private readonly peerHealth: PeerHealth | null;
@@ -142,7 +145,7 @@ export class OperatorPages {
   show(
     core: NodeCore,
     link: ParticipantLink,
-    history: HistoryStore | null = null,
+    history: GroupHistories | null = null,
     groupCores: readonly NodeCore[] = [core],
   ): void {
     this.groupCores = groupCores;
@@ -162,24 +165,54 @@ export class OperatorPages {
     this.charts.observeLatency(seconds * 1000);
   }
 
+  /** One sample of the charts, summed over every group; in doubt and unacked over the groups this node leads. */
   private sampleCharts(): void {
-    const c = this.core;
-    if (c === null) return;
-    const e = c.engine;
-    const counters = e.counters();
+    if (this.core === null) return;
+    const cores = this.groupCores.length > 0 ? this.groupCores : [this.core];
+    let committed = 0;
+    const aborted: Record<string, number> = {};
+    let inDoubt = 0;
+    let unacked = 0;
+    for (const c of cores) {
+      const e = c.engine;
+      const counters = e.counters();
+      committed += counters.committed;
+      for (const [k, v] of Object.entries(counters.aborted)) aborted[k] = (aborted[k] ?? 0) + v;
+      if (!e.isLeader()) continue;
+      inDoubt += e.list('in-doubt', IN_DOUBT_COUNTED_MAX).length;
+      unacked += e.phases().delivering;
+    }
     this.charts.sample(Date.now(), {
-      committed: counters.committed,
-      aborted: { ...counters.aborted },
-      inDoubt: e.isLeader() ? e.list('in-doubt', IN_DOUBT_COUNTED_MAX).length : 0,
-      unacked: e.isLeader() ? e.phases().delivering : 0,
-      leader: e.isLeader(),
+      committed,
+      aborted: aborted as ReturnType<NodeCore['engine']['counters']>['aborted'],
+      inDoubt,
+      unacked,
+      // The page's "leader" line: this node leads some group (group 0's, with one group).
+      leader: cores.some((c) => c.engine.isLeader()),
     });
   }
 
-  /** From now on the console shows these products: sagas (list, one saga, retry, resolve) and leases. */
-  showProducts(sagas: SagaService, leases: LeaseTable): void {
-    this.sagas = consoleSagas(sagas);
-    this.leases = () => ({ clockAtMs: leases.clockAtMs, leases: [...leases.leases.values()].map((l) => ({ ...l })) });
+  /**
+   * From now on the console shows these products: sagas (list, one saga, retry, resolve) and leases; `groupSagas`,
+   * every decision group's saga product (group 0's first), when there is more than one.
+   */
+  showProducts(
+    sagas: SagaService,
+    leases: LeaseTable,
+    groupSagas: readonly SagaService[] = [sagas],
+    groupLeases: readonly LeaseTable[] = [leases],
+  ): void {
+    this.sagas =
+      groupSagas.length > 1 && this.groupCores.length === groupSagas.length
+        ? groupedSagas(
+            groupSagas,
+            this.groupCores.map((c) => c.driver),
+          )
+        : consoleSagas(sagas);
+    this.leases =
+      groupLeases.length > 1
+        ? () => groupedLeases(groupLeases)
+        : () => ({ clockAtMs: leases.clockAtMs, leases: [...leases.leases.values()].map((l) => ({ ...l })) });
   }
 
   /** Loads prom-client and the node's metrics (after start-up: see the top of this file). */
@@ -200,12 +233,17 @@ export class OperatorPages {
       leadersSeen: () => this.leaders.leadersSeenTotal,
       unimplemented: () => this.gaps.counts(),
       dataDir: this.cfg.dataDir,
+      groups: () =>
+        this.groupCores.map((g) => ({ engine: g.engine, table: g.machine.table, driver: g.driver as Driver<unknown> })),
       ...(this.cfg.tls === null ? {} : { certificateNotAfterAtMs: certificateNotAfterAtMs(this.cfg.tls.cert) }),
     });
     const { SagaMetrics } = await import('./saga-metrics.ts');
     this.sagaMetrics = new SagaMetrics(this.metrics.registry, {
       engine: () => src.sagas.engine,
       table: () => src.sagas.table,
+      ...(src.groupSagas !== undefined
+        ? { groups: () => (src.groupSagas ?? []).map((w) => ({ engine: w.engine, table: w.table })) }
+        : {}),
     });
     const m = this.metricsServer;
     if (m && this.cfg.tls === null)
@@ -248,7 +286,18 @@ export class OperatorPages {
       transferLeader: (to, timeoutMs) => transferLeadership(this.cfg, driver, to, timeoutMs),
       ...(this.sagas !== undefined ? { sagas: this.sagas } : {}),
       ...(this.leases !== undefined ? { leases: this.leases } : {}),
-      ...(this.groupCores.length > 1 ? { groups: () => this.groupCores.map((g, group) => groupRow(group, g)) } : {}),
+      ...(this.groupCores.length > 1
+        ? {
+            groups: () => this.groupCores.map((g, group) => groupRow(group, g)),
+            groupViews: () =>
+              this.groupCores.map((g, group) => ({
+                group,
+                driver: g.driver as Driver<unknown>,
+                engine: g.engine,
+                table: g.machine.table,
+              })),
+          }
+        : {}),
     };
   }
 }
@@ -310,6 +359,46 @@ function consoleSagas(w: SagaService): ConsoleSagas {
     },
     retry: (id, operator, reason) => act((cb) => w.engine.retry(id, operator, reason, cb)),
     resolve: (id, step, as, operator, reason) => act((cb) => w.engine.resolve(id, step, as, operator, reason, cb)),
+  };
+}
+
+/**
+ * Every decision group's leases as one table: each group keeps its own
+ * cluster clock (the time its leader logged last), so a lease's expiry is
+ * told on group 0's clock, as far from it as from its own group's.
+ */
+function groupedLeases(tables: readonly LeaseTable[]): ConsoleLeases {
+  const clockAtMs = tables[0].clockAtMs;
+  return {
+    clockAtMs,
+    leases: tables.flatMap((t) =>
+      [...t.leases.values()].map((l) => ({ ...l, expiresAtMs: l.expiresAtMs - t.clockAtMs + clockAtMs })),
+    ),
+  };
+}
+
+/**
+ * The saga product of every decision group as the console reads it: a list
+ * of every group's sagas (each with its group), one saga and its acts from
+ * the group that decides it (groupOf of its id), whose leader acts on it.
+ */
+function groupedSagas(
+  ws: readonly SagaService[],
+  drivers: readonly Pick<Driver<unknown>, 'leader' | 'isLeader'>[],
+): ConsoleSagas {
+  const each = ws.map(consoleSagas);
+  const of = (id: string): number => groupOf(id, ws.length);
+  return {
+    isLeader: () => ws.every((w) => w.engine.isLeader()),
+    list: () =>
+      each.flatMap((c, group) => c.list().map((x) => ({ ...x, group }))).sort((a, b) => a.startedAtMs - b.startedAtMs),
+    get: (id) => {
+      const x = each[of(id)].get(id);
+      return x === null ? null : { ...x, group: of(id) };
+    },
+    driverOf: (id) => drivers[of(id)],
+    retry: (id, operator, reason) => each[of(id)].retry(id, operator, reason),
+    resolve: (id, step, as, operator, reason) => each[of(id)].resolve(id, step, as, operator, reason),
   };
 }
 

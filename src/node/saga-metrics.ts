@@ -38,18 +38,38 @@ export class SagaMetrics {
   private readonly stuckFlags: Counter<'type'>;
   readonly types = new TypeLabels();
 
-  constructor(r: Registry, src: { engine: () => SagaEngine | null; table: () => SagaTable | null }) {
+  constructor(
+    r: Registry,
+    src: {
+      engine: () => SagaEngine | null;
+      table: () => SagaTable | null;
+      /** Every decision group's saga engine and table, summed over (absent: one group, `engine` and `table`). */
+      groups?: () => readonly { engine: SagaEngine; table: SagaTable }[];
+    },
+  ) {
     const types = this.types;
+    const tables = (): SagaTable[] => {
+      const gs = src.groups?.();
+      if (gs !== undefined && gs.length > 0) return gs.map((g) => g.table);
+      const t = src.table();
+      return t ? [t] : [];
+    };
+    const engines = (): SagaEngine[] => {
+      const gs = src.groups?.();
+      if (gs !== undefined && gs.length > 0) return gs.map((g) => g.engine);
+      const e = src.engine();
+      return e ? [e] : [];
+    };
     new Gauge({
       name: 'verdict_sagas',
       help: 'Sagas in the applied table, by state (running, compensating, finished, compensated).',
       labelNames: ['state'],
       registers: [r],
       collect() {
-        const t = src.table();
-        if (!t) return;
+        const ts = tables();
+        if (ts.length === 0) return;
         const n: Record<string, number> = Object.fromEntries(SAGA_STATES.map((s) => [s, 0]));
-        for (const s of t.sagas.values()) n[s.state]++;
+        for (const t of ts) for (const s of t.sagas.values()) n[s.state]++;
         for (const s of SAGA_STATES) this.set({ state: s }, n[s]);
       },
     });
@@ -59,11 +79,12 @@ export class SagaMetrics {
       labelNames: ['type'],
       registers: [r],
       collect() {
-        const t = src.table();
-        if (!t) return;
+        const ts = tables();
+        if (ts.length === 0) return;
         const n = new Map<string, number>([[NO_TYPE_LABEL, 0]]);
-        for (const s of t.sagas.values())
-          if (s.stuck !== null) n.set(types.of(s.type), (n.get(types.of(s.type)) ?? 0) + 1);
+        for (const t of ts)
+          for (const s of t.sagas.values())
+            if (s.stuck !== null) n.set(types.of(s.type), (n.get(types.of(s.type)) ?? 0) + 1);
         this.reset();
         for (const [type, count] of n) this.set({ type }, count);
       },
@@ -81,10 +102,10 @@ export class SagaMetrics {
         help,
         registers: [r],
         collect() {
-          const e = src.engine();
-          if (!e) return;
+          const es = engines();
+          if (es.length === 0) return;
           this.reset();
-          this.inc(f(e.counters()));
+          this.inc(es.reduce((n, e) => n + f(e.counters()), 0));
         },
       });
     };

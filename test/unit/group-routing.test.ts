@@ -5,7 +5,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { groupOf } from '../../src/domain/group.ts';
-import { routeCoordinator } from '../../src/node/group-routing.ts';
+import { routeCoordinator, routeSagas } from '../../src/node/group-routing.ts';
+import type { SagasHandlers } from '../../src/transport/saga-rpc.ts';
 import { coordinatorService, type CoordinatorHandlers } from '../../src/transport/coordinator-rpc.ts';
 
 const G = 4;
@@ -55,13 +56,14 @@ function fakeGroups(follows: ReadonlySet<number>): {
 }
 
 function call<T>(
-  h: CoordinatorHandlers,
+  h: CoordinatorHandlers | SagasHandlers,
   method: string,
   request: unknown,
+  metadata = new grpc.Metadata(),
 ): Promise<{ err: Partial<grpc.StatusObject> | null; value: T }> {
   return new Promise((resolve) =>
     (h as unknown as Record<string, (c: unknown, cb: Cb) => void>)[method](
-      { request, metadata: new grpc.Metadata(), getPeer: () => 'test' },
+      { request, metadata, getPeer: () => 'test' },
       (err, value) => resolve({ err, value: value as T }),
     ),
   );
@@ -161,4 +163,64 @@ describe('routing calls over decision groups', () => {
     );
     expect(never.value?.removed).toBe(false);
   });
+
+  it('answers a listing for the group verdict-group names, its redirect included, and refuses a group the cluster lacks', async () => {
+    const { handlers, asked } = fakeGroups(new Set([1]));
+    const door = routeCoordinator(handlers, () => false);
+    const md = (g: string): grpc.Metadata => {
+      const m = new grpc.Metadata();
+      m.set('verdict-group', g);
+      return m;
+    };
+    const r3 = await call<{ group: number }>(door, 'ListTransactions', { txnId: '', limit: 0 }, md('3'));
+    expect(r3.value.group).toBe(3);
+    expect(asked.filter(([, m]) => m === 'ListTransactions').map(([g]) => g)).toEqual([3]);
+    const r1 = await call(door, 'ListTransactions', { txnId: '', limit: 0 }, md('1'));
+    expect(r1.err?.metadata?.get('verdict-leader-id')).toEqual(['leader-of-1']);
+    expect(r1.err?.metadata?.get('verdict-group')).toEqual(['1']);
+    const bad = await call(door, 'ListTransactions', { txnId: '', limit: 0 }, md('4'));
+    expect(bad.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+  });
+
+  it('pages a saga listing through every group, one group a page, passing over groups with none', async () => {
+    // Group g holds sagas g-0 .. g-(n-1), n = [3, 0, 2, 1][g]; a group's page holds at most two.
+    const counts = [3, 0, 2, 1];
+    const sagas = Array.from({ length: G }, (_, g) =>
+      routeSagaStandIn(Array.from({ length: counts[g] }, (_, i) => `${g}-${i}`)),
+    );
+    const door = routeSagas(sagas);
+    const seen: string[] = [];
+    const tokens: string[] = [];
+    let pageToken = '';
+    for (let pages = 0; pages < 10; pages++) {
+      const r = await call<{ sagas: { sagaId: string }[]; nextPageToken: string }>(door, 'ListSagas', {
+        stuckOnly: false,
+        limit: 2,
+        pageToken,
+      });
+      expect(r.err).toBeNull();
+      seen.push(...r.value.sagas.map((x) => x.sagaId));
+      pageToken = r.value.nextPageToken;
+      tokens.push(pageToken);
+      if (pageToken === '') break;
+    }
+    expect(seen).toEqual(['0-0', '0-1', '0-2', '2-0', '2-1', '3-0']);
+    expect(tokens.at(-1)).toBe('');
+    const bad = await call(door, 'ListSagas', { stuckOnly: false, limit: 2, pageToken: '9.1' });
+    expect(bad.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+  });
 });
+
+/** A group's saga listing over `ids`, two a page at most, its token the position of the last one given. */
+function routeSagaStandIn(ids: readonly string[]): SagasHandlers {
+  const h: Record<string, (call: { request: unknown }, cb: Cb) => void> = {
+    ListSagas: (c, cb) => {
+      const r = c.request as { limit: number; pageToken: string };
+      const from = r.pageToken === '' ? 0 : Number(r.pageToken);
+      const page = ids.slice(from, from + Math.min(2, r.limit || 2));
+      const next = from + page.length < ids.length ? String(from + page.length) : '';
+      cb(null, { sagas: page.map((sagaId) => ({ sagaId })), nextPageToken: next });
+    },
+  };
+  return h as unknown as SagasHandlers;
+}

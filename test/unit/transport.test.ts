@@ -618,6 +618,7 @@ describe('RaftNode admin API', () => {
           oldestAtMs: 0,
           bytes: 0,
           enabled: false,
+          groups: 1,
         }),
       Put: put,
       PutStream: putStreamHandler(put).handler,

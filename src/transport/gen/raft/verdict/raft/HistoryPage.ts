@@ -13,6 +13,7 @@ export interface HistoryPage {
   'oldestAtMs'?: (number | string | Long);
   'bytes'?: (number | string | Long);
   'enabled'?: (boolean);
+  'groups'?: (number);
 }
 
 export interface HistoryPage__Output {
@@ -24,4 +25,5 @@ export interface HistoryPage__Output {
   'oldestAtMs': (number);
   'bytes': (number);
   'enabled': (boolean);
+  'groups': (number);
 }

@@ -19,6 +19,7 @@ export interface HistoryRecord {
   'rows'?: (_verdict_raft_HistoryRow)[];
   'rowsDropped'?: (number);
   'saga'?: (_verdict_raft_HistorySaga | null);
+  'group'?: (number);
 }
 
 export interface HistoryRecord__Output {
@@ -34,4 +35,5 @@ export interface HistoryRecord__Output {
   'rows': (_verdict_raft_HistoryRow__Output)[];
   'rowsDropped': (number);
   'saga': (_verdict_raft_HistorySaga__Output | null);
+  'group': (number);
 }
