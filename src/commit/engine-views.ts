@@ -200,7 +200,10 @@ export interface HeldView {
   payload: Uint8Array;
   /** DECISION deliveries that failed so far. */
   retries: number;
-  /** When the reserve's TTL runs out (its vote's arrival plus the TTL the vote carried, the leader's clock); null: unknown. */
+  /**
+   * When the reserve's TTL runs out: its vote's arrival plus the TTL the vote carried, on the leader's clock.
+   * null: unknown.
+   */
   reserveExpiresAtMs: number | null;
 }
 

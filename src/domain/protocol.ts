@@ -74,7 +74,7 @@ export interface VoteAnswer {
 /** A reserve TTL longer than this (30 days) is nonsense: a participant refuses it from its Try, a node in a vote. */
 export const RESERVE_TTL_MS_MAX = 30 * 24 * 3_600_000;
 
-/** null when `ttlMs` is a reserve TTL a vote may carry (a whole number of ms in 1..RESERVE_TTL_MS_MAX), else why not. */
+/** null when `ttlMs` is a reserve TTL a vote may carry (whole ms in 1..RESERVE_TTL_MS_MAX), else why not. */
 export function reserveTtlProblem(ttlMs: number): string | null {
   if (ttlMs > RESERVE_TTL_MS_MAX)
     return `reserve TTL ${ttlMs} ms is more than ${RESERVE_TTL_MS_MAX} ms (30 days): a reserve is not held that long`;

@@ -78,8 +78,8 @@ afterAll(async () => {
 });
 
 /**
- * Seats held by a TCC Try until the decision: Confirm sells them, Cancel frees them. A hold for a show is kept 10 minutes
- * (its YES says so); any other has no TTL.
+ * Seats held by a TCC Try until the decision: Confirm sells them, Cancel frees them. A hold for a show is kept 10
+ * minutes (its YES says so); any other has no TTL.
  */
 const seatHandlers: TccMemoryHandlers<{ held: Record<string, string> }> = {
   initial: () => ({ held: {} }),
