@@ -779,6 +779,26 @@ Object.assign(pages, {
         : x.deadlineInMs > 0
           ? `undecided; aborted in ${age(x.deadlineInMs)} if still undecided`
           : 'undecided, past its deadline: being aborted';
+    // What the participant's YES said of its reserve's TTL, counted by the leader from the vote's arrival.
+    const expires = (x) =>
+      x.reserveExpiresInMs === null
+        ? el('span', {
+            'data-expires': 'unknown',
+            class: 'muted',
+            title: 'its YES carried no TTL: the Try gave none, or the participant does not send it',
+            text: 'unknown',
+          })
+        : x.reserveExpiresInMs > 0
+          ? el('span', {
+              'data-expires': 'in',
+              text: `in ${age(x.reserveExpiresInMs)} (at ${time(x.reserveExpiresAtMs)})`,
+            })
+          : el('span', {
+              'data-expires': 'expired',
+              class: 'down',
+              title: 'the participant asks the cluster for the outcome and applies it; it never cancels alone',
+              text: `expired ${age(-x.reserveExpiresInMs)} ago`,
+            });
     const rows = (r.reserves ?? []).map((x) => [
       x.participantId,
       el('a', {
@@ -792,12 +812,13 @@ Object.assign(pages, {
         ? `decided ${x.outcome}, not acknowledged${x.retries > 0 ? ` (${x.retries} failed deliveries)` : ''}`
         : 'voted YES, awaiting the decision',
       until(x),
+      expires(x),
     ]);
     view.replaceChildren(
       el('h2', { text: 'TCC reserves' }),
       el('p', {
         class: 'muted',
-        text: 'A TCC participant holds a reserve (its Try) from its YES vote until the cluster’s decision reaches it: Confirm on COMMIT, Cancel on ABORT. The cluster knows what each was enlisted with and how long the transaction has run; a TTL the Try gave is the participant’s own (when it runs out the participant asks the cluster to abort, never cancels alone), counted by its verdict_participant_tcc_reserves_held and verdict_participant_tcc_reserves_expired_total.',
+        text: 'A TCC participant holds a reserve (its Try) from its YES vote until the cluster’s decision reaches it: Confirm on COMMIT, Cancel on ABORT. The cluster knows what each was enlisted with and how long the transaction has run. A TTL the Try gave is the participant’s own (when it runs out the participant asks the cluster to abort, never cancels alone), counted by its verdict_participant_tcc_reserves_held and verdict_participant_tcc_reserves_expired_total; its YES says how long the reserve has left, and “reserve expires” counts that from the vote’s arrival at the leader (unknown when the vote said nothing: no TTL, or a participant that does not send it).',
       }),
       r.note ? el('p', { class: 'note' }, r.note, ': ', leaderLink(r.leaderRef, '#tcc')) : '',
       table(
@@ -815,7 +836,15 @@ Object.assign(pages, {
         ? ''
         : table(
             `Reserves held for transactions the leader ${r.nodeId} works on, oldest first`,
-            ['participant', 'transaction', 'reserved (as enlisted)', 'held for', 'state', 'held until'],
+            [
+              'participant',
+              'transaction',
+              'reserved (as enlisted)',
+              'held for',
+              'state',
+              'held until',
+              'reserve expires',
+            ],
             rows,
             'no reserve is held',
           ),

@@ -37,6 +37,7 @@ import {
   type DecisionOutcome,
   NotDeliveredError,
   PARALLEL_COMMIT_NEEDS,
+  reserveTtlProblem,
   unimplementedMethod,
 } from '../domain/protocol.ts';
 import { beginRefusal, forgottenReason, futureIdRefusal } from './id-newness.ts';
@@ -51,6 +52,7 @@ import {
   type EngineCounters,
   EngineError,
   type EngineIO,
+  type EngineVote,
   isUndecidedPhase,
   type Member,
   type OutcomeAnswer,
@@ -582,23 +584,33 @@ export class CommitProtocol {
             'unreachable',
           );
         this.heardFrom(m.record.id);
-        this.recordVote(t, m, vote.vote, vote.reason);
+        this.recordVote(t, m, vote);
         this.countVote(t, m);
       });
     }
   }
 
-  /** A member's one VOTE to this PREPARE, while preparing (the link checked it is 'yes' or 'no'). */
-  private recordVote(t: Txn, m: Member, vote: Member['vote'], reason: string): void {
+  /**
+   * A member's one VOTE to this PREPARE, while preparing (the link checked it is 'yes' or 'no', and any reserve TTL
+   * against reserveTtlProblem). A YES's reserve TTL is counted from now, the vote's arrival: a duration from the
+   * participant, so its clock need not agree with this leader's.
+   */
+  private recordVote(t: Txn, m: Member, vote: EngineVote): void {
     assert(
       t.phase === 'preparing' && t.outcome === null,
       `${t.id}: a vote is recorded while preparing, not ${t.phase}`,
     );
     assert(t.members.get(m.record.id) === m, `${t.id}: ${m.record.id} votes as an enlisted member`);
     assert(m.vote === null, `${t.id}: ${m.record.id} votes once per PREPARE`);
-    assert(vote === 'yes' || vote === 'no', `${t.id}: ${m.record.id}'s vote is YES or NO`);
-    m.vote = vote;
-    m.voteReason = reason;
+    assert(vote.vote === 'yes' || vote.vote === 'no', `${t.id}: ${m.record.id}'s vote is YES or NO`);
+    const ttlMs = vote.vote === 'yes' ? vote.reserveTtlMs : undefined;
+    if (ttlMs !== undefined) {
+      const problem = reserveTtlProblem(ttlMs);
+      assert(problem === null, `${t.id}: ${m.record.id}'s reserve TTL was checked at the link: ${problem}`);
+      m.reserveExpiresAtMs = this.io.nowMs() + ttlMs;
+    }
+    m.vote = vote.vote;
+    m.voteReason = vote.reason;
   }
 
   /** AC2: one NO aborts; COMMIT only once every participant voted YES. */

@@ -13,6 +13,7 @@ import {
   type ParticipantMethod,
   type Prepare,
   type Vote,
+  type VoteAnswer,
 } from '../domain/protocol.ts';
 import type { ApplyResult, Command, Decision, HeuristicRecord, ParticipantRecord, Resolution } from './state.ts';
 import { txnIdProblem } from '../domain/txn-id.ts';
@@ -23,6 +24,9 @@ export type PrepareRequest = Omit<Prepare, 'clusterId'>;
 
 /** DECISION as the engine sends it; the link adds the cluster id. */
 export type DecisionRequest = Omit<Decide, 'clusterId'>;
+
+/** VOTE as the engine hears it: YES or NO, why NO, and a TCC reserve's TTL (checked by the link: 1..30 days). */
+export type EngineVote = Pick<VoteAnswer, 'vote' | 'reason' | 'reserveTtlMs'>;
 
 export interface EngineIO {
   nowMs(): number;
@@ -38,7 +42,7 @@ export interface EngineIO {
     to: ParticipantRecord,
     req: PrepareRequest,
     timeoutMs: number,
-    cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void,
+    cb: (err: Error | null, vote?: EngineVote) => void,
   ): void;
   sendDecision(to: ParticipantRecord, req: DecisionRequest, timeoutMs: number, cb: (err: Error | null) => void): void;
   /** The status question of parallel commit's recovery (./parallel-commit.ts). */
@@ -198,6 +202,11 @@ export interface Member {
   payload: Uint8Array;
   vote: Vote | null;
   voteReason: string;
+  /**
+   * With a YES that carried a reserve TTL (a TCC participant's): when the reserve runs out, this leader's clock (the
+   * vote's arrival plus the TTL). Absent: unknown.
+   */
+  reserveExpiresAtMs?: number;
   acked: boolean;
   retries: number;
   nextRetryAtMs: number;

@@ -200,6 +200,11 @@ export interface HeldView {
   payload: Uint8Array;
   /** DECISION deliveries that failed so far. */
   retries: number;
+  /**
+   * When the reserve's TTL runs out: its vote's arrival plus the TTL the vote carried, on the leader's clock.
+   * null: unknown.
+   */
+  reserveExpiresAtMs: number | null;
 }
 
 /** What the participants `ids` hold prepared for this leader's transactions, oldest first, at most `limit`. */
@@ -218,6 +223,7 @@ export function heldBy(s: Pick<ViewState, 'txns' | 'nowMs'>, ids: ReadonlySet<st
         deadlineAtMs: isUndecidedPhase(t.phase) && t.deadlineAtMs > 0 ? t.deadlineAtMs : null,
         payload: m.payload,
         retries: m.retries,
+        reserveExpiresAtMs: m.reserveExpiresAtMs ?? null,
       });
     }
   }

@@ -612,7 +612,9 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
    * its ACK, is still owed): what the client enlisted it with, the age, and
    * how long the cluster lets it stand (an undecided transaction is aborted
    * at its deadline). A reserve's own TTL is the participant's (its Try
-   * gave it; on expiry it asks the cluster to abort): its metrics count it.
+   * gave it; on expiry it asks the cluster to abort): its YES carries what
+   * is left of it, so the page shows when it runs out (unknown when the vote
+   * carried none).
    */
   async function tcc(): Promise<unknown> {
     const s = ready();
@@ -650,6 +652,9 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
             deadlineInMs: h.deadlineAtMs === null ? null : h.deadlineAtMs - Date.now(),
             holds: payloadText(h.payload),
             retries: h.retries,
+            // The leader's clock, like the vote's arrival it counts from; null: the vote carried no TTL.
+            reserveExpiresAtMs: h.reserveExpiresAtMs,
+            reserveExpiresInMs: h.reserveExpiresAtMs === null ? null : h.reserveExpiresAtMs - nowMs,
           }))
         : null,
       truncated: held.length > TCC_RESERVES_MAX,

@@ -61,6 +61,26 @@ export interface VoteAnswer {
   vote: Vote;
   /** Why NO, or empty. */
   reason: string;
+  /**
+   * A YES of a TCC participant whose Try gave its reserve a time to live: the
+   * milliseconds the reserve has left as the vote leaves (a duration, so the
+   * two machines' clocks need not agree; the leader counts it from the vote's
+   * arrival). Absent: not given (no TTL, not TCC, or a participant that does
+   * not send it). Informational: no decision depends on it.
+   */
+  reserveTtlMs?: number;
+}
+
+/** A reserve TTL longer than this (30 days) is nonsense: a participant refuses it from its Try, a node in a vote. */
+export const RESERVE_TTL_MS_MAX = 30 * 24 * 3_600_000;
+
+/** null when `ttlMs` is a reserve TTL a vote may carry (whole ms in 1..RESERVE_TTL_MS_MAX), else why not. */
+export function reserveTtlProblem(ttlMs: number): string | null {
+  if (ttlMs > RESERVE_TTL_MS_MAX)
+    return `reserve TTL ${ttlMs} ms is more than ${RESERVE_TTL_MS_MAX} ms (30 days): a reserve is not held that long`;
+  if (!Number.isSafeInteger(ttlMs) || ttlMs < 1)
+    return `reserve TTL ${ttlMs} ms is not a positive whole number of milliseconds`;
+  return null;
 }
 
 /** DECISION: the outcome read from the coordinator's applied log (R1). */

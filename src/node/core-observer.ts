@@ -133,7 +133,7 @@ export function watchedLinks(
           detail: err
             ? `no vote: ${err.message}`
             : vote
-              ? `${vote.vote.toUpperCase()}${vote.reason ? `: ${vote.reason}` : ''}`
+              ? `${vote.vote.toUpperCase()}${vote.reason ? `: ${vote.reason}` : ''}${vote.reserveTtlMs !== undefined ? ` (reserve TTL ${vote.reserveTtlMs} ms)` : ''}`
               : 'no answer',
         });
         if (err)

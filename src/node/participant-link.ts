@@ -3,8 +3,8 @@
 // stream that batches the requests (unary calls for a participant without
 // it). This is where the engine's pure EngineIO meets the network.
 
-import type { DecisionRequest, PrepareRequest } from '../commit/engine.ts';
-import type { Vote } from '../domain/protocol.ts';
+import type { DecisionRequest, EngineVote, PrepareRequest } from '../commit/engine.ts';
+import { reserveTtlProblem } from '../domain/protocol.ts';
 import type { ParticipantRecord } from '../commit/state.ts';
 import * as grpc from '@grpc/grpc-js';
 import { ParticipantClient } from '../transport/participant-rpc.ts';
@@ -176,7 +176,7 @@ export class ParticipantLink {
     req: PrepareRequest,
     timeoutMs: number,
     trace: TraceContext | undefined,
-    cb: (err: Error | null, vote?: { vote: Vote; reason: string }) => void,
+    cb: (err: Error | null, vote?: EngineVote) => void,
   ): void {
     const c = this.channel(to);
     const md = trace === undefined ? undefined : traceToMetadata(trace);
@@ -193,7 +193,15 @@ export class ParticipantLink {
         if (w === undefined) return cb(new Error(`participant ${to.id} answered PREPARE without a vote`));
         const v = voteFromWire(w);
         if (v === null) return cb(new Error(`participant ${to.id} answered an invalid vote ${JSON.stringify(w.vote)}`));
-        cb(null, { vote: v.vote, reason: v.reason });
+        const ttlProblem = v.reserveTtlMs === undefined ? null : reserveTtlProblem(v.reserveTtlMs);
+        if (ttlProblem !== null)
+          return cb(new Error(`participant ${to.id} answered an invalid vote: YES with ${ttlProblem}`));
+        cb(
+          null,
+          v.reserveTtlMs === undefined
+            ? { vote: v.vote, reason: v.reason }
+            : { vote: v.vote, reason: v.reason, reserveTtlMs: v.reserveTtlMs },
+        );
       },
     );
     c.exchange.prepare(prepareToWire({ clusterId: this.clusterId, ...req }), timeoutMs, answered, md);

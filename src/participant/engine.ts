@@ -392,8 +392,13 @@ export class ParticipantEngine {
 
   private doPrepare(req: Prepare, answer: (vote: VoteAnswer) => void): void {
     const { txnId } = req;
-    const vote = (yes: boolean, reason = ''): void =>
-      answer({ txnId, participantId: this.o.participantId, vote: yes ? 'yes' : 'no', reason });
+    const vote = (yes: boolean, reason = ''): void => {
+      const v: VoteAnswer = { txnId, participantId: this.o.participantId, vote: yes ? 'yes' : 'no', reason };
+      // Read as the vote leaves, so a repeated PREPARE carries what is left of the reserve's TTL.
+      const ttlMs = yes ? this.o.resource.reserveTtlMs?.(txnId) : undefined;
+      if (ttlMs !== undefined) v.reserveTtlMs = ttlMs;
+      answer(v);
+    };
     // R7: a repeated PREPARE gets the answer the first one got.
     const decided = this.decided.get(txnId);
     if (decided !== undefined) {

@@ -106,6 +106,13 @@ export interface Resource {
    * hanging Try, as it counts the ones its own barrier refuses.
    */
   latePrepareRefused?(txnId: TxnId): void;
+  /**
+   * Optional: how many milliseconds T's reserve has left now (a TCC resource whose Try gave it a TTL), for the YES
+   * vote to carry (a duration: the leader counts it from the vote's arrival, so clocks need not agree); undefined when
+   * nothing held for T has a TTL. At least 1, so a reserve already past its TTL reads as expired on the leader, never
+   * as unknown.
+   */
+  reserveTtlMs?(txnId: TxnId): number | undefined;
 }
 
 /** Append-only and durable: when cb fires with null the record survives a crash. */

@@ -38,18 +38,28 @@ export function voteToWire(v: VoteAnswer): WireVote {
     participantId: v.participantId,
     vote: v.vote === 'yes' ? 'VOTE_YES' : 'VOTE_NO',
     reason: v.reason,
+    // 0 on the wire: not given (proto3's default, what an older participant sends).
+    reserveTtlMs: v.vote === 'yes' ? (v.reserveTtlMs ?? 0) : 0,
   };
 }
 
-/** The vote a participant answered, or null when it named neither YES nor NO. */
+/**
+ * The vote a participant answered, or null when it named neither YES nor NO. A YES keeps the reserve TTL it carries
+ * (0 on the wire: none), unchecked: the caller refuses a bad one (reserveTtlProblem); a NO holds nothing, so its TTL
+ * is dropped.
+ */
 export function voteFromWire(w: WireVote): VoteAnswer | null {
   if (w.vote !== 'VOTE_YES' && w.vote !== 'VOTE_NO') return null;
-  return {
+  const v: VoteAnswer = {
     txnId: w.txnId,
     participantId: w.participantId,
     vote: w.vote === 'VOTE_YES' ? 'yes' : 'no',
     reason: w.reason,
   };
+  // longs: Number; a uint64 past 2^53 arrives rounded, still far above the bound.
+  const ttl = Number(w.reserveTtlMs ?? 0);
+  if (v.vote === 'yes' && ttl !== 0) v.reserveTtlMs = ttl;
+  return v;
 }
 
 export function decisionToWire(d: Decide): WireDecideRequest {

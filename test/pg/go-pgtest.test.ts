@@ -4,9 +4,10 @@
 // Work and never prepared rolled back after its timeout and not taken up
 // again; markers past their retention deleted, this participant's only; a
 // prepared transaction past StuckAfter alerted on; participants starting at
-// once on one database), and the saga step service's PostgreSQL inbox
+// once on one database), the saga step service's PostgreSQL inbox
 // (sdk/go/saga/postgres.go: the inbox rules; an action and its compensation
-// arriving together ordered by the step's lock).
+// arriving together ordered by the step's lock), and the TCC resource's
+// reserve TTL for a YES, read from its barrier row (sdk/go/tcc/postgres.go).
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GO, GO_SDK, goEnv, goVendor } from '../process/go-procs.ts';
@@ -43,6 +44,7 @@ describe('the Go SDK on PostgreSQL (-tags pgtest)', () => {
     ['./participant/postgres', 'TestParticipantsStartingTogetherAllCreateTheirTables'],
     ['./saga', 'TestThePgInboxKeepsTheInboxRules'],
     ['./saga', 'TestAnActionAndItsCompensationTogetherAreOrdered'],
+    ['./tcc', 'TestReserveTTLIsReadFromTheBarrierRow'],
   ]) {
     it(`${pkg} ${name}`, async () => {
       const r = goTest(pkg, name);

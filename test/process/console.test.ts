@@ -77,12 +77,16 @@ afterAll(async () => {
   if (!SHOTS_TO) rmSync(SHOTS, { recursive: true, force: true });
 });
 
-/** Seats held by a TCC Try until the decision: Confirm sells them, Cancel frees them. */
+/**
+ * Seats held by a TCC Try until the decision: Confirm sells them, Cancel frees them. A hold for a show is kept 10
+ * minutes (its YES says so); any other has no TTL.
+ */
 const seatHandlers: TccMemoryHandlers<{ held: Record<string, string> }> = {
   initial: () => ({ held: {} }),
   try(s, b) {
-    s.held[b.txnId] = new TextDecoder().decode(b.payload);
-    return undefined;
+    const what = new TextDecoder().decode(b.payload);
+    s.held[b.txnId] = what;
+    return /show/.test(what) ? { ttlMs: 600_000 } : undefined;
   },
   confirm(s, b) {
     delete s.held[b.txnId];
@@ -381,13 +385,35 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
         .enlist('seats', new TextEncoder().encode('2 seats, show 7'))
         .commit()
         .catch((err: Error) => err);
+      // A second reserve, whose Try gave no TTL: its expiry is unknown to the cluster.
+      const tx2 = await client.begin({ timeoutMs: 120_000 });
+      const stuck2 = tx2
+        .enlist('frozen', { set: { k: 'w' } })
+        .enlist('seats', new TextEncoder().encode('1 parking space'))
+        .commit()
+        .catch((err: Error) => err);
       const tccPage = await open(leader, 'tcc');
       const reserve = tccPage.getByRole('row').filter({ has: tccPage.locator(`[data-reserve="seats/${tx.txnId}"]`) });
+      const reserve2 = tccPage.getByRole('row').filter({ has: tccPage.locator(`[data-reserve="seats/${tx2.txnId}"]`) });
       await reserve.waitFor({ timeout: SHOWS_MS });
+      await reserve2.waitFor({ timeout: SHOWS_MS });
+      // The Try's 10-minute TTL, carried by the YES: the reserve expires in 9 min (and seconds) at a time of day.
       expect(await reserve.textContent()).toMatch(
-        /^seats.*2 seats, show 7.*voted YES, awaiting the decision.*aborted in .* if still undecided$/,
+        /^seats.*2 seats, show 7.*voted YES, awaiting the decision.*aborted in .* if still undecidedin (9|10) min \(at [\d:.]+\)$/,
       );
-      expect(await tccPage.locator('[data-held=seats]').textContent()).toBe('1');
+      expect(await reserve.locator('[data-expires]').getAttribute('data-expires')).toBe('in');
+      expect(await reserve2.locator('[data-expires]').textContent()).toBe('unknown');
+      expect(await tccPage.locator('[data-held=seats]').textContent()).toBe('2');
+      const api = (await (await fetch(`http://${leader.metricsAddress}/api/tcc`)).json()) as {
+        reserves: { txnId: string; reserveExpiresAtMs: number | null; reserveExpiresInMs: number | null }[];
+      };
+      const mine = api.reserves.find((x) => x.txnId === tx.txnId);
+      expect(mine?.reserveExpiresInMs).toBeGreaterThan(500_000);
+      expect(mine?.reserveExpiresInMs).toBeLessThanOrEqual(600_000);
+      expect(api.reserves.find((x) => x.txnId === tx2.txnId)).toMatchObject({
+        reserveExpiresAtMs: null,
+        reserveExpiresInMs: null,
+      });
       await tccPage.screenshot({ path: join(SHOTS, 'console-tcc.png'), fullPage: true });
       await tccPage.close();
       const page = await open(leader, 'participants');
@@ -401,6 +427,7 @@ describe('the web console in chromium', { timeout: 180_000 }, () => {
         ).not.toBe('silent');
       await page.screenshot({ path: join(SHOTS, 'console-participants.png'), fullPage: true });
       await stuck;
+      await stuck2;
 
       // ledger fails to apply COMMIT for a while: the leader resends the DECISION; the page shows one row per kind with
       // the count.

@@ -184,7 +184,13 @@ export async function startUnackingParticipant(): Promise<{ address: string; dec
   const state = { decisions: 0 };
   const handlers: ParticipantHandlers = {
     Prepare: (call, cb) =>
-      cb(null, { txnId: call.request.txnId, participantId: call.request.participantId, vote: 'VOTE_YES', reason: '' }),
+      cb(null, {
+        txnId: call.request.txnId,
+        participantId: call.request.participantId,
+        vote: 'VOTE_YES',
+        reason: '',
+        reserveTtlMs: 0,
+      }),
     Decide: (_call, cb) => {
       state.decisions++;
       cb({ code: grpc.status.UNAVAILABLE, details: 'this test participant never acknowledges' });

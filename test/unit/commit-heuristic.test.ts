@@ -14,6 +14,7 @@ import {
   type HeuristicRecord,
 } from '../../src/commit/state.ts';
 import { EngineWorld } from './engine-fixture.ts';
+import { RESERVE_TTL_MS_MAX, reserveTtlProblem } from '../../src/domain/protocol.ts';
 
 const report = (
   txnId: string,
@@ -303,6 +304,49 @@ describe("commit engine: what participants hold prepared (the console's TCC rese
     );
     w.vote('a', 'no', 'sold out');
     expect(w.engine.heldBy(both, 10).filter((h) => h.participantId === 'a')).toEqual([]);
+  });
+
+  test("a YES's reserve TTL is recorded as an expiry on the leader's clock, counted from the vote's arrival, and kept until the ACK; a vote without one is unknown (null)", () => {
+    const w = new World();
+    w.engine.begin('t1', 30_000);
+    w.engine.commit(
+      't1',
+      [
+        { participantId: 'a', payload: new Uint8Array() },
+        { participantId: 'b', payload: new Uint8Array() },
+      ],
+      () => {},
+    );
+    const both = new Set(['a', 'b']);
+    w.now += 100; // the vote arrives at 1,100: the participant's clock plays no part
+    w.vote('a', 'yes', '', 45_000);
+    w.now += 200;
+    w.vote('b', 'yes'); // an older participant, or no TTL: unknown
+    const expiry = (): (number | null)[] => w.engine.heldBy(both, 10).map((h) => h.reserveExpiresAtMs);
+    expect(expiry()).toEqual([46_100, null]);
+    w.applyNext(); // COMMIT: the reserves stand until each ACK, and so does what the vote said of them
+    expect(expiry()).toEqual([46_100, null]);
+    w.ackAll();
+    expect(expiry()).toEqual([]);
+  });
+
+  test('a reserve TTL past 30 days, or not a positive whole number, is refused by the rule the link applies; the engine never records one (an assertion)', () => {
+    expect(reserveTtlProblem(1)).toBeNull();
+    expect(reserveTtlProblem(RESERVE_TTL_MS_MAX)).toBeNull();
+    expect(reserveTtlProblem(RESERVE_TTL_MS_MAX + 1)).toMatch(/more than 2592000000 ms \(30 days\)/);
+    expect(reserveTtlProblem(0)).toMatch(/not a positive whole number/);
+    expect(reserveTtlProblem(-5)).toMatch(/not a positive whole number/);
+    expect(reserveTtlProblem(1.5)).toMatch(/not a positive whole number/);
+    expect(reserveTtlProblem(2 ** 64)).toMatch(/more than/); // uint64's largest, as the wire decodes it
+    expect(reserveTtlProblem(Number.NaN)).toMatch(/not a positive whole number/);
+    for (const bad of [RESERVE_TTL_MS_MAX + 1, -1]) {
+      const w = new World();
+      w.prepared('t1', ['a']);
+      expect(() => w.vote('a', 'yes', '', bad)).toThrow(
+        /invariant violated: t1: a's reserve TTL was checked at the link/,
+      );
+      expect(w.engine.heldBy(new Set(['a']), 10)).toEqual([]);
+    }
   });
 });
 

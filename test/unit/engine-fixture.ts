@@ -23,7 +23,8 @@ export interface PendingProposal {
 export interface PendingPrepare {
   to: string;
   req: PrepareRequest;
-  answer: (vote: Vote | Error, reason?: string) => void;
+  /** `reserveTtlMs`: a TCC participant's reserve TTL, as the link passes a checked one on. */
+  answer: (vote: Vote | Error, reason?: string, reserveTtlMs?: number) => void;
 }
 
 export interface PendingDecision {
@@ -64,7 +65,10 @@ export class EngineWorld {
         this.prepares.push({
           to: to.id,
           req,
-          answer: (v, reason = '') => (v instanceof Error ? cb(v) : cb(null, { vote: v, reason })),
+          answer: (v, reason = '', reserveTtlMs = undefined) =>
+            v instanceof Error
+              ? cb(v)
+              : cb(null, reserveTtlMs === undefined ? { vote: v, reason } : { vote: v, reason, reserveTtlMs }),
         }),
       sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
       sendStatus: (to, txnId, _timeoutMs, cb) => this.statuses.push({ to: to.id, txnId, cb }),
@@ -98,10 +102,10 @@ export class EngineWorld {
   }
 
   /** Participant `to` answers its oldest pending PREPARE. */
-  vote(to: string, v: Vote | Error, reason?: string): void {
+  vote(to: string, v: Vote | Error, reason?: string, reserveTtlMs?: number): void {
     const i = this.prepares.findIndex((p) => p.to === to);
     if (i < 0) throw new Error(`no PREPARE pending for ${to}`);
-    this.prepares.splice(i, 1)[0].answer(v, reason);
+    this.prepares.splice(i, 1)[0].answer(v, reason, reserveTtlMs);
   }
 
   ackAll(): void {

@@ -44,7 +44,10 @@ async function participant(): Promise<{ exchange: ParticipantExchange; received:
         call.write({
           answers: b.requests.map((r) =>
             r.prepare
-              ? { id: r.id, vote: { txnId: r.prepare.txnId, participantId: 'p1', vote: 'VOTE_YES', reason: '' } }
+              ? {
+                  id: r.id,
+                  vote: { txnId: r.prepare.txnId, participantId: 'p1', vote: 'VOTE_YES', reason: '', reserveTtlMs: 0 },
+                }
               : { id: r.id, ack: { txnId: r.decision?.txnId ?? '', participantId: 'p1' } },
           ),
           closing: false,

@@ -75,6 +75,31 @@ const decide = (
 });
 
 describe('history records', () => {
+  it("a TCC participant's YES with its reserve TTL is kept as its vote row, with the TTL, through the codec; a plain YES still folds", () => {
+    const row = (participantId: string, detail: string): HistoryChange => ({
+      t: 'row',
+      txnId: 'tcc1',
+      atMs: 7,
+      kind: 'vote',
+      participantId,
+      detail,
+    });
+    let r = applyChange(null, row('seats', 'YES (reserve TTL 45000 ms)'));
+    r = applyChange(r, row('shop', 'YES'));
+    r = applyChange(r, decide('tcc1', 3, 10, ['seats', 'shop']));
+    const back = decodeRecord('tcc1', encodeRecord(r));
+    if (typeof back === 'string') throw new Error(back);
+    expect(back.participants.map((p) => [p.participantId, p.vote])).toEqual([
+      ['seats', 'yes'],
+      ['shop', 'yes'],
+    ]);
+    const votes = back.rows.filter((x) => x.kind === 'vote').map((x) => [x.participantId, x.detail]);
+    expect(votes.sort()).toEqual([
+      ['seats', 'YES (reserve TTL 45000 ms)'],
+      ['shop', 'YES'],
+    ]);
+  });
+
   it('a COMMIT implies every vote YES (AC2) and its Forget every ACK (R5); retries collapse into one row with a count and the last error', () => {
     let r = applyChange(null, { t: 'row', txnId: 'a', atMs: 1, kind: 'prepare', participantId: 'shop', detail: '' });
     r = applyChange(r, decide('a', 5, 10));

@@ -14,7 +14,8 @@ import {
   type TccRecord,
 } from '../../src/participant/tcc/memory.ts';
 import type { ClusterOutcome, TxnRecord } from '../../src/participant/types.ts';
-import type { Decide, DecisionOutcome } from '../../src/domain/protocol.ts';
+import type { Decide, DecisionOutcome, VoteAnswer } from '../../src/domain/protocol.ts';
+import { voteFromWire, voteToWire } from '../../src/transport/protocol-wire.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -306,6 +307,42 @@ describe('TCC under the participant engine', () => {
     resource.commit('T', () => {}); // a redelivery that reaches the resource (the engine forgot, or restarted)
     expect(calls.confirm).toBe(1);
     expect(resource.state).toMatchObject({ free: 8, sold: 2 });
+  });
+});
+
+describe("a TCC participant's YES carries its reserve's TTL (the console shows when it runs out)", () => {
+  it('what is left of the TTL as the vote leaves, less on a repeated PREPARE; none without a TTL, none on a NO; and it crosses the wire as reserve_ttl_ms', () => {
+    const timers = new Timers();
+    const now = { ms: 0 };
+    const { resource } = seatResource(seatHandlers({ ttlMs: 30_000 }), syncJournal(), now);
+    const engine = engineWith(resource, timers, (cb) => cb(null, 'IN_PROGRESS'));
+    const votes: VoteAnswer[] = [];
+    const take = (_e: unknown, v?: VoteAnswer): void => void (v && votes.push(v));
+    engine.prepare(prepareReq('T'), take);
+    now.ms += 12_000;
+    engine.prepare(prepareReq('T'), take); // a repeat (a new leader asks again): 18 s are left
+    engine.prepare(prepareReq('U', 20), take); // 20 seats of 8 left: NO, nothing held
+    expect(votes.map((v) => [v.vote, v.reserveTtlMs])).toEqual([
+      ['yes', 30_000],
+      ['yes', 18_000],
+      ['no', undefined],
+    ]);
+    const wire = voteToWire(votes[0] as VoteAnswer);
+    expect(wire.reserveTtlMs).toBe(30_000);
+    expect(voteFromWire(wire)?.reserveTtlMs).toBe(30_000);
+    // Past its TTL and still held (the cluster not reached yet): 1 ms, so the leader shows it expired, never "unknown".
+    now.ms += 60_000;
+    engine.prepare(prepareReq('T'), take);
+    expect(votes.at(-1)?.reserveTtlMs).toBe(1);
+
+    const plain = seatResource(seatHandlers(), syncJournal(), now).resource;
+    const noTtl: VoteAnswer[] = [];
+    engineWith(plain, new Timers(), (cb) => cb(null, 'IN_PROGRESS')).prepare(prepareReq('T'), (_e, v) => {
+      if (v) noTtl.push(v);
+    });
+    expect(noTtl.map((v) => [v.vote, 'reserveTtlMs' in v])).toEqual([['yes', false]]);
+    expect(voteToWire(noTtl[0] as VoteAnswer).reserveTtlMs).toBe(0); // 0 on the wire: not given
+    expect(voteFromWire(voteToWire(noTtl[0] as VoteAnswer))).not.toHaveProperty('reserveTtlMs');
   });
 });
 

@@ -3,6 +3,7 @@ package participant
 import (
 	"encoding/json"
 	"sync"
+	"time"
 )
 
 // Resource is what a participant keeps its data in. The engine calls
@@ -26,6 +27,43 @@ type Resource interface {
 	// PreparedHere lists the transactions the resource itself holds prepared (PostgreSQL: pg_prepared_xacts), for recovery.
 	PreparedHere() ([]string, error)
 	Close() error
+}
+
+// ReserveTTLReader is what a TCC resource whose Try may give a TTL adds to
+// Resource: how long txnID's reserve has left now (ok false: nothing held for
+// it with a TTL). A YES vote carries it (Vote.reserve_ttl_ms): a duration, so
+// the leader counts it from the vote's arrival and the clocks need not agree.
+type ReserveTTLReader interface {
+	ReserveTTL(txnID string) (left time.Duration, ok bool, err error)
+}
+
+// ReserveTTLMax is the longest reserve TTL a vote may carry (30 days); a node refuses a vote with more.
+const ReserveTTLMax = 30 * 24 * time.Hour
+
+// reserveTTLMs is what a YES for txnID says of its reserve's TTL: 0 when none
+// (or unreadable: the YES stands without it), else 1 ms .. ReserveTTLMax in ms.
+func (e *Engine) reserveTTLMs(txnID string) uint64 {
+	r, ok := e.Resource.(ReserveTTLReader)
+	if !ok {
+		return 0
+	}
+	left, ok, err := r.ReserveTTL(txnID)
+	if err != nil {
+		e.Log("reserve-ttl-unread", map[string]any{"txn_id": txnID, "participant_id": e.ParticipantID, "error": clip(err.Error(), 512)})
+		return 0
+	}
+	if !ok {
+		return 0
+	}
+	ms := left.Milliseconds()
+	if ms < 1 {
+		// Past its TTL and still held (the cluster not reached yet): the leader shows it expired, never unknown.
+		ms = 1
+	}
+	if ms > ReserveTTLMax.Milliseconds() {
+		ms = ReserveTTLMax.Milliseconds()
+	}
+	return uint64(ms)
 }
 
 // MemoryResource keeps keys and values in memory; a payload {"set": {key: value}} writes them at commit.

@@ -78,10 +78,12 @@ func (s *service) prepare(q *ppb.PrepareRequest) (*ppb.Vote, error) {
 		return nil, s.answerError("PREPARE", q.TxnId, err)
 	}
 	v := ppb.VoteValue_VOTE_NO
+	var ttlMs uint64
 	if yes {
 		v = ppb.VoteValue_VOTE_YES
+		ttlMs = s.engine.reserveTTLMs(q.TxnId)
 	}
-	return &ppb.Vote{TxnId: q.TxnId, ParticipantId: s.engine.ParticipantID, Vote: v, Reason: reason}, nil
+	return &ppb.Vote{TxnId: q.TxnId, ParticipantId: s.engine.ParticipantID, Vote: v, Reason: reason, ReserveTtlMs: ttlMs}, nil
 }
 
 func (s *service) decide(d *ppb.DecideRequest) (*ppb.Ack, error) {

@@ -161,3 +161,58 @@ func TestTLSTakesRequestsOnlyFromThisClustersNodes(t *testing.T) {
 		}
 	}
 }
+
+// ttlResource is a memory resource whose reserves have the TTLs the test sets, as a TCC resource's would.
+type ttlResource struct {
+	*MemoryResource
+	left map[string]time.Duration
+}
+
+func (r *ttlResource) ReserveTTL(txnID string) (time.Duration, bool, error) {
+	d, ok := r.left[txnID]
+	return d, ok, nil
+}
+
+// A YES carries what is left of a TCC reserve's TTL (Vote.reserve_ttl_ms, a duration): over the unary call and the
+// Exchange stream; 0 (unknown to the cluster) without one and on a NO; 1 ms once past it and still held.
+func TestAYesCarriesTheReserveTTL(t *testing.T) {
+	e, m := newTestEngine(t, t.TempDir())
+	r := &ttlResource{MemoryResource: m, left: map[string]time.Duration{"t1": 45 * time.Second, "t3": -2 * time.Second, "bad": time.Minute}}
+	e.Resource = r
+	pc := serve(t, e, nil, false, grpc.WithInsecure())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	prep := func(txn, payload string) *ppb.PrepareRequest {
+		return &ppb.PrepareRequest{ClusterId: "c1", TxnId: txn, ParticipantId: "p1", Payload: []byte(payload)}
+	}
+	for _, c := range []struct {
+		txn, payload string
+		vote         ppb.VoteValue
+		ttlMs        uint64
+	}{
+		{"t1", `{"set":{"a":1}}`, ppb.VoteValue_VOTE_YES, 45_000},
+		{"t2", `{"set":{"b":1}}`, ppb.VoteValue_VOTE_YES, 0},
+		{"t3", `{"set":{"c":1}}`, ppb.VoteValue_VOTE_YES, 1},
+		{"bad", `not json`, ppb.VoteValue_VOTE_NO, 0},
+	} {
+		v, err := pc.Prepare(ctx, prep(c.txn, c.payload))
+		if err != nil || v.Vote != c.vote || v.ReserveTtlMs != c.ttlMs {
+			t.Errorf("%s: want %v with %d ms, got %v %v", c.txn, c.vote, c.ttlMs, v, err)
+		}
+	}
+	r.left["t1"] = 31 * 24 * time.Hour // never more than a node takes
+	stream, err := pc.Exchange(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&ppb.ExchangeBatch{Requests: []*ppb.ExchangeRequest{{Id: 1, Body: &ppb.ExchangeRequest_Prepare{Prepare: prep("t1", `{"set":{"a":1}}`)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Answers[0].GetVote().GetReserveTtlMs(); got != uint64(ReserveTTLMax.Milliseconds()) {
+		t.Errorf("a repeated PREPARE over Exchange: %d ms, want %d", got, ReserveTTLMax.Milliseconds())
+	}
+}

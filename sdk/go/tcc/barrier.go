@@ -11,6 +11,8 @@ package tcc
 import (
 	"fmt"
 	"time"
+
+	"verdict/sdk/go/participant"
 )
 
 // Branch states in the barrier.
@@ -84,8 +86,8 @@ func Step(txnID, state, op string) Verdict {
 	return Verdict{Kind: Refuse, Reason: fmt.Sprintf("unknown TCC operation %q", op)}
 }
 
-// TTLMax: longer TTLs are refused as a typo (about 30 days).
-const TTLMax = 30 * 24 * time.Hour
+// TTLMax: longer TTLs are refused as a typo (30 days; a node refuses a vote that carries more).
+const TTLMax = participant.ReserveTTLMax
 
 // TTLProblem is why a Try's TTL is refused, or "" (0 means none: held until the decision).
 func TTLProblem(ttl time.Duration) string {

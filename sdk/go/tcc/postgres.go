@@ -220,6 +220,21 @@ func (r *Resource) held(and string) ([]string, error) {
 	return out, rows.Err()
 }
 
+// ReserveTTL is how long txnID's reserve has left now, read from its barrier row (ok false: not held, or no TTL).
+func (r *Resource) ReserveTTL(txnID string) (time.Duration, bool, error) {
+	var at sql.NullInt64
+	err := r.DB.QueryRow("SELECT expires_at_ms FROM "+BarrierTable+" WHERE txn_id = $1 AND branch = $2 AND state = 'tried'", txnID, r.participantID).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !at.Valid) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return time.Until(time.UnixMilli(at.Int64)), true, nil
+}
+
+var _ participant.ReserveTTLReader = (*Resource)(nil)
+
 // Close closes the pool.
 func (r *Resource) Close() error { return r.DB.Close() }
 

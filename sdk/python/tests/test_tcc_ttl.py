@@ -148,3 +148,47 @@ def test_a_participant_settles_an_expired_reserve_through_coordinator_abort(tmp_
     finally:
         p.stop()
         node.stop()
+
+
+def test_a_yes_carries_what_is_left_of_the_reserve_s_ttl_over_prepare_and_exchange(tmp_path) -> None:
+    """Vote.reserve_ttl_ms: a duration from the vote's leaving (the leader counts it from the arrival); 0: none."""
+    from concurrent import futures
+
+    import grpc
+
+    from verdict import Engine, Journal
+    from verdict._proto import participant_pb2 as ppb
+    from verdict._proto import participant_pb2_grpc
+    from verdict.participant import _Servicer
+
+    clock = Clock()
+    r = MemoryTccResource(str(tmp_path / "tcc"), P, KeyValueHandlers(), clock)
+    e = Engine(C, P, Journal(str(tmp_path / "j")), r, quiet)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    participant_pb2_grpc.add_ParticipantServicer_to_server(_Servicer(e, node_only=False), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+
+    def prep(txn: str, body: bytes) -> ppb.PrepareRequest:
+        return ppb.PrepareRequest(cluster_id=C, txn_id=txn, participant_id=P, payload=body)
+
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            stub = participant_pb2_grpc.ParticipantStub(ch)
+            first = stub.Prepare(prep("t1", payload("a", 30_000)), timeout=5)
+            assert (first.vote, first.reserve_ttl_ms) == (ppb.VOTE_YES, 30_000)
+            clock.ms += 12_000
+            again = stub.Prepare(prep("t1", payload("a", 30_000)), timeout=5)
+            assert (again.vote, again.reserve_ttl_ms) == (ppb.VOTE_YES, 18_000)
+            none = stub.Prepare(prep("t2", payload("b")), timeout=5)
+            assert (none.vote, none.reserve_ttl_ms) == (ppb.VOTE_YES, 0)
+            taken = stub.Prepare(prep("t3", payload("a", 5_000)), timeout=5)  # "a" is held by t1: NO, nothing held
+            assert (taken.vote, taken.reserve_ttl_ms) == (ppb.VOTE_NO, 0)
+            # Past its TTL and still held (the cluster not reached yet): 1 ms, never 0 ("unknown").
+            clock.ms += 60_000
+            batch = ppb.ExchangeBatch(requests=[ppb.ExchangeRequest(id=1, prepare=prep("t1", payload("a", 30_000)))])
+            answers = next(stub.Exchange(iter([batch]), timeout=5)).answers
+            assert (answers[0].vote.vote, answers[0].vote.reserve_ttl_ms) == (ppb.VOTE_YES, 1)
+    finally:
+        server.stop(0).wait()
+        r.close()

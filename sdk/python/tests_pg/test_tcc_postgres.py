@@ -141,6 +141,10 @@ def test_a_ttl_is_kept_in_the_barrier_row_and_listed_once_it_ran_out(pg_url: str
     try:
         assert r.prepare("t1", n(1, 2_000)) is None and r.prepare("t2", n(1)) is None
         assert r.expired(now[0] + 1_999) == [] and r.expired(now[0] + 2_000) == ["t1"]
+        # What a YES says is left of it (Vote.reserve_ttl_ms), read from the row; none without a TTL.
+        assert (r.reserve_ttl_ms("t1"), r.reserve_ttl_ms("t2"), r.reserve_ttl_ms("never")) == (2_000, None, None)
+        now[0] += 1_500
+        assert r.reserve_ttl_ms("t1") == 500
         # Another process on the same table (a restart) sees the same.
         other = PostgresTccResource(pg_url, f"seats-{unique}", Seats(seats))
         try:

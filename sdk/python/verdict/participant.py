@@ -170,6 +170,23 @@ class Engine:
             self.log("vote", txn_id=txn_id, participant_id=self.participant_id, vote="YES")
             return True, ""
 
+    def vote(self, txn_id: str, yes: bool, reason: str) -> ppb.Vote:
+        """The VOTE message; a YES carries what is left of a TCC reserve's TTL (0: none given, shown unknown)."""
+        ttl_ms = 0
+        if yes:
+            try:
+                read = getattr(self.resource, "reserve_ttl_ms", None)
+                ttl_ms = (read(txn_id) if read is not None else None) or 0
+            except Exception as err:  # noqa: BLE001 - the TTL is for operators' eyes; the YES stands without it
+                self.log("reserve-ttl-unread", txn_id=txn_id, participant_id=self.participant_id, error=str(err)[:512])
+        return ppb.Vote(
+            txn_id=txn_id,
+            participant_id=self.participant_id,
+            vote=ppb.VOTE_YES if yes else ppb.VOTE_NO,
+            reason=reason,
+            reserve_ttl_ms=ttl_ms,
+        )
+
     def decide(self, cluster_id: str, txn_id: str, participant_id: str, commit: bool, source: str = "decision") -> None:
         """DECISION: returns once the outcome is applied and durable (then ACK), or raises Refusal."""
         self._check(cluster_id, txn_id, participant_id)
@@ -353,7 +370,7 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
             context.abort(r.code, r.details)
         except Exception as err:  # noqa: BLE001
             self._internal(context, "PREPARE", request.txn_id, err)
-        return ppb.Vote(txn_id=request.txn_id, participant_id=self.engine.participant_id, vote=ppb.VOTE_YES if yes else ppb.VOTE_NO, reason=reason)
+        return self.engine.vote(request.txn_id, yes, reason)
 
     def Decide(self, request: ppb.DecideRequest, context: grpc.ServicerContext) -> ppb.Ack:
         self._guard(context)
@@ -375,7 +392,7 @@ class _Servicer(participant_pb2_grpc.ParticipantServicer):
             if which == "prepare":
                 q = r.prepare
                 yes, reason = self.engine.prepare(q.cluster_id, q.txn_id, q.participant_id, q.payload, q.timeout_ms)
-                vote = ppb.Vote(txn_id=q.txn_id, participant_id=self.engine.participant_id, vote=ppb.VOTE_YES if yes else ppb.VOTE_NO, reason=reason)
+                vote = self.engine.vote(q.txn_id, yes, reason)
                 return ppb.ExchangeAnswer(id=r.id, vote=vote)
             if which == "decision":
                 d = r.decision

@@ -41,6 +41,14 @@ class Resource(ABC):
         """Transactions the resource itself holds prepared (a PostgreSQL resource: pg_prepared_xacts), for recovery."""
         return ()
 
+    def reserve_ttl_ms(self, txn_id: str) -> Optional[int]:
+        """How many ms the reserve held for ``txn_id`` has left now (a TCC resource whose Try gave a TTL), or None.
+
+        The YES vote carries it (Vote.reserve_ttl_ms): a duration, so the leader counts it from the vote's arrival and
+        the two clocks need not agree. At least 1 while held (a reserve past its TTL reads as expired on the leader).
+        """
+        return None
+
     def close(self) -> None:
         pass
 

@@ -77,6 +77,11 @@ def ttl_problem(ttl_ms: object) -> Optional[str]:
     return None
 
 
+def ttl_left_ms(expires_at_ms: int, at_ms: int) -> int:
+    """What a YES says is left of a reserve's TTL: 1 ms at least (expired, still held), TTL_MS_MAX at most."""
+    return min(TTL_MS_MAX, max(1, int(expires_at_ms) - int(at_ms)))
+
+
 def now_ms() -> int:
     """Wall-clock milliseconds: a TTL's expiry is kept across restarts, so it is an instant, not a monotonic reading."""
     return int(time.time() * 1000)
@@ -260,6 +265,13 @@ class MemoryTccResource(Resource, Generic[S]):
         """Reserves held whose TTL ran out by ``at_ms``: ReserveWatcher settles them through the cluster."""
         with self._lock:
             return [t for t, (s, _, e) in self._branches.items() if s == TRIED and e is not None and e <= at_ms]
+
+    def reserve_ttl_ms(self, txn_id: str) -> Optional[int]:
+        with self._lock:
+            b = self._branches.get(txn_id)
+        if b is None or b[0] != TRIED or b[2] is None:
+            return None
+        return ttl_left_ms(b[2], self.clock_ms())
 
     def close(self) -> None:
         self._log.close()

@@ -31,7 +31,7 @@ import psycopg2
 from .ids import check_participant_id
 from .pgpool import ConnectionPool
 from .resource import Resource
-from .tcc import BarrierRefusal, TccBranch, TccRefusal, TryResult, barrier_step, now_ms, ttl_problem
+from .tcc import BarrierRefusal, TccBranch, TccRefusal, TryResult, barrier_step, now_ms, ttl_left_ms, ttl_problem
 
 BARRIER_TABLE = "verdict_tcc_barrier"
 #: Reserves listed at once at most (held, expired): the rest wait for the next round.
@@ -179,6 +179,18 @@ class PostgresTccResource(Resource):
             return [r[0] for r in cur.fetchall()]
 
         return self._pool.in_transaction(read)
+
+    def reserve_ttl_ms(self, txn_id: str) -> Optional[int]:
+        def read(cur: Any) -> Optional[int]:
+            cur.execute(
+                f"SELECT expires_at_ms FROM {BARRIER_TABLE} WHERE txn_id = %s AND branch = %s AND state = 'tried'",
+                (txn_id, self.participant_id),
+            )
+            row = cur.fetchone()
+            return None if row is None or row[0] is None else int(row[0])
+
+        expires_at_ms = self._pool.in_transaction(read)
+        return None if expires_at_ms is None else ttl_left_ms(expires_at_ms, int(self.clock_ms()))
 
     def prepared_here(self) -> Iterable[str]:
         """The reserves held (tried, neither confirmed nor cancelled), so a Try whose YES never left is asked about too."""

@@ -18,6 +18,7 @@
 // reserve forever: a hanging Try). A refusal of Confirm or Cancel is an
 // error the engine does not acknowledge: the cluster redelivers, an operator
 // sees it in `verdict txn list --unacked`. Pure.
+import { RESERVE_TTL_MS_MAX } from '../../domain/protocol.ts';
 import type { TxnId } from '../types.ts';
 
 export type BranchState = 'tried' | 'confirmed' | 'cancelled' | 'empty-cancelled';
@@ -85,8 +86,8 @@ export class TccRefusal extends Error {
   }
 }
 
-/** TTLs longer than this are refused as a typo (about 30 days). */
-export const TTL_MS_MAX = 30 * 24 * 3_600_000;
+/** TTLs longer than this are refused as a typo (30 days; a node refuses a vote that carries more). */
+export const TTL_MS_MAX = RESERVE_TTL_MS_MAX;
 
 /** null when ttlMs is acceptable (absent, or a positive integer up to TTL_MS_MAX), else why not. */
 export function ttlProblem(ttlMs: unknown): string | null {
@@ -144,6 +145,15 @@ export abstract class TccResourceBase implements TccReserves {
 
   /** The branches tried and not yet settled, each with when its TTL runs out (null: none). */
   protected abstract heldBranches(): ReadonlyMap<TxnId, { expiresAtMs: number | null }>;
+
+  /** The clock the TTLs were set by. */
+  protected abstract nowMs(): number;
+
+  /** What is left of T's reserve's TTL, for its YES vote; undefined: none held, or held without a TTL. */
+  reserveTtlMs(txnId: TxnId): number | undefined {
+    const expiresAtMs = this.heldBranches().get(txnId)?.expiresAtMs ?? null;
+    return expiresAtMs === null ? undefined : Math.min(TTL_MS_MAX, Math.max(1, expiresAtMs - this.nowMs()));
+  }
 
   commit(txnId: TxnId, cb: (err: Error | null) => void): void {
     this.settle(txnId, 'confirm', cb);

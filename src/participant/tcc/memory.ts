@@ -307,6 +307,10 @@ export class MemoryTccResource<S> extends TccResourceBase implements Resource {
     });
   }
 
+  protected nowMs(): number {
+    return this.o.clock.nowMs();
+  }
+
   protected heldBranches(): ReadonlyMap<TxnId, { expiresAtMs: number | null }> {
     return this.o.live.held;
   }

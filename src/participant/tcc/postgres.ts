@@ -134,6 +134,10 @@ export class PostgresTccResource extends TccResourceBase implements Resource {
     );
   }
 
+  protected nowMs(): number {
+    return this.o.clock.nowMs();
+  }
+
   protected heldBranches(): ReadonlyMap<TxnId, { expiresAtMs: number | null }> {
     return this.held;
   }

@@ -13,41 +13,41 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11participant.proto\x12\x13verdict.participant\"\x87\x01\n\x0ePrepareRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0e\n\x06txn_id\x18\x02 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x03 \x01(\t\x12\x14\n\x0cparticipants\x18\x04 \x03(\t\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x12\x12\n\ntimeout_ms\x18\x06 \x01(\x04\"l\n\x04Vote\x12\x0e\n\x06txn_id\x18\x01 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x02 \x01(\t\x12,\n\x04vote\x18\x03 \x01(\x0e\x32\x1e.verdict.participant.VoteValue\x12\x0e\n\x06reason\x18\x04 \x01(\t\"\x91\x01\n\rDecideRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0e\n\x06txn_id\x18\x02 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x03 \x01(\t\x12\x34\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0e\x32\".verdict.participant.DecisionValue\x12\x0e\n\x06reason\x18\x05 \x01(\t\"-\n\x03\x41\x63k\x12\x0e\n\x06txn_id\x18\x01 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x02 \x01(\t\"\x95\x01\n\x0f\x45xchangeRequest\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x36\n\x07prepare\x18\x02 \x01(\x0b\x32#.verdict.participant.PrepareRequestH\x00\x12\x36\n\x08\x64\x65\x63ision\x18\x03 \x01(\x0b\x32\".verdict.participant.DecideRequestH\x00\x42\x06\n\x04\x62ody\"\xad\x01\n\x0e\x45xchangeAnswer\x12\n\n\x02id\x18\x01 \x01(\x04\x12)\n\x04vote\x18\x02 \x01(\x0b\x32\x19.verdict.participant.VoteH\x00\x12\'\n\x03\x61\x63k\x18\x03 \x01(\x0b\x32\x18.verdict.participant.AckH\x00\x12\x33\n\x05\x65rror\x18\x04 \x01(\x0b\x32\".verdict.participant.ExchangeErrorH\x00\x42\x06\n\x04\x62ody\".\n\rExchangeError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07\x64\x65tails\x18\x02 \x01(\t\"G\n\rExchangeBatch\x12\x36\n\x08requests\x18\x01 \x03(\x0b\x32$.verdict.participant.ExchangeRequest\"T\n\x0b\x41nswerBatch\x12\x34\n\x07\x61nswers\x18\x01 \x03(\x0b\x32#.verdict.participant.ExchangeAnswer\x12\x0f\n\x07\x63losing\x18\x02 \x01(\x08\"K\n\rStatusRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0e\n\x06txn_id\x18\x02 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x03 \x01(\t\"k\n\x0cStatusAnswer\x12\x0e\n\x06txn_id\x18\x01 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x02 \x01(\t\x12\x33\n\x06status\x18\x03 \x01(\x0e\x32#.verdict.participant.TxnStatusValue*<\n\tVoteValue\x12\x14\n\x10VOTE_UNSPECIFIED\x10\x00\x12\x0c\n\x08VOTE_YES\x10\x01\x12\x0b\n\x07VOTE_NO\x10\x02*R\n\rDecisionValue\x12\x18\n\x14\x44\x45\x43ISION_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x44\x45\x43ISION_COMMIT\x10\x01\x12\x12\n\x0e\x44\x45\x43ISION_ABORT\x10\x02*\x8f\x01\n\x0eTxnStatusValue\x12\x1a\n\x16TXN_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13TXN_STATUS_PREPARED\x10\x01\x12\x18\n\x14TXN_STATUS_COMMITTED\x10\x02\x12\x16\n\x12TXN_STATUS_ABORTED\x10\x03\x12\x16\n\x12TXN_STATUS_REFUSED\x10\x04\x32\xc7\x02\n\x0bParticipant\x12I\n\x07Prepare\x12#.verdict.participant.PrepareRequest\x1a\x19.verdict.participant.Vote\x12\x46\n\x06\x44\x65\x63ide\x12\".verdict.participant.DecideRequest\x1a\x18.verdict.participant.Ack\x12T\n\x08\x45xchange\x12\".verdict.participant.ExchangeBatch\x1a .verdict.participant.AnswerBatch(\x01\x30\x01\x12O\n\x06Status\x12\".verdict.participant.StatusRequest\x1a!.verdict.participant.StatusAnswerb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11participant.proto\x12\x13verdict.participant\"\x87\x01\n\x0ePrepareRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0e\n\x06txn_id\x18\x02 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x03 \x01(\t\x12\x14\n\x0cparticipants\x18\x04 \x03(\t\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x12\x12\n\ntimeout_ms\x18\x06 \x01(\x04\"\x84\x01\n\x04Vote\x12\x0e\n\x06txn_id\x18\x01 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x02 \x01(\t\x12,\n\x04vote\x18\x03 \x01(\x0e\x32\x1e.verdict.participant.VoteValue\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x16\n\x0ereserve_ttl_ms\x18\x05 \x01(\x04\"\x91\x01\n\rDecideRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0e\n\x06txn_id\x18\x02 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x03 \x01(\t\x12\x34\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0e\x32\".verdict.participant.DecisionValue\x12\x0e\n\x06reason\x18\x05 \x01(\t\"-\n\x03\x41\x63k\x12\x0e\n\x06txn_id\x18\x01 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x02 \x01(\t\"\x95\x01\n\x0f\x45xchangeRequest\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x36\n\x07prepare\x18\x02 \x01(\x0b\x32#.verdict.participant.PrepareRequestH\x00\x12\x36\n\x08\x64\x65\x63ision\x18\x03 \x01(\x0b\x32\".verdict.participant.DecideRequestH\x00\x42\x06\n\x04\x62ody\"\xad\x01\n\x0e\x45xchangeAnswer\x12\n\n\x02id\x18\x01 \x01(\x04\x12)\n\x04vote\x18\x02 \x01(\x0b\x32\x19.verdict.participant.VoteH\x00\x12\'\n\x03\x61\x63k\x18\x03 \x01(\x0b\x32\x18.verdict.participant.AckH\x00\x12\x33\n\x05\x65rror\x18\x04 \x01(\x0b\x32\".verdict.participant.ExchangeErrorH\x00\x42\x06\n\x04\x62ody\".\n\rExchangeError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07\x64\x65tails\x18\x02 \x01(\t\"G\n\rExchangeBatch\x12\x36\n\x08requests\x18\x01 \x03(\x0b\x32$.verdict.participant.ExchangeRequest\"T\n\x0b\x41nswerBatch\x12\x34\n\x07\x61nswers\x18\x01 \x03(\x0b\x32#.verdict.participant.ExchangeAnswer\x12\x0f\n\x07\x63losing\x18\x02 \x01(\x08\"K\n\rStatusRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0e\n\x06txn_id\x18\x02 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x03 \x01(\t\"k\n\x0cStatusAnswer\x12\x0e\n\x06txn_id\x18\x01 \x01(\t\x12\x16\n\x0eparticipant_id\x18\x02 \x01(\t\x12\x33\n\x06status\x18\x03 \x01(\x0e\x32#.verdict.participant.TxnStatusValue*<\n\tVoteValue\x12\x14\n\x10VOTE_UNSPECIFIED\x10\x00\x12\x0c\n\x08VOTE_YES\x10\x01\x12\x0b\n\x07VOTE_NO\x10\x02*R\n\rDecisionValue\x12\x18\n\x14\x44\x45\x43ISION_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x44\x45\x43ISION_COMMIT\x10\x01\x12\x12\n\x0e\x44\x45\x43ISION_ABORT\x10\x02*\x8f\x01\n\x0eTxnStatusValue\x12\x1a\n\x16TXN_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13TXN_STATUS_PREPARED\x10\x01\x12\x18\n\x14TXN_STATUS_COMMITTED\x10\x02\x12\x16\n\x12TXN_STATUS_ABORTED\x10\x03\x12\x16\n\x12TXN_STATUS_REFUSED\x10\x04\x32\xc7\x02\n\x0bParticipant\x12I\n\x07Prepare\x12#.verdict.participant.PrepareRequest\x1a\x19.verdict.participant.Vote\x12\x46\n\x06\x44\x65\x63ide\x12\".verdict.participant.DecideRequest\x1a\x18.verdict.participant.Ack\x12T\n\x08\x45xchange\x12\".verdict.participant.ExchangeBatch\x1a .verdict.participant.AnswerBatch(\x01\x30\x01\x12O\n\x06Status\x12\".verdict.participant.StatusRequest\x1a!.verdict.participant.StatusAnswerb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'participant_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _VOTEVALUE._serialized_start=1206
-  _VOTEVALUE._serialized_end=1266
-  _DECISIONVALUE._serialized_start=1268
-  _DECISIONVALUE._serialized_end=1350
-  _TXNSTATUSVALUE._serialized_start=1353
-  _TXNSTATUSVALUE._serialized_end=1496
+  _VOTEVALUE._serialized_start=1231
+  _VOTEVALUE._serialized_end=1291
+  _DECISIONVALUE._serialized_start=1293
+  _DECISIONVALUE._serialized_end=1375
+  _TXNSTATUSVALUE._serialized_start=1378
+  _TXNSTATUSVALUE._serialized_end=1521
   _PREPAREREQUEST._serialized_start=43
   _PREPAREREQUEST._serialized_end=178
-  _VOTE._serialized_start=180
-  _VOTE._serialized_end=288
-  _DECIDEREQUEST._serialized_start=291
-  _DECIDEREQUEST._serialized_end=436
-  _ACK._serialized_start=438
-  _ACK._serialized_end=483
-  _EXCHANGEREQUEST._serialized_start=486
-  _EXCHANGEREQUEST._serialized_end=635
-  _EXCHANGEANSWER._serialized_start=638
-  _EXCHANGEANSWER._serialized_end=811
-  _EXCHANGEERROR._serialized_start=813
-  _EXCHANGEERROR._serialized_end=859
-  _EXCHANGEBATCH._serialized_start=861
-  _EXCHANGEBATCH._serialized_end=932
-  _ANSWERBATCH._serialized_start=934
-  _ANSWERBATCH._serialized_end=1018
-  _STATUSREQUEST._serialized_start=1020
-  _STATUSREQUEST._serialized_end=1095
-  _STATUSANSWER._serialized_start=1097
-  _STATUSANSWER._serialized_end=1204
-  _PARTICIPANT._serialized_start=1499
-  _PARTICIPANT._serialized_end=1826
+  _VOTE._serialized_start=181
+  _VOTE._serialized_end=313
+  _DECIDEREQUEST._serialized_start=316
+  _DECIDEREQUEST._serialized_end=461
+  _ACK._serialized_start=463
+  _ACK._serialized_end=508
+  _EXCHANGEREQUEST._serialized_start=511
+  _EXCHANGEREQUEST._serialized_end=660
+  _EXCHANGEANSWER._serialized_start=663
+  _EXCHANGEANSWER._serialized_end=836
+  _EXCHANGEERROR._serialized_start=838
+  _EXCHANGEERROR._serialized_end=884
+  _EXCHANGEBATCH._serialized_start=886
+  _EXCHANGEBATCH._serialized_end=957
+  _ANSWERBATCH._serialized_start=959
+  _ANSWERBATCH._serialized_end=1043
+  _STATUSREQUEST._serialized_start=1045
+  _STATUSREQUEST._serialized_end=1120
+  _STATUSANSWER._serialized_start=1122
+  _STATUSANSWER._serialized_end=1229
+  _PARTICIPANT._serialized_start=1524
+  _PARTICIPANT._serialized_end=1851
 # @@protoc_insertion_point(module_scope)
