@@ -5,7 +5,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { groupOf } from '../../src/domain/group.ts';
-import { routeCoordinator } from '../../src/node/group-routing.ts';
+import { routeCoordinator, routeSagas } from '../../src/node/group-routing.ts';
+import type { SagasHandlers, SagaStatesResponse } from '../../src/transport/saga-rpc.ts';
 import { coordinatorService, type CoordinatorHandlers } from '../../src/transport/coordinator-rpc.ts';
 
 const G = 4;
@@ -160,5 +161,26 @@ describe('routing calls over decision groups', () => {
       { participantId: 'p1' },
     );
     expect(never.value?.removed).toBe(false);
+  });
+
+  it("answers SagaStates with each saga's state from its own group's table, in the order asked", async () => {
+    // Group g's table holds the sagas of group g only.
+    const ids = [idIn(3, 's'), idIn(0, 's'), idIn(2, 's'), idIn(3, 't')];
+    const handlers = Array.from({ length: G }, (_, g) => ({
+      SagaStates: (c: { request: { sagaIds: string[] } }, cb: Cb) =>
+        cb(null, {
+          sagas: c.request.sagaIds.map((sagaId) => ({
+            sagaId,
+            state: groupOf(sagaId, G) === g ? `finished-in-${g}` : '',
+            refused: '',
+          })),
+        }),
+    })) as unknown as SagasHandlers[];
+    const door = routeSagas(handlers) as unknown as CoordinatorHandlers;
+    const r = await call<SagaStatesResponse>(door, 'SagaStates', { sagaIds: ids });
+    expect(r.err).toBeNull();
+    expect(r.value.sagas.map((a) => `${a.sagaId}:${a.state}`)).toEqual(
+      ids.map((id) => `${id}:finished-in-${groupOf(id, G)}`),
+    );
   });
 });
