@@ -54,6 +54,11 @@ export interface SagaFigures {
   cpu_ms_per_saga_c16: number;
   cpu_ms_per_saga_leader_c16: number;
   ceiling_sagas_s: number;
+  /**
+   * End traffic per saga at 16 clients, as the step services counted it: End or EndSagas calls they took, and the
+   * status calls they made to the cluster to confirm them (each of both a call the leader serves or makes).
+   */
+  end_calls_per_saga_c16: number;
   sagas_c1: number;
   sagas_c16: number;
   window_ms: number;
@@ -110,11 +115,13 @@ export async function measureSagas(dir: string, windowMs: number): Promise<SagaF
     await loop(performance.now() + windowMs, c1);
     const c16: number[] = [];
     const leader = await cluster.waitForLeader();
+    const ends0 = endCalls(services);
     const cpu0 = cpuNow(cluster);
     const t16 = performance.now();
     await Promise.all(Array.from({ length: 16 }, () => loop(t16 + windowMs, c16)));
     const elapsed16 = performance.now() - t16;
     const cpu16 = cpuSince(cpu0, cpuNow(cluster), leader.id);
+    const ends16 = endCalls(services) - ends0;
     // The floor: the same three calls, made directly in sequence, each with a new key.
     const directLat: number[] = [];
     const until = performance.now() + windowMs;
@@ -153,6 +160,7 @@ export async function measureSagas(dir: string, windowMs: number): Promise<SagaF
       cpu_ms_per_saga_c16: r2(cpu16.totalMs / c16.length),
       cpu_ms_per_saga_leader_c16: r2(cpu16.leaderMs / c16.length),
       ceiling_sagas_s: Math.round((availableParallelism() * 1000) / (cpu16.totalMs / c16.length)),
+      end_calls_per_saga_c16: r2(ends16 / c16.length),
       sagas_c1: c1.length,
       sagas_c16: c16.length,
       window_ms: windowMs,
@@ -163,6 +171,16 @@ export async function measureSagas(dir: string, windowMs: number): Promise<SagaF
     for (const s of services) await s.stop();
     await cluster.destroy();
   }
+}
+
+/** End notices (End and EndSagas calls) and their confirmations (status calls) the step services counted so far. */
+function endCalls(services: StepService[]): number {
+  let n = 0;
+  for (const s of services) {
+    const c = s.endCounts();
+    n += c.endCalls + c.endSagasCalls + c.confirmCalls;
+  }
+  return n;
 }
 
 /** CPU used so far (user + system, ms) by each node process and by this process (the client and the step services). */

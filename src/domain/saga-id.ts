@@ -8,6 +8,12 @@
 /** A saga id: 1–128 printable ASCII characters without '/'. */
 export const SAGA_ID_BYTES_MAX = 128;
 
+/**
+ * Saga ids in one EndSagas or SagaStates call at most (proto/saga.proto): the leader sends no more, a step service and
+ * a node refuse more.
+ */
+export const SAGA_IDS_PER_CALL_MAX = 1_024;
+
 const PRINTABLE = /^[\x21-\x7e]+$/;
 
 /** Why `id` is not a saga id, or null when it is one. Never echoes more than a bounded prefix of the input. */

@@ -20,7 +20,7 @@ import {
   type OutcomesResponse,
   type RemoveParticipantResponse,
 } from '../transport/coordinator-rpc.ts';
-import type { SagasHandlers } from '../transport/saga-rpc.ts';
+import type { SagasHandlers, SagaStatesResponse } from '../transport/saga-rpc.ts';
 
 type Callback = (err: Partial<grpc.StatusObject> | grpc.ServiceError | null, value?: unknown) => void;
 type Handler = (call: { request: unknown; metadata: grpc.Metadata; getPeer(): string }, cb: Callback) => void;
@@ -245,6 +245,15 @@ export function routeSagas(perGroupTyped: readonly SagasHandlers[]): SagasHandle
     RetrySaga: byId(perGroup, 'RetrySaga', sagaIdOf),
     ResolveSaga: byId(perGroup, 'ResolveSaga', sagaIdOf),
     ListSagas: (call, cb) => listSagas(perGroup, call, cb, 0, ''),
+    // Each group answers every id from its own table; a saga's state is the answer of its group.
+    SagaStates: (call, cb) =>
+      everyGroup(perGroup, 'SagaStates', call, (answers) => {
+        const err = firstError(answers);
+        if (err) return cb(err);
+        const ids = (call.request as { sagaIds: string[] }).sagaIds;
+        const of = (g: number): SagaStatesResponse['sagas'] => (answers[g].value as SagaStatesResponse).sagas;
+        cb(null, { sagas: ids.map((id, i) => of(groupOf(id, perGroup.length))[i]) });
+      }),
   };
   return out as unknown as SagasHandlers;
 }

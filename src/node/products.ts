@@ -46,7 +46,7 @@ export interface ProductsIO {
   /** Runs `fn` after `delayMs`; the returned function cancels it. */
   after(delayMs: number, fn: () => void): () => void;
   /** Calls to step services: gRPC in the node (./saga-service.ts), the simulated network in the simulator. */
-  steps: Pick<SagaEngineIO, 'callStep' | 'endSaga'>;
+  steps: Pick<SagaEngineIO, 'callStep' | 'endSaga' | 'endSagas'>;
   log: SagaLog;
 }
 
@@ -92,6 +92,7 @@ export function attachProducts(
         ),
       callStep: io.steps.callStep,
       endSaga: io.steps.endSaga,
+      endSagas: io.steps.endSagas,
     },
     log: io.log,
     engine: o.saga,

@@ -19,12 +19,25 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { ParticipantRecord } from '../commit/state.ts';
-import { SagaError, type SagaEngine, type SagaEngineIO, type StepAnswer, type StepRequest } from '../saga/engine.ts';
+import {
+  EndSagasUnsupported,
+  SagaError,
+  type SagaEngine,
+  type SagaEngineIO,
+  type StepAnswer,
+  type StepRequest,
+} from '../saga/engine.ts';
 import type { SagaCore } from '../saga/saga-core.ts';
 import type { SagaRecord, SagaStepDef, SagaTable } from '../saga/state.ts';
 import type { AuthenticatedCall } from '../transport/tls.ts';
 import type { Access } from '../transport/auth.ts';
-import { SagaStepClient, type SagaInfo, type SagasHandlers } from '../transport/saga-rpc.ts';
+import {
+  SAGA_IDS_PER_CALL_MAX,
+  SagaStepClient,
+  type SagaInfo,
+  type SagasHandlers,
+  type SagaState,
+} from '../transport/saga-rpc.ts';
 import { operatorOf } from './coordinator-service.ts';
 import { clientOf } from './limits.ts';
 import type { Membership } from './membership.ts';
@@ -66,7 +79,7 @@ export interface SagaStepLinksOptions {
  * continue, kept on the node that took StartSaga (as for transactions:
  * src/node/txn-traces.ts).
  */
-export class SagaStepLinks implements Pick<SagaEngineIO, 'callStep' | 'endSaga'> {
+export class SagaStepLinks implements Pick<SagaEngineIO, 'callStep' | 'endSaga' | 'endSagas'> {
   private readonly channels = new Map<string, SagaStepClient>();
   private readonly traces = new Map<string, TraceContext>();
   private readonly tracing: Tracing;
@@ -139,6 +152,27 @@ export class SagaStepLinks implements Pick<SagaEngineIO, 'callStep' | 'endSaga'>
       .then(
         () => cb(null),
         (err: grpc.ServiceError) => cb(new Error(err.details ?? err.message)),
+      );
+  };
+
+  readonly endSagas: SagaEngineIO['endSagas'] = (to, sagaIds, timeoutMs, cb) => {
+    this.channel(to)
+      .endMany({ clusterId: this.o.clusterId, sagaIds: [...sagaIds] }, timeoutMs)
+      .then(
+        (ack) => {
+          if (ack.problem !== '')
+            this.o.log.debug(
+              { service: to.id, sagas: sagaIds.length, taken: ack.ended.length, problem: ack.problem },
+              'a step service did not take every saga end; the others are sent again later',
+            );
+          cb(null, ack.ended);
+        },
+        (err: grpc.ServiceError) => {
+          // A step service from before EndSagas: the engine sends it End one saga at a time.
+          if (err.code === grpc.status.UNIMPLEMENTED)
+            return cb(new EndSagasUnsupported(`step service ${to.id} does not serve EndSagas`));
+          cb(new Error(err.details ?? err.message));
+        },
       );
   };
 
@@ -226,6 +260,18 @@ export function sagaService(o: SagaServiceOptions): SagaService {
   const mayRead = (call: unknown, s: SagaRecord, what: string): grpc.ServiceError | null =>
     o.access.starterOrAdmin(call as AuthenticatedCall, s.owner, `${what} of saga ${s.id}`);
 
+  /** One saga's state for SagaStates: as SagaStatus answers it (its starter, an admin, or a step service of it). */
+  const sagaStateFor = (call: unknown, sagaId: string): SagaState => {
+    const s = core.table.sagas.get(sagaId);
+    if (!s) return { sagaId, state: '', refused: '' };
+    const stepService = o.access.isOneOf(
+      call as AuthenticatedCall,
+      s.steps.map((d) => d.service),
+    );
+    const refused = stepService ? null : mayRead(call, s, 'the status');
+    return refused ? { sagaId, state: '', refused: refused.details } : { sagaId, state: s.state, refused: '' };
+  };
+
   const handlers: SagasHandlers = {
     StartSaga: (call, cb) => {
       const r = call.request;
@@ -289,6 +335,12 @@ export function sagaService(o: SagaServiceOptions): SagaService {
       const refused = s && !stepService ? mayRead(call, s, 'the status') : null;
       if (refused) return cb(refused);
       core.whenEnded(sagaId, waitMs, now);
+    },
+    SagaStates: (call, cb) => {
+      const ids = call.request.sagaIds;
+      if (ids.length > SAGA_IDS_PER_CALL_MAX)
+        return cb(invalid(`SagaStates takes at most ${SAGA_IDS_PER_CALL_MAX} saga ids; ${ids.length} were asked`));
+      cb(null, { sagas: ids.map((id) => sagaStateFor(call, id)) });
     },
     ListSagas: (call, cb) => {
       const { pageToken, stuckOnly } = call.request;

@@ -32,7 +32,13 @@ import {
   type TxnOutcome,
 } from '../transport/coordinator-rpc.ts';
 import { raftNodeService, type NodeStatus, type StatusRequest } from '../transport/proto.ts';
-import { sagasService, type SagaInfo, type SagaStatusRequest } from '../transport/saga-rpc.ts';
+import {
+  sagasService,
+  type SagaInfo,
+  type SagaStatesRequest,
+  type SagaStatesResponse,
+  type SagaStatusRequest,
+} from '../transport/saga-rpc.ts';
 import { outcomeFromWire } from '../transport/protocol-wire.ts';
 import { withDefaults, type AskedOutcome, type AskOutcome, type AskOutcomes, type ClusterOutcome } from './types.ts';
 
@@ -70,6 +76,32 @@ export interface ClusterLinkOptions {
   credentials?: grpc.ChannelCredentials;
 }
 
+/** A saga's state as the cluster answers it to a step service: null when it knows no such saga. */
+export interface SagaStateAnswer {
+  state: string | null;
+  /** Why the cluster would not say (the caller may not read the saga); empty when it did. */
+  refused: string;
+}
+
+/** How long a link whose cluster answered SagaStates UNIMPLEMENTED asks SagaStatus per saga instead. */
+const SAGA_STATES_REPROBE_MS = 10 * 60_000;
+/** SagaStatus calls at once when a cluster from before SagaStates is asked about many sagas. */
+const SAGA_STATUS_AT_ONCE_MAX = 8;
+
+/** Saga status questions: one round over the group's leader and the endpoints, following a redirect. */
+const SAGA_STATUS_POLICY = {
+  retryable: (err: unknown) => {
+    const e = err as Partial<grpc.ServiceError>;
+    if (e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) return null;
+    return {
+      why: e.details || (e.message ?? ''),
+      hint: e.code === grpc.status.UNAVAILABLE ? namedLeader(err) : undefined,
+    };
+  },
+  roundsMax: 1,
+  pauseMs: () => 0,
+};
+
 /** Channels kept open at once: the configured endpoints plus a few leader addresses learned from redirects. */
 const EXTRA_CHANNELS_MAX = 8;
 
@@ -88,6 +120,8 @@ export class ClusterLink {
    * is asked no more).
    */
   private askedGroups = false;
+  /** Until then sagaStates asks SagaStatus per saga: the cluster answered SagaStates UNIMPLEMENTED. */
+  private sagaStatesUnsupportedUntilAtMs = 0;
 
   constructor(o: ClusterLinkOptions) {
     if (o.endpoints.length === 0) throw new Error('the cluster link needs at least one endpoint');
@@ -335,24 +369,72 @@ export class ClusterLink {
             this.o.callTimeoutMs,
           );
         },
-        {
-          retryable: (err) => {
-            const e = err as Partial<grpc.ServiceError>;
-            if (e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) return null;
-            return {
-              why: e.details || (e.message ?? ''),
-              hint: e.code === grpc.status.UNAVAILABLE ? namedLeader(err) : undefined,
-            };
-          },
-          roundsMax: 1,
-          pauseMs: () => 0,
-        },
+        SAGA_STATUS_POLICY,
       );
       if (info.sagaId !== sagaId)
         throw new Error(`the cluster answered about saga ${info.sagaId} when asked about ${sagaId}`);
       return info.state;
     } catch (err) {
       if ((err as Partial<grpc.ServiceError>).code === grpc.status.NOT_FOUND) return null;
+      throw err instanceof NoLeaderError && err.last instanceof Error ? err.last : err;
+    }
+  }
+
+  /**
+   * The states of many sagas (SagaStates), one call per decision group, asked
+   * of each group's leader first: per id its state, or null when the cluster
+   * knows no such saga, or the reason it refused to say. A cluster from before
+   * SagaStates (UNIMPLEMENTED) is asked SagaStatus for each id, a few at a
+   * time, and for SAGA_STATES_REPROBE_MS no more SagaStates. Rejects when no
+   * node answered.
+   */
+  async sagaStates(sagaIds: readonly string[]): Promise<Map<string, SagaStateAnswer>> {
+    const out = new Map<string, SagaStateAnswer>();
+    const byGroup = new Map<number, string[]>();
+    for (const id of new Set(sagaIds)) {
+      const g = this.routes.groupOf(id);
+      const ids = byGroup.get(g);
+      if (ids) ids.push(id);
+      else byGroup.set(g, [id]);
+    }
+    for (const ids of byGroup.values()) {
+      if (Date.now() >= this.sagaStatesUnsupportedUntilAtMs) {
+        try {
+          const r = await this.sagaStatesOf(ids);
+          for (const a of r.sagas)
+            if (ids.includes(a.sagaId))
+              out.set(a.sagaId, { state: a.state === '' ? null : a.state, refused: a.refused });
+          continue;
+        } catch (err) {
+          if ((err as Partial<grpc.ServiceError>).code !== grpc.status.UNIMPLEMENTED) throw err;
+          this.sagaStatesUnsupportedUntilAtMs = Date.now() + SAGA_STATES_REPROBE_MS;
+        }
+      }
+      for (let i = 0; i < ids.length; i += SAGA_STATUS_AT_ONCE_MAX) {
+        const part = ids.slice(i, i + SAGA_STATUS_AT_ONCE_MAX);
+        const states = await Promise.all(part.map((id) => this.sagaState(id)));
+        part.forEach((id, k) => out.set(id, { state: states[k] ?? null, refused: '' }));
+      }
+    }
+    return out;
+  }
+
+  private async sagaStatesOf(sagaIds: string[]): Promise<SagaStatesResponse> {
+    try {
+      return await callLeader(
+        this.routes.finderFor(sagaIds[0]),
+        (address) => {
+          if (this.closed) throw new Error('cluster link is closed');
+          return unaryCall<SagaStatesRequest, SagaStatesResponse>(
+            this.client(address),
+            sagasService.SagaStates as grpc.MethodDefinition<SagaStatesRequest, SagaStatesResponse>,
+            { sagaIds },
+            this.o.callTimeoutMs,
+          );
+        },
+        SAGA_STATUS_POLICY,
+      );
+    } catch (err) {
       throw err instanceof NoLeaderError && err.last instanceof Error ? err.last : err;
     }
   }

@@ -18,6 +18,13 @@
 // status confirmation each step service makes before it takes one) met the
 // next saga's start and first call, on the same cores and the same inbox
 // journal, and made it wait. A saga's keys are only kept a little longer.
+// Together means one call per step service (EndSagas): every saga due for it,
+// at most endNoticeBatchMax, with one such call in flight per service; what
+// came due meanwhile goes in the next call as the answer arrives. The step
+// service confirms the batch with one status call and records it with one
+// synced write. A step service that answers that it does not serve EndSagas
+// (EndSagasUnsupported: one from before it) is sent End one saga at a time,
+// and remembered so for END_BATCH_REPROBE_MS.
 //
 // Persist before send: every call goes out for a step that the applied table
 // says is running or compensating (currentCall), never from this engine's
@@ -55,6 +62,7 @@
 
 import type { ParticipantRecord } from '../commit/state.ts';
 import { DEFAULT_NEWNESS_RULES, newnessRefusal, type NewnessRules } from '../domain/id-newness.ts';
+import { SAGA_IDS_PER_CALL_MAX } from '../domain/saga-id.ts';
 import { assert } from '../util/assert.ts';
 import {
   currentCall,
@@ -108,7 +116,25 @@ export interface SagaEngineIO {
   ): void;
   /** Tells a step service that a saga ended: it may drop the saga's keys. */
   endSaga(to: ParticipantRecord, sagaId: string, timeoutMs: number, cb: (err: Error | null) => void): void;
+  /**
+   * Tells a step service that these sagas ended, in one call; answers the ids it took (the others are sent again
+   * later). A step service that does not serve the call answers EndSagasUnsupported.
+   */
+  endSagas(
+    to: ParticipantRecord,
+    sagaIds: readonly string[],
+    timeoutMs: number,
+    cb: (err: Error | null, ended?: readonly string[]) => void,
+  ): void;
 }
+
+/** A step service that does not serve EndSagas (one from before it): it is sent End, one saga at a time. */
+export class EndSagasUnsupported extends Error {
+  override name = 'EndSagasUnsupported';
+}
+
+/** How long a step service that answered EndSagasUnsupported is sent single Ends before EndSagas is tried again. */
+export const END_BATCH_REPROBE_MS = 10 * 60_000;
 
 export interface SagaEngineConfig extends NewnessRules {
   retryMinMs: number;
@@ -131,6 +157,8 @@ export interface SagaEngineConfig extends NewnessRules {
   runningBytesMax: number;
   /** A saga's end notices go out at the first tick this long after its end (0: at once). */
   endNoticeDelayMs: number;
+  /** Sagas in one EndSagas call at most (1..SAGA_IDS_PER_CALL_MAX, src/domain/saga-id.ts). */
+  endNoticeBatchMax: number;
   /** saga.ended waits at most this long, or until endedBatchMax are pending. */
   endedDelayMs: number;
   endedBatchMax: number;
@@ -148,6 +176,7 @@ export const defaultSagaEngineConfig: SagaEngineConfig = {
   runningBytesMax: 256 * 1024 * 1024,
   ...DEFAULT_NEWNESS_RULES,
   endNoticeDelayMs: 50,
+  endNoticeBatchMax: 256,
   endedDelayMs: 200,
   endedBatchMax: 512,
 };
@@ -220,6 +249,10 @@ export class SagaEngine {
   private leaderTerm = 0;
   private readonly runs = new Map<string, Run>();
   private readonly endings = new Map<string, Ending>();
+  /** Step services with an EndSagas call in flight (at most one each), by id: the call's token. */
+  private readonly endCalls = new Map<string, object>();
+  /** Step services (id and endpoint) sent single Ends, until when: they answered EndSagasUnsupported. */
+  private readonly singleEnds = new Map<string, number>();
   private endedQueue: string[] = [];
   private endedSinceMs = 0;
   private endedInFlight = false;
@@ -243,6 +276,11 @@ export class SagaEngine {
     cfg: Partial<SagaEngineConfig> = {},
   ) {
     this.cfg = { ...defaultSagaEngineConfig, ...cfg };
+    const n = this.cfg.endNoticeBatchMax;
+    assert(
+      Number.isSafeInteger(n) && n >= 1 && n <= SAGA_IDS_PER_CALL_MAX,
+      `endNoticeBatchMax ${n} is 1..${SAGA_IDS_PER_CALL_MAX}, what a step service takes in one EndSagas call`,
+    );
   }
 
   isLeader(): boolean {
@@ -263,6 +301,8 @@ export class SagaEngine {
     if (was > 0) {
       this.runs.clear();
       this.endings.clear();
+      this.endCalls.clear();
+      this.singleEnds.clear();
       this.endedQueue = [];
       this.endedInFlight = false;
     }
@@ -684,34 +724,106 @@ export class SagaEngine {
       nextAtMs: delayMs > 0 ? this.io.nowMs() + delayMs : 0,
     };
     this.endings.set(s.id, e);
-    if (delayMs <= 0) this.sendEnds(e);
+    if (delayMs <= 0) this.sendEnds();
   }
 
-  private sendEnds(e: Ending): void {
-    if (this.io.nowMs() < e.nextAtMs) return;
-    for (const id of e.pending) {
-      if (e.inFlight.has(id)) continue;
-      const to = this.services.get(id);
-      if (!to) {
-        // A step service removed from the registry keeps nothing we can reach.
-        e.pending.delete(id);
-        continue;
-      }
-      e.inFlight.add(id);
-      this.io.endSaga(to, e.id, this.cfg.rpcTimeoutMs, (err) => {
-        e.inFlight.delete(id);
-        if (this.endings.get(e.id) !== e) return;
-        if (err) {
-          e.attempts++;
-          const base = Math.min(this.cfg.retryMaxMs, this.cfg.retryMinMs * 2 ** Math.min(e.attempts - 1, 20));
-          e.nextAtMs = this.io.nowMs() + base / 2 + this.io.random() * (base / 2);
-          return;
+  /**
+   * Sends every end notice that is due (of step service `only`, when given):
+   * one EndSagas call per step service with none in flight, of at most
+   * endNoticeBatchMax sagas, or single Ends to a step service that does not
+   * serve EndSagas.
+   */
+  private sendEnds(only?: string): void {
+    const now = this.io.nowMs();
+    const batches = new Map<string, { to: ParticipantRecord; items: Ending[] }>();
+    for (const e of this.endings.values()) {
+      if (now < e.nextAtMs) continue;
+      for (const id of e.pending) {
+        if (e.inFlight.has(id) || (only !== undefined && id !== only)) continue;
+        const to = this.services.get(id);
+        if (!to) {
+          // A step service removed from the registry keeps nothing we can reach.
+          e.pending.delete(id);
+          continue;
         }
-        e.pending.delete(id);
-        this.maybeEnded(e);
-      });
+        if (this.sendsSingleEnds(to, now)) {
+          this.sendEnd(e, to);
+          continue;
+        }
+        if (this.endCalls.has(id)) continue;
+        let b = batches.get(id);
+        if (!b) {
+          b = { to, items: [] };
+          batches.set(id, b);
+        }
+        if (b.items.length >= this.cfg.endNoticeBatchMax) continue;
+        b.items.push(e);
+        e.inFlight.add(id);
+      }
+      this.maybeEnded(e);
     }
-    this.maybeEnded(e);
+    for (const b of batches.values()) this.sendEndBatch(b.to, b.items);
+  }
+
+  /** True while step service `to` (at its endpoint) is sent single Ends: it answered EndSagasUnsupported. */
+  private sendsSingleEnds(to: ParticipantRecord, now: number): boolean {
+    const key = `${to.id}\u0000${to.endpoint}`;
+    const until = this.singleEnds.get(key);
+    if (until === undefined) return false;
+    if (now < until) return true;
+    this.singleEnds.delete(key);
+    return false;
+  }
+
+  /** One EndSagas call: the sagas it takes are done with here; the others back off and go again. */
+  private sendEndBatch(to: ParticipantRecord, items: Ending[]): void {
+    assert(
+      !this.endCalls.has(to.id) && items.length > 0 && items.length <= this.cfg.endNoticeBatchMax,
+      `step service ${to.id}: one EndSagas call in flight at a time, of 1..${this.cfg.endNoticeBatchMax} sagas`,
+    );
+    const token = {};
+    this.endCalls.set(to.id, token);
+    this.io.endSagas(
+      to,
+      items.map((e) => e.id),
+      this.cfg.rpcTimeoutMs,
+      (err, ended) => {
+        if (this.endCalls.get(to.id) !== token) return;
+        this.endCalls.delete(to.id);
+        const unsupported = err instanceof EndSagasUnsupported;
+        if (unsupported) this.singleEnds.set(`${to.id}\u0000${to.endpoint}`, this.io.nowMs() + END_BATCH_REPROBE_MS);
+        const taken = new Set(err ? [] : (ended ?? []));
+        for (const e of items) {
+          if (this.endings.get(e.id) !== e) continue;
+          e.inFlight.delete(to.id);
+          if (taken.has(e.id)) {
+            e.pending.delete(to.id);
+            this.maybeEnded(e);
+          } else if (!unsupported) this.endFailed(e);
+        }
+        // What came due while the call was out goes now (single Ends, to a step service before EndSagas).
+        this.sendEnds(to.id);
+      },
+    );
+  }
+
+  /** One End call, for a step service that does not serve EndSagas. */
+  private sendEnd(e: Ending, to: ParticipantRecord): void {
+    e.inFlight.add(to.id);
+    this.io.endSaga(to, e.id, this.cfg.rpcTimeoutMs, (err) => {
+      if (this.endings.get(e.id) !== e) return;
+      e.inFlight.delete(to.id);
+      if (err) return this.endFailed(e);
+      e.pending.delete(to.id);
+      this.maybeEnded(e);
+    });
+  }
+
+  /** A notice of the saga's end was not taken: its notices go again after a backoff. */
+  private endFailed(e: Ending): void {
+    e.attempts++;
+    const base = Math.min(this.cfg.retryMaxMs, this.cfg.retryMinMs * 2 ** Math.min(e.attempts - 1, 20));
+    e.nextAtMs = this.io.nowMs() + base / 2 + this.io.random() * (base / 2);
   }
 
   private maybeEnded(e: Ending): void {
@@ -745,7 +857,7 @@ export class SagaEngine {
         if (!run.logging && now >= run.logAgainAtMs) this.logAttempt(run);
       } else if (!run.inFlight && !run.proposing && now >= run.nextAtMs) this.poke(run);
     }
-    for (const e of this.endings.values()) if (now >= e.nextAtMs) this.sendEnds(e);
+    if (this.endings.size > 0) this.sendEnds();
     if (this.endedQueue.length > 0 && now - this.endedSinceMs >= this.cfg.endedDelayMs) this.flushEnded();
   }
 

@@ -199,11 +199,47 @@ export class SagaInbox {
     });
   }
 
+  /** Whether the saga's end is recorded here (a repeated end needs no confirmation and writes nothing). */
+  hasEnded(sagaId: string): boolean {
+    return this.ended.has(sagaId);
+  }
+
+  /**
+   * end() for many sagas: their records are appended together, so a journal
+   * that group-commits (src/participant/journal.ts) makes them durable with
+   * one sync. Answers the ids whose end is durable (or was before), once every
+   * append answered; err: the first failure, when some did not.
+   */
+  endMany(sagaIds: readonly string[], cb: (err: Error | null, ended: string[]) => void): void {
+    const done: string[] = [];
+    let waiting = 0;
+    let firstErr: Error | null = null;
+    let settled = false;
+    const finish = (): void => {
+      if (waiting > 0 || settled) return;
+      settled = true;
+      cb(firstErr, done);
+    };
+    const fresh: string[] = [];
+    for (const id of new Set(sagaIds)) {
+      if (this.ended.has(id)) done.push(id);
+      else fresh.push(id);
+    }
+    waiting = fresh.length;
+    for (const id of fresh)
+      this.end(id, (err) => {
+        waiting--;
+        if (err) firstErr ??= err;
+        else done.push(id);
+        finish();
+      });
+    finish();
+  }
+
   private drop(sagaId: string): void {
     this.ended.set(sagaId, true);
     this.oldestEnded.trimTo(ENDED_MAX);
-    const prefix = `${sagaId}/`;
-    for (const k of this.records.keys()) if (k.startsWith(prefix)) this.records.delete(k);
+    for (const [k, r] of this.records) if (r.sagaId === sagaId) this.records.delete(k);
   }
 }
 

@@ -108,11 +108,19 @@ export class PgSagaInbox {
 
   /** The saga ended and the orchestrator logged it: its rows go, and the end is remembered. */
   async end(sagaId: string): Promise<void> {
+    await this.endMany([sagaId]);
+  }
+
+  /** end() for many sagas in one local transaction: one commit (one WAL flush) for the batch. */
+  async endMany(sagaIds: readonly string[]): Promise<void> {
+    if (sagaIds.length === 0) return;
     const tx = await this.pool.connect();
     try {
       await tx.query('BEGIN');
-      await tx.query('DELETE FROM verdict_saga_inbox WHERE saga_id = $1', [sagaId]);
-      await tx.query('INSERT INTO verdict_saga_ended (saga_id) VALUES ($1) ON CONFLICT DO NOTHING', [sagaId]);
+      await tx.query('DELETE FROM verdict_saga_inbox WHERE saga_id = ANY($1::text[])', [sagaIds]);
+      await tx.query('INSERT INTO verdict_saga_ended (saga_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING', [
+        sagaIds,
+      ]);
       await tx.query('COMMIT');
     } catch (err) {
       await tx.query('ROLLBACK').catch(() => {});

@@ -109,6 +109,7 @@ export class SagaCore {
       propose: o.io.propose,
       callStep: o.io.callStep,
       endSaga: o.io.endSaga,
+      endSagas: o.io.endSagas,
     };
     const cfg = o.engine ?? {};
     this.engine = o.newEngine

@@ -28,7 +28,9 @@ import { loadTls, TlsSetupError, type TlsFiles, type TlsMaterial } from '../tran
 import { nodeChannelCredentials, serverCredentials } from '../transport/tls-credentials.ts';
 import { guardService } from '../transport/validate.ts';
 import {
+  SAGA_IDS_PER_CALL_MAX,
   sagaStepService,
+  type SagaEndsAck,
   type SagaStepHandlers,
   type StepRequest as WireStepRequest,
   type StepResult,
@@ -37,8 +39,9 @@ import type { StepRequest } from './engine.ts';
 import { ENDED_MAX, SagaInbox, type InboxRecord, type StepHandler } from './inbox.ts';
 import type { StepAnswer } from './engine.ts';
 import type { PgStepHandler } from './postgres-inbox.ts';
-import { SAGA_ID_BYTES_MAX, STEPS_MAX, stepKey, type StepKind } from './state.ts';
+import { STEPS_MAX, stepKey, type StepKind } from './state.ts';
 import { OldestFirst } from '../util/oldest-first.ts';
+import { sagaIdProblem } from '../domain/saga-id.ts';
 import { loadWith } from '../util/optional-package.ts';
 
 export interface StepHandlers {
@@ -111,6 +114,16 @@ function stepServiceTls(o: StepServiceOptions): TlsMaterial | null {
   return tls;
 }
 
+export interface EndCounts {
+  /** End calls (one saga each) and EndSagas calls (many) answered. */
+  endCalls: number;
+  endSagasCalls: number;
+  /** Sagas named in those calls. */
+  sagas: number;
+  /** Calls to the cluster to confirm ends: SagaStatus for End, SagaStates for EndSagas. */
+  confirmCalls: number;
+}
+
 /** End calls being confirmed with the cluster at once; beyond, RESOURCE_EXHAUSTED (the orchestrator retries). */
 const END_CONFIRMATIONS_MAX = 64;
 
@@ -118,6 +131,8 @@ export interface StepService {
   address: string;
   /** The memory inbox (absent with postgres). */
   inbox: SagaInbox | null;
+  /** End notices this service took so far, and the status calls it made to confirm them (for operators and bench/). */
+  endCounts(): EndCounts;
   registered: Promise<void>;
   stop(): Promise<void>;
 }
@@ -176,7 +191,8 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
       ? null
       : new NodeCallers({ clusterId: o.clusterId, fetchMembers: () => link.members(), nowMs: () => Date.now(), log });
   const backend = o.postgres ? await pgBackend(o.postgres) : await memoryBackend(o);
-  const handlers = stepHandlers(o, backend, link, nodesOnly(callers, o.serviceId, log), log);
+  const counts: EndCounts = { endCalls: 0, endSagasCalls: 0, sagas: 0, confirmCalls: 0 };
+  const handlers = stepHandlers(o, backend, link, nodesOnly(callers, o.serviceId, log), log, counts);
   const server = new grpc.Server();
   const guarded = guardService(sagaStepService, handlers, {
     requestBytesMax: 4 * 1024 * 1024,
@@ -194,6 +210,7 @@ export async function startStepService(o: StepServiceOptions): Promise<StepServi
   return {
     address,
     inbox: backend.inbox,
+    endCounts: () => ({ ...counts }),
     registered: registration.registered,
     stop: async () => {
       registration.stop();
@@ -226,8 +243,8 @@ function nodesOnly(callers: NodeCallers | null, serviceId: string, log: Logger):
 }
 
 /**
- * The SagaStep service's handlers: Execute and Compensate run a step through the backend, End drops a saga's keys once
- * the cluster confirms its end.
+ * The SagaStep service's handlers: Execute and Compensate run a step through the backend, End (and EndSagas, for many
+ * sagas) drops a saga's keys once the cluster confirms its end.
  */
 function stepHandlers(
   o: StepServiceOptions,
@@ -235,6 +252,7 @@ function stepHandlers(
   link: ClusterLink,
   fromNode: NodesOnly,
   log: Logger,
+  counts: EndCounts,
 ): SagaStepHandlers {
   const serve =
     (kind: StepKind): grpc.handleUnaryCall<WireStepRequest, StepResult> =>
@@ -281,7 +299,9 @@ function stepHandlers(
         cb(null, { status: a.status === 'done' ? 'STEP_DONE' : 'STEP_FAILED', output: a.output, reason: a.reason });
       });
     };
-  const endConfirmed = endConfirmer(o, backend, link, log);
+  const confirmations = { n: 0 };
+  const endConfirmed = endConfirmer(o, backend, link, log, confirmations, counts);
+  const endsConfirmed = endsConfirmer(o, backend, link, log, confirmations, counts);
   return {
     Execute: fromNode('Execute', serve('action')),
     Compensate: fromNode('Compensate', serve('compensate')),
@@ -291,8 +311,93 @@ function stepHandlers(
           code: grpc.status.FAILED_PRECONDITION,
           details: `the call is for cluster "${call.request.clusterId}"`,
         });
+      counts.endCalls++;
+      counts.sagas++;
       endConfirmed(call.request.sagaId, cb);
     }),
+    EndSagas: fromNode('EndSagas', (call, cb) => {
+      const r = call.request;
+      if (r.clusterId !== o.clusterId)
+        return cb({ code: grpc.status.FAILED_PRECONDITION, details: `the call is for cluster "${r.clusterId}"` });
+      if (r.sagaIds.length > SAGA_IDS_PER_CALL_MAX)
+        return cb({
+          code: grpc.status.INVALID_ARGUMENT,
+          details: `EndSagas takes at most ${SAGA_IDS_PER_CALL_MAX} saga ids; ${r.sagaIds.length} were sent`,
+        });
+      const bad = r.sagaIds.find((id) => sagaIdProblem(id) !== null);
+      if (bad !== undefined) return cb({ code: grpc.status.INVALID_ARGUMENT, details: sagaIdProblem(bad) ?? '' });
+      counts.endSagasCalls++;
+      counts.sagas += r.sagaIds.length;
+      endsConfirmed(r.sagaIds, cb);
+    }),
+  };
+}
+
+/**
+ * EndSagas: End for many sagas, confirmed with the cluster in one SagaStates
+ * call and recorded in one durable write (the journal's group commit; for
+ * PostgreSQL, one transaction). A saga whose end is recorded here already is
+ * taken without asking; one the cluster does not have ended is left out of the
+ * answer, with the reason in `problem`, and the orchestrator sends it again.
+ * It counts as one confirmation toward END_CONFIRMATIONS_MAX, shared with End.
+ */
+function endsConfirmer(
+  o: StepServiceOptions,
+  backend: Backend,
+  link: ClusterLink,
+  log: Logger,
+  confirmations: { n: number },
+  counts: EndCounts,
+): (sagaIds: readonly string[], cb: grpc.sendUnaryData<SagaEndsAck>) => void {
+  return (sagaIds, cb) => {
+    const ended: string[] = [];
+    const ask: string[] = [];
+    for (const id of new Set(sagaIds)) (backend.hasEnded(id) ? ended : ask).push(id);
+    if (ask.length === 0) return cb(null, { ended, problem: '' });
+    if (confirmations.n >= END_CONFIRMATIONS_MAX)
+      return cb({
+        code: grpc.status.RESOURCE_EXHAUSTED,
+        details: `step service ${o.serviceId} is confirming ${END_CONFIRMATIONS_MAX} saga ends with the cluster; retry later`,
+      });
+    confirmations.n++;
+    counts.confirmCalls++;
+    link.sagaStates(ask).then(
+      (states) => {
+        confirmations.n--;
+        const confirmed: string[] = [];
+        const refused: string[] = [];
+        for (const id of ask) {
+          const a = states.get(id);
+          if (a?.state === 'finished' || a?.state === 'compensated') confirmed.push(id);
+          else
+            refused.push(
+              `saga ${id} is ${a === undefined ? 'not answered for' : a.refused !== '' ? `not readable (${a.refused})` : a.state === null ? 'unknown to the cluster' : `${a.state} on the cluster`}`,
+            );
+        }
+        if (refused.length > 0)
+          log.warn(
+            { sagas: refused.length, first: refused[0] },
+            'End refused for some sagas: the cluster does not have them ended',
+          );
+        const problem = (extra: string): string =>
+          [refused.length > 0 ? `${refused.length} not ended, their keys stay (${refused[0]})` : '', extra]
+            .filter((x) => x !== '')
+            .join('; ');
+        backend.endMany(confirmed, (err, done) =>
+          cb(null, {
+            ended: [...ended, ...done],
+            problem: problem(err ? `the ends could not all be recorded (${err.message})` : ''),
+          }),
+        );
+      },
+      (err: Error) => {
+        confirmations.n--;
+        cb({
+          code: grpc.status.UNAVAILABLE,
+          details: `the ends of ${ask.length} sagas could not be confirmed with the cluster (${err.message}); retry`,
+        });
+      },
+    );
   };
 }
 
@@ -310,23 +415,22 @@ function endConfirmer(
   backend: Backend,
   link: ClusterLink,
   log: Logger,
+  confirmations: { n: number },
+  counts: EndCounts,
 ): (sagaId: string, cb: grpc.sendUnaryData<Record<string, never>>) => void {
-  let confirming = 0;
   return (sagaId, cb) => {
-    if (sagaId === '' || Buffer.byteLength(sagaId) > SAGA_ID_BYTES_MAX)
-      return cb({
-        code: grpc.status.INVALID_ARGUMENT,
-        details: `saga id ${JSON.stringify(sagaId.slice(0, 40))} is not a saga id`,
-      });
-    if (confirming >= END_CONFIRMATIONS_MAX)
+    const bad = sagaIdProblem(sagaId);
+    if (bad !== null) return cb({ code: grpc.status.INVALID_ARGUMENT, details: bad });
+    if (confirmations.n >= END_CONFIRMATIONS_MAX)
       return cb({
         code: grpc.status.RESOURCE_EXHAUSTED,
         details: `step service ${o.serviceId} is confirming ${END_CONFIRMATIONS_MAX} saga ends with the cluster; retry later`,
       });
-    confirming++;
+    confirmations.n++;
+    counts.confirmCalls++;
     link.sagaState(sagaId).then(
       (state) => {
-        confirming--;
+        confirmations.n--;
         if (state !== 'finished' && state !== 'compensated') {
           log.warn({ sagaId, state }, 'End refused: the cluster does not have the saga ended');
           return cb({
@@ -339,7 +443,7 @@ function endConfirmer(
         );
       },
       (err: Error) => {
-        confirming--;
+        confirmations.n--;
         cb({
           code: grpc.status.UNAVAILABLE,
           details: `saga ${sagaId}: its end could not be confirmed with the cluster (${err.message}); retry`,
@@ -393,6 +497,10 @@ interface Backend {
   has(name: string): boolean;
   handle(req: StepRequest, cb: (err: Error | null, a?: StepAnswer) => void): void;
   end(sagaId: string, cb: (err: Error | null) => void): void;
+  /** end() for many sagas in one durable write: the ids recorded; err when some were not. */
+  endMany(sagaIds: readonly string[], cb: (err: Error | null, ended: string[]) => void): void;
+  /** Whether the saga's end is recorded here, as far as this process knows without asking its store. */
+  hasEnded(sagaId: string): boolean;
   close(): Promise<void>;
 }
 
@@ -411,6 +519,8 @@ async function memoryBackend(o: StepServiceOptions): Promise<Backend> {
     handle: (req, cb) =>
       inbox.handle(req, req.kind === 'action' ? handlers[req.name].action : handlers[req.name].compensate, cb),
     end: (sagaId, cb) => inbox.end(sagaId, cb),
+    endMany: (sagaIds, cb) => inbox.endMany(sagaIds, cb),
+    hasEnded: (sagaId) => inbox.hasEnded(sagaId),
     close: () => journal.close(),
   };
 }
@@ -441,6 +551,13 @@ async function pgBackend(o: NonNullable<StepServiceOptions['postgres']>): Promis
         () => cb(null),
         (err: Error) => cb(err),
       ),
+    // One transaction: all the batch's ends or none.
+    endMany: (sagaIds, cb) =>
+      void inbox.endMany(sagaIds).then(
+        () => cb(null, [...sagaIds]),
+        (err: Error) => cb(err, []),
+      ),
+    hasEnded: () => false,
     close: () => pool.end(),
   };
 }

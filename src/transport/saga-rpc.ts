@@ -9,6 +9,11 @@ import * as protoLoader from '@grpc/proto-loader';
 import type { StepRequest__Output as GenStepRequest } from './gen/saga/verdict/saga/StepRequest.ts';
 import type { StepResult__Output as GenStepResult } from './gen/saga/verdict/saga/StepResult.ts';
 import type { SagaEndRequest__Output as GenSagaEndRequest } from './gen/saga/verdict/saga/SagaEndRequest.ts';
+import type { SagaEndsRequest__Output as GenSagaEndsRequest } from './gen/saga/verdict/saga/SagaEndsRequest.ts';
+import type { SagaEndsAck__Output as GenSagaEndsAck } from './gen/saga/verdict/saga/SagaEndsAck.ts';
+import type { SagaStatesRequest__Output as GenSagaStatesRequest } from './gen/saga/verdict/saga/SagaStatesRequest.ts';
+import type { SagaStatesResponse__Output as GenSagaStatesResponse } from './gen/saga/verdict/saga/SagaStatesResponse.ts';
+import type { SagaState__Output as GenSagaState } from './gen/saga/verdict/saga/SagaState.ts';
 import type { StepDef__Output as GenStepDef } from './gen/saga/verdict/saga/StepDef.ts';
 import type { StartSagaRequest__Output as GenStartSagaRequest } from './gen/saga/verdict/saga/StartSagaRequest.ts';
 import type { SagaStatusRequest__Output as GenSagaStatusRequest } from './gen/saga/verdict/saga/SagaStatusRequest.ts';
@@ -45,6 +50,11 @@ export type StepStatusName = StepStatus__Output;
 export type StepRequest = Wire<GenStepRequest>;
 export type StepResult = Wire<GenStepResult>;
 export type SagaEndRequest = Wire<GenSagaEndRequest>;
+export type SagaEndsRequest = Wire<GenSagaEndsRequest>;
+export type SagaEndsAck = Wire<GenSagaEndsAck>;
+export type SagaStatesRequest = Wire<GenSagaStatesRequest>;
+export type SagaStatesResponse = Wire<GenSagaStatesResponse>;
+export type SagaState = Wire<GenSagaState>;
 export type StepDefMsg = Wire<GenStepDef>;
 export type StartSagaRequest = Wire<GenStartSagaRequest>;
 export type SagaStatusRequest = Wire<GenSagaStatusRequest>;
@@ -62,7 +72,7 @@ export const sagaStepService = protoService<SagaStepHandlers>(
   sagaPackageDefinition,
   SAGA_PROTO_PATH,
   'verdict.saga.SagaStep',
-  ['Execute', 'Compensate', 'End'],
+  ['Execute', 'Compensate', 'End', 'EndSagas'],
 );
 export const sagasService = protoService<SagasHandlers>(sagaPackageDefinition, SAGA_PROTO_PATH, 'verdict.saga.Sagas', [
   'StartSaga',
@@ -70,7 +80,10 @@ export const sagasService = protoService<SagasHandlers>(sagaPackageDefinition, S
   'ListSagas',
   'RetrySaga',
   'ResolveSaga',
+  'SagaStates',
 ]);
+
+export { SAGA_IDS_PER_CALL_MAX } from '../domain/saga-id.ts';
 
 /** The leader's client for one step service endpoint: one channel, reused. */
 export class SagaStepClient {
@@ -104,6 +117,16 @@ export class SagaStepClient {
     return unaryCall(
       this.client,
       sagaStepService.End as grpc.MethodDefinition<SagaEndRequest, unknown>,
+      req,
+      timeoutMs,
+    );
+  }
+
+  /** EndSagas: many sagas' ends in one call (a step service before it answers UNIMPLEMENTED). */
+  endMany(req: SagaEndsRequest, timeoutMs: number): Promise<SagaEndsAck> {
+    return unaryCall(
+      this.client,
+      sagaStepService.EndSagas as grpc.MethodDefinition<SagaEndsRequest, SagaEndsAck>,
       req,
       timeoutMs,
     );

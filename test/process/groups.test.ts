@@ -294,7 +294,8 @@ describe('a cluster of four decision groups on real processes', () => {
         },
       });
       await steps.registered;
-      for (const [g, [finishing, compensating]] of idsInEveryGroup(`saga-${c.clusterId}`, 2).entries()) {
+      const placed = idsInEveryGroup(`saga-${c.clusterId}`, 2);
+      for (const [g, [finishing, compensating]] of placed.entries()) {
         const ok = await (
           await client.saga({
             id: finishing,
@@ -319,6 +320,11 @@ describe('a cluster of four decision groups on real processes', () => {
         expect(full.status.steps).toEqual(['compensated', 'failed']);
         expect((await client.sagas.status(finishing, 0)).state).toBe('finished');
       }
+      // Every group's leader sends its End notices; the step service confirms them with SagaStates, which each node
+      // answers from the table of each saga's group, and drops the sagas' keys.
+      await waitFor("the step service to drop every group's ended sagas' keys", 60_000, async () =>
+        placed.flat().every((id) => steps?.inbox?.get(`${id}/0/action`) === undefined) ? true : undefined,
+      );
     } finally {
       await client.close();
     }

@@ -45,6 +45,9 @@ export function runSagaShard(shard: number, family?: SagaFamily): { failed: bool
     stuck: 0,
     txns: 0,
     committed: 0,
+    endBatches: 0,
+    endBatchedSagas: 0,
+    endSingles: 0,
   };
   const started = process.cpuUsage();
   const params: fc.Parameters<[Parameters<typeof runSagaWorld>[0]]> = SAGA_REPLAY
@@ -70,6 +73,9 @@ export function runSagaShard(shard: number, family?: SagaFamily): { failed: bool
       t.stuck += r.stuck;
       t.txns += r.txns;
       t.committed += r.committed;
+      t.endBatches += r.ext?.endCalls.batches ?? 0;
+      t.endBatchedSagas += r.ext?.endCalls.batchedSagas ?? 0;
+      t.endSingles += r.ext?.endCalls.singles ?? 0;
       if (r.violations.length > 0) {
         t.violations++;
         throw new Error(r.violations.join('\n'));
@@ -79,7 +85,7 @@ export function runSagaShard(shard: number, family?: SagaFamily): { failed: bool
   );
   const cpu = process.cpuUsage(started);
   const secs = (cpu.user + cpu.system) / 1e6;
-  const line = `${family?.label ?? 'saga'}: seeds=${t.runs} sagas=${t.sagas} finished=${t.finished} compensated=${t.compensated} stuckFlagged=${t.stuck} crashes=${t.crashes} partitions=${t.partitions} violations=${t.violations} (shard ${shard + 1}/${shards}: txns=${t.txns} committed=${t.committed} ${secs.toFixed(1)} s CPU)`;
+  const line = `${family?.label ?? 'saga'}: seeds=${t.runs} sagas=${t.sagas} finished=${t.finished} compensated=${t.compensated} stuckFlagged=${t.stuck} crashes=${t.crashes} partitions=${t.partitions} violations=${t.violations} (shard ${shard + 1}/${shards}: txns=${t.txns} committed=${t.committed} endBatches=${t.endBatches} endBatchedSagas=${t.endBatchedSagas} endSingles=${t.endSingles} ${secs.toFixed(1)} s CPU)`;
   console.log(line);
   if (out.failed) {
     const cmd = `${MUTANT ? `VERDICT_SAGA_MUTANT=${MUTANT} ` : ''}VERDICT_SAGA_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run ${family?.replayFile ?? 'test/sim/system-saga.sim.test.ts'}`;

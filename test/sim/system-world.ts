@@ -162,7 +162,7 @@ export interface WorldExtension {
 export interface SimProductsWiring {
   /** The saga core's generator (a stream of its own, so the commit engine's draws stay its own). */
   random(): number;
-  steps: Pick<SagaEngineIO, 'callStep' | 'endSaga'>;
+  steps: Pick<SagaEngineIO, 'callStep' | 'endSaga' | 'endSagas'>;
   options?: ProductsOptions;
 }
 
@@ -170,6 +170,7 @@ export interface SimProductsWiring {
 const NO_STEP_SERVICES: SimProductsWiring['steps'] = {
   callStep: (to, _req, _timeoutMs, cb) => cb(new Error(`no step service ${to.id} in this world`)),
   endSaga: (to, _sagaId, _timeoutMs, cb) => cb(new Error(`no step service ${to.id} in this world`)),
+  endSagas: (to, _sagaIds, _timeoutMs, cb) => cb(new Error(`no step service ${to.id} in this world`)),
 };
 
 interface SysNode {

@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { groupOf } from '../../src/domain/group.ts';
 import { routeCoordinator, routeSagas } from '../../src/node/group-routing.ts';
-import type { SagasHandlers } from '../../src/transport/saga-rpc.ts';
+import type { SagasHandlers, SagaStatesResponse } from '../../src/transport/saga-rpc.ts';
 import { coordinatorService, type CoordinatorHandlers } from '../../src/transport/coordinator-rpc.ts';
 
 const G = 4;
@@ -208,6 +208,27 @@ describe('routing calls over decision groups', () => {
     expect(tokens.at(-1)).toBe('');
     const bad = await call(door, 'ListSagas', { stuckOnly: false, limit: 2, pageToken: '9.1' });
     expect(bad.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+  });
+
+  it("answers SagaStates with each saga's state from its own group's table, in the order asked", async () => {
+    // Group g's table holds the sagas of group g only.
+    const ids = [idIn(3, 's'), idIn(0, 's'), idIn(2, 's'), idIn(3, 't')];
+    const handlers = Array.from({ length: G }, (_, g) => ({
+      SagaStates: (c: { request: { sagaIds: string[] } }, cb: Cb) =>
+        cb(null, {
+          sagas: c.request.sagaIds.map((sagaId) => ({
+            sagaId,
+            state: groupOf(sagaId, G) === g ? `finished-in-${g}` : '',
+            refused: '',
+          })),
+        }),
+    })) as unknown as SagasHandlers[];
+    const door = routeSagas(handlers) as unknown as CoordinatorHandlers;
+    const r = await call<SagaStatesResponse>(door, 'SagaStates', { sagaIds: ids });
+    expect(r.err).toBeNull();
+    expect(r.value.sagas.map((a) => `${a.sagaId}:${a.state}`)).toEqual(
+      ids.map((id) => `${id}:finished-in-${groupOf(id, G)}`),
+    );
   });
 });
 

@@ -180,7 +180,7 @@ describe('saga ids: an evicted id is refused, never run again (R9)', () => {
       expect(startVia(w, id, steps(1))).toBeNull();
       w.answer(DONE);
       w.applyAll();
-      for (const e of w.ends.splice(0)) e.cb(null);
+      w.ackEnds();
       w.now += 1;
       w.engine.tick();
       w.applyAll();

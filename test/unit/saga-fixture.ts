@@ -4,7 +4,13 @@
 // registrations), and step calls wait until answer().
 
 import { DecisionTable } from '../../src/commit/state.ts';
-import { SagaEngine, type SagaEngineConfig, type StepAnswer, type StepRequest } from '../../src/saga/engine.ts';
+import {
+  EndSagasUnsupported,
+  SagaEngine,
+  type SagaEngineConfig,
+  type StepAnswer,
+  type StepRequest,
+} from '../../src/saga/engine.ts';
 import { SagaTable, type SagaApplyResult, type SagaCommand, type SagaStepDef } from '../../src/saga/state.ts';
 
 export const steps = (n: number): SagaStepDef[] =>
@@ -23,7 +29,15 @@ export class SagaWorld {
   readonly sagas = new SagaTable();
   readonly proposals: { cmd: SagaCommand; cb: (err: Error | null, r?: SagaApplyResult) => void }[] = [];
   readonly calls: Call[] = [];
+  /** Single End calls (to step services in `oldServices`). */
   readonly ends: { to: string; sagaId: string; cb: (err: Error | null) => void }[] = [];
+  /** EndSagas calls. */
+  readonly endBatches: { to: string; sagaIds: string[]; cb: (err: Error | null, ended?: readonly string[]) => void }[] =
+    [];
+  /** Step services from before EndSagas: they answer it EndSagasUnsupported at once. */
+  readonly oldServices = new Set<string>();
+  /** EndSagas calls that an old step service answered EndSagasUnsupported. */
+  unsupportedAnswers = 0;
   engine: SagaEngine;
 
   constructor(cfg: Partial<SagaEngineConfig> = {}) {
@@ -46,6 +60,13 @@ export class SagaWorld {
         propose: (cmd, cb) => this.proposals.push({ cmd, cb }),
         callStep: (to, req, _d, cb) => this.calls.push({ to: to.id, req, cb }),
         endSaga: (to, sagaId, _d, cb) => this.ends.push({ to: to.id, sagaId, cb }),
+        endSagas: (to, sagaIds, _d, cb) => {
+          if (this.oldServices.has(to.id)) {
+            this.unsupportedAnswers++;
+            return cb(new EndSagasUnsupported(`${to.id} does not serve EndSagas`));
+          }
+          this.endBatches.push({ to: to.id, sagaIds: [...sagaIds], cb });
+        },
       },
       {
         retryMinMs: 100,
@@ -66,6 +87,12 @@ export class SagaWorld {
       p.cb(null, r);
       this.engine.onApplied(r);
     }
+  }
+
+  /** Every end notice out now is taken: each batch whole, each single End. */
+  ackEnds(): void {
+    for (const b of this.endBatches.splice(0)) b.cb(null, b.sagaIds);
+    for (const e of this.ends.splice(0)) e.cb(null);
   }
 
   answer(a: StepAnswer | Error): Call {

@@ -46,6 +46,7 @@ function world(): {
       propose: () => {},
       callStep: (_to, _req, _timeoutMs, cb) => cb(new Error('step service unreachable')),
       endSaga: (_to, _sagaId, _timeoutMs, cb) => cb(new Error('step service unreachable')),
+      endSagas: (_to, _sagaIds, _timeoutMs, cb) => cb(new Error('step service unreachable')),
     },
     log: { warn: (obj, msg) => lines.push({ obj, msg, atMs: clock.now }) },
     stuckLogIntervalMs: INTERVAL_MS,

@@ -283,14 +283,15 @@ describe('saga engine', () => {
     w.answer(DONE);
     w.applyAll();
     // Not at the end itself, where the notices met the next saga's start and first call.
-    expect(w.ends).toEqual([]);
+    expect(w.endBatches).toEqual([]);
     w.now += 49;
     w.engine.tick();
-    expect(w.ends).toEqual([]);
+    expect(w.endBatches).toEqual([]);
     w.now += 1;
     w.engine.tick();
-    expect(w.ends.map((e) => e.to).sort()).toEqual(['svc0', 'svc1']);
-    for (const e of w.ends.splice(0)) e.cb(null);
+    expect(w.endBatches.map((e) => `${e.to}:${e.sagaIds.join(',')}`).sort()).toEqual(['svc0:s1', 'svc1:s1']);
+    expect(w.ends).toEqual([]);
+    w.ackEnds();
     w.now += 1_000;
     w.engine.tick();
     w.applyAll();

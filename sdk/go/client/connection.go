@@ -291,7 +291,7 @@ func (c *Connection) Connect(ctx context.Context) (*pb.ClusterStatusResponse, er
 }
 
 // routedID is the id whose group decides req (a transaction's, a saga's, a
-// lease's; GetOutcomes: its first, the caller asks one group at a time), or
+// lease's; GetOutcomes, SagaStates: the first, the caller asks one group at a time), or
 // "" for a call about no one id, which goes to group 0's leader.
 func routedID(method string, req proto.Message) string {
 	field := ""
@@ -307,6 +307,13 @@ func routedID(method string, req proto.Message) string {
 			return r.GetTxnIds()[0]
 		}
 		return ""
+	case "SagaStates":
+		m := req.ProtoReflect()
+		fd := m.Descriptor().Fields().ByName("saga_ids")
+		if fd == nil || !fd.IsList() || fd.Kind() != protoreflect.StringKind || m.Get(fd).List().Len() == 0 {
+			return ""
+		}
+		return m.Get(fd).List().Get(0).String()
 	default:
 		return ""
 	}

@@ -175,6 +175,50 @@ func (c *Client) SagaStatus(ctx context.Context, id string, wait time.Duration) 
 	return toSagaStatus(id, info)
 }
 
+// SagaStates asks for the states of many sagas (at most SagaIDsPerCallMax)
+// in one call per decision group: id → state (running, compensating,
+// finished, compensated), "" for a saga the cluster does not know or will
+// not show this caller. A cluster from before SagaStates answers an *Error
+// with Code UNIMPLEMENTED.
+func (c *Client) SagaStates(ctx context.Context, ids []string) (map[string]string, error) {
+	if len(ids) > SagaIDsPerCallMax {
+		return nil, &Error{Code: "INVALID_ARGUMENT", Reason: fmt.Sprintf("SagaStates takes at most %d saga ids; %d were given", SagaIDsPerCallMax, len(ids))}
+	}
+	byGroup := map[int][]string{}
+	var order []int
+	for _, id := range ids {
+		if err := CheckSagaID(id); err != nil {
+			return nil, err
+		}
+		g := c.Conn.GroupOf(id)
+		if _, ok := byGroup[g]; !ok {
+			order = append(order, g)
+		}
+		byGroup[g] = append(byGroup[g], id)
+	}
+	out := make(map[string]string, len(ids))
+	for _, g := range order {
+		part := byGroup[g]
+		r := &spb.SagaStatesResponse{}
+		if err := c.Conn.Call(ctx, "SagaStates", &spb.SagaStatesRequest{SagaIds: part}, r, CallOptions{Service: SagasService}); err != nil {
+			return nil, err
+		}
+		asked := make(map[string]bool, len(part))
+		for _, id := range part {
+			asked[id] = true
+		}
+		for _, a := range r.GetSagas() {
+			if asked[a.GetSagaId()] {
+				out[a.GetSagaId()] = a.GetState()
+			}
+		}
+	}
+	return out, nil
+}
+
+// SagaIDsPerCallMax: saga ids in one SagaStates or EndSagas call at most (src/transport/saga-rpc.ts).
+const SagaIDsPerCallMax = 1024
+
 // WaitSaga waits until the saga finished or was compensated, however long
 // (compensations never give up), or until ctx ends. A node that has not yet
 // applied the start answers NOT_FOUND: it is asked again.

@@ -352,6 +352,40 @@ func (in *Inbox) End(sagaID string) error {
 	return nil
 }
 
+// EndMany is End for many sagas, in one write and one sync.
+func (in *Inbox) EndMany(sagaIDs []string) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.f == nil {
+		return fmt.Errorf("the inbox %s is closed", in.Path)
+	}
+	var recs []Record
+	var buf []byte
+	seen := map[string]bool{}
+	for _, id := range sagaIDs {
+		if in.ended[id] || seen[id] {
+			continue
+		}
+		seen[id] = true
+		r := Record{T: "end", SagaID: id}
+		recs = append(recs, r)
+		buf = append(buf, encodeRecord(r)...)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if _, err := in.f.Write(buf); err != nil {
+		return err
+	}
+	if err := in.f.Sync(); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		in.note(r)
+	}
+	return nil
+}
+
 // Close closes the file; later calls fail (transiently, for the orchestrator).
 func (in *Inbox) Close() error {
 	in.mu.Lock()

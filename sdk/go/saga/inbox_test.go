@@ -110,6 +110,32 @@ func TestAnEndDropsTheKeysAndRefusesLaterCalls(t *testing.T) {
 	}
 }
 
+func TestEndManyDropsEverySagasKeysInOneWriteAndSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	var applied []string
+	in := openInbox(t, dir, &applied)
+	runs := 0
+	for _, id := range []string{"s1", "s2", "s3"} {
+		_, _ = in.Handle(call(id, 0, Action), counting(&runs, "reserve"))
+	}
+	if err := in.EndMany([]string{"s1", "s2", "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.EndMany([]string{"s1"}); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	again := openInbox(t, dir, &applied)
+	for id, ended := range map[string]bool{"s1": true, "s2": true, "s3": false} {
+		if again.Ended(id) != ended {
+			t.Fatalf("saga %s ended=%v after a restart, want %v", id, again.Ended(id), ended)
+		}
+		if _, ok := again.Get(id + "/0/action"); ok == ended {
+			t.Fatalf("saga %s: key kept=%v", id, ok)
+		}
+	}
+}
+
 func TestTheInboxSurvivesARestartAndReplaysItsEffectsInOrder(t *testing.T) {
 	dir := t.TempDir()
 	var applied []string

@@ -165,16 +165,26 @@ func (in *PgInbox) Handle(ctx context.Context, req Request, h PgHandler) (a Answ
 
 // End drops the saga's rows and remembers the end, in one transaction; a repeated end changes nothing.
 func (in *PgInbox) End(ctx context.Context, sagaID string) error {
+	return in.EndMany(ctx, []string{sagaID})
+}
+
+// EndMany is End for many sagas in one transaction: one commit for the batch.
+func (in *PgInbox) EndMany(ctx context.Context, sagaIDs []string) error {
+	if len(sagaIDs) == 0 {
+		return nil
+	}
 	tx, err := in.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if _, err = tx.ExecContext(ctx, "DELETE FROM verdict_saga_inbox WHERE saga_id = $1", sagaID); err == nil {
-		_, err = tx.ExecContext(ctx, "INSERT INTO verdict_saga_ended (saga_id) VALUES ($1) ON CONFLICT DO NOTHING", sagaID)
-	}
-	if err != nil {
-		_ = tx.Rollback()
-		return err
+	for _, sagaID := range sagaIDs {
+		if _, err = tx.ExecContext(ctx, "DELETE FROM verdict_saga_inbox WHERE saga_id = $1", sagaID); err == nil {
+			_, err = tx.ExecContext(ctx, "INSERT INTO verdict_saga_ended (saga_id) VALUES ($1) ON CONFLICT DO NOTHING", sagaID)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			return err
+		}
 	}
 	return tx.Commit()
 }

@@ -95,6 +95,10 @@ type Service struct {
 	done       sync.WaitGroup
 	confirming chan struct{}
 	stopOnce   sync.Once
+	// statesUnsupportedUntil: until then the ends of an EndSagas call are confirmed with SagaStatus per saga (the
+	// cluster answered SagaStates UNIMPLEMENTED).
+	statesMu               sync.Mutex
+	statesUnsupportedUntil time.Time
 }
 
 // Start opens the inbox (applying its effects), learns the cluster id if not
@@ -408,3 +412,111 @@ func (g *stepServer) End(ctx context.Context, r *spb.SagaEndRequest) (*spb.SagaE
 	g.s.cfg.Log("saga-ended", map[string]any{"saga_id": r.SagaId, "state": state})
 	return &spb.SagaEndAck{}, nil
 }
+
+// EndSagas is End for many sagas: the ends are confirmed with the cluster
+// together (SagaStates, one call per decision group; SagaStatus per saga for
+// a cluster from before it) and recorded in one write. A saga whose end is
+// recorded here already is taken without asking; one the cluster does not
+// have ended is left out of the answer, with the reason in Problem, and the
+// orchestrator sends it again.
+func (g *stepServer) EndSagas(ctx context.Context, r *spb.SagaEndsRequest) (*spb.SagaEndsAck, error) {
+	if err := g.guard(ctx); err != nil {
+		return nil, err
+	}
+	if len(r.SagaIds) > client.SagaIDsPerCallMax {
+		return nil, status.Errorf(codes.InvalidArgument, "EndSagas takes at most %d saga ids; %d were sent", client.SagaIDsPerCallMax, len(r.SagaIds))
+	}
+	var ended, ask []string
+	seen := map[string]bool{}
+	for _, id := range r.SagaIds {
+		if err := g.checkSaga(r.ClusterId, id); err != nil {
+			return nil, err
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if g.s.Inbox != nil && g.s.Inbox.Ended(id) {
+			ended = append(ended, id)
+		} else {
+			ask = append(ask, id)
+		}
+	}
+	if len(ask) == 0 {
+		return &spb.SagaEndsAck{Ended: ended}, nil
+	}
+	select {
+	case g.s.confirming <- struct{}{}:
+		defer func() { <-g.s.confirming }()
+	default:
+		return nil, status.Errorf(codes.ResourceExhausted, "step service %s is confirming %d saga ends with the cluster; retry later", g.s.cfg.ServiceID, endConfirmationsMax)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	states, err := g.s.sagaStates(cctx, ask)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "the ends of %d sagas could not be confirmed with the cluster (%s); retry", len(ask), clip(err.Error(), 256))
+	}
+	var confirmed, refused []string
+	for _, id := range ask {
+		if st := states[id]; st == client.SagaFinished || st == client.SagaCompensated {
+			confirmed = append(confirmed, id)
+		} else {
+			refused = append(refused, id)
+		}
+	}
+	var problems []string
+	if len(refused) > 0 {
+		what := "unknown to the cluster"
+		if st := states[refused[0]]; st != "" {
+			what = st + " on the cluster"
+		}
+		g.s.cfg.Log("end-refused", map[string]any{"sagas": len(refused), "saga_id": refused[0], "state": states[refused[0]]})
+		problems = append(problems, fmt.Sprintf("%d not ended, their keys stay (saga %s is %s)", len(refused), refused[0], what))
+	}
+	if g.s.PgInbox != nil {
+		err = g.s.PgInbox.EndMany(ctx, confirmed)
+	} else {
+		err = g.s.Inbox.EndMany(confirmed)
+	}
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("the ends could not be recorded (%s)", clip(err.Error(), 256)))
+	} else {
+		ended = append(ended, confirmed...)
+	}
+	return &spb.SagaEndsAck{Ended: ended, Problem: strings.Join(problems, "; ")}, nil
+}
+
+// sagaStates is each saga's state as the cluster has it ("" for one it does not know).
+func (s *Service) sagaStates(ctx context.Context, ids []string) (map[string]string, error) {
+	s.statesMu.Lock()
+	batched := time.Now().After(s.statesUnsupportedUntil)
+	s.statesMu.Unlock()
+	if batched {
+		states, err := s.Client.SagaStates(ctx, ids)
+		var ve *client.Error
+		if err == nil || !errors.As(err, &ve) || ve.Code != "UNIMPLEMENTED" {
+			return states, err
+		}
+		s.statesMu.Lock()
+		s.statesUnsupportedUntil = time.Now().Add(sagaStatesReprobe)
+		s.statesMu.Unlock()
+	}
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
+		info, err := s.Client.SagaStatus(ctx, id, 0)
+		var ve *client.Error
+		switch {
+		case err == nil:
+			out[id] = info.State
+		case errors.As(err, &ve) && ve.Code == "NOT_FOUND":
+			out[id] = ""
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// sagaStatesReprobe: how long a cluster that answered SagaStates UNIMPLEMENTED is asked SagaStatus per saga instead.
+const sagaStatesReprobe = 10 * time.Minute

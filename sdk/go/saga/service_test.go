@@ -28,6 +28,23 @@ type fakeSagas struct {
 	spb.UnimplementedSagasServer
 	mu     sync.Mutex
 	states map[string]string
+	// noStates: a node from before SagaStates (it answers UNIMPLEMENTED); statesCalls counts the SagaStates calls.
+	noStates    bool
+	statesCalls int
+}
+
+func (f *fakeSagas) SagaStates(_ context.Context, r *spb.SagaStatesRequest) (*spb.SagaStatesResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.noStates {
+		return nil, status.Error(codes.Unimplemented, "unknown method SagaStates")
+	}
+	f.statesCalls++
+	out := &spb.SagaStatesResponse{}
+	for _, id := range r.SagaIds {
+		out.Sagas = append(out.Sagas, &spb.SagaState{SagaId: id, State: f.states[id]})
+	}
+	return out, nil
 }
 
 func (f *fakeSagas) SagaStatus(_ context.Context, r *spb.SagaStatusRequest) (*spb.SagaInfo, error) {
@@ -134,6 +151,54 @@ func TestTheStepServiceChecksEveryCallAndAnswersARepeatFromItsInbox(t *testing.T
 	}
 	if runs != 1 {
 		t.Fatalf("runs %d, want 1", runs)
+	}
+}
+
+func TestEndSagasTakesOnlyTheSagasTheClusterHasEndedInOneConfirmation(t *testing.T) {
+	runs := 0
+	sc, sagas, svc := serveSteps(t, reserveSteps(&runs), nil, false, grpc.WithInsecure())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, id := range []string{"s1", "s2", "s3"} {
+		if _, err := sc.Execute(ctx, stepReq("c1", id, 0, Action, "reserve")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sagas.set("s1", client.SagaFinished)
+	sagas.set("s2", client.SagaRunning)
+	ack, err := sc.EndSagas(ctx, &spb.SagaEndsRequest{ClusterId: "c1", SagaIds: []string{"s1", "s2", "s3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ack.Ended, ",") != "s1" || !strings.Contains(ack.Problem, "2 not ended, their keys stay (saga s2 is running on the cluster)") {
+		t.Fatalf("ack %v", ack)
+	}
+	if sagas.statesCalls != 1 {
+		t.Fatalf("SagaStates calls %d, want 1 for the batch", sagas.statesCalls)
+	}
+	if _, ok := svc.Inbox.Get("s2/0/action"); !ok {
+		t.Fatal("a saga not ended lost its keys")
+	}
+	if _, ok := svc.Inbox.Get("s1/0/action"); ok {
+		t.Fatal("an ended saga kept its keys")
+	}
+	// A node from before SagaStates: the ends are confirmed per saga with SagaStatus.
+	sagas.mu.Lock()
+	sagas.noStates = true
+	sagas.mu.Unlock()
+	sagas.set("s2", client.SagaCompensated)
+	ack, err = sc.EndSagas(ctx, &spb.SagaEndsRequest{ClusterId: "c1", SagaIds: []string{"s1", "s2"}})
+	if err != nil || strings.Join(ack.Ended, ",") != "s1,s2" || ack.Problem != "" {
+		t.Fatalf("ack %v, %v", ack, err)
+	}
+	if _, err := sc.EndSagas(ctx, &spb.SagaEndsRequest{ClusterId: "c2", SagaIds: []string{"s1"}}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("EndSagas for another cluster: %v", err)
+	}
+	if _, err := sc.EndSagas(ctx, &spb.SagaEndsRequest{ClusterId: "c1", SagaIds: make([]string, client.SagaIDsPerCallMax+1)}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("EndSagas past the bound: %v", err)
+	}
+	if _, err := sc.Execute(ctx, stepReq("c1", "s2", 0, Action, "reserve")); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a call of an ended saga: %v, want UNAVAILABLE", err)
 	}
 }
 

@@ -121,6 +121,16 @@ class Cluster(coordinator_pb2_grpc.CoordinatorServicer, saga_pb2_grpc.SagasServi
             context.abort(grpc.StatusCode.NOT_FOUND, "no such saga")
         return spb.SagaInfo(saga_id=request.saga_id, state=state)
 
+    #: A node from before SagaStates answers it UNIMPLEMENTED; states_calls counts the SagaStates calls answered.
+    no_states = False
+    states_calls = 0
+
+    def SagaStates(self, request: Any, context: grpc.ServicerContext) -> Any:
+        if self.no_states:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "unknown method SagaStates")
+        self.states_calls += 1
+        return spb.SagaStatesResponse(sagas=[spb.SagaState(saga_id=i, state=self.states.get(i, "")) for i in request.saga_ids])
+
 
 def test_the_step_service_over_grpc_registers_checks_its_input_and_ends_only_sagas_the_cluster_ended(tmp_path) -> None:
     cluster = Cluster()
@@ -161,6 +171,47 @@ def test_the_step_service_over_grpc_registers_checks_its_input_and_ends_only_sag
         with pytest.raises(grpc.RpcError) as e:
             stub.Execute(call("o1", "action"))
         assert e.value.code() == grpc.StatusCode.UNAVAILABLE and "has ended" in e.value.details() and led.balance == -25
+        ch.close()
+    finally:
+        svc.stop(0)
+        cluster.server.stop(0)
+
+
+def test_end_sagas_takes_only_the_sagas_the_cluster_ended_confirmed_in_one_call_and_written_once(tmp_path) -> None:
+    cluster = Cluster()
+    led = Ledger()
+    svc = StepService(
+        service_id="payments", nodes=[cluster.address], data_dir=str(tmp_path), handlers={"charge": (charge, refund)}, endpoint="127.0.0.1:0", cluster_id=C, apply=led.apply, insecure=True, log=lambda *a, **k: None
+    ).start()
+    try:
+        ch = grpc.insecure_channel(svc.endpoint)
+        stub = saga_pb2_grpc.SagaStepStub(ch)
+        for saga in ("o1", "o2", "o3"):
+            stub.Execute(spb.StepRequest(cluster_id=C, saga_id=saga, step=0, key=f"{saga}/0/action", name="charge", input="5"))
+        cluster.states.update({"o1": "finished", "o2": "running"})
+        ack = stub.EndSagas(spb.SagaEndsRequest(cluster_id=C, saga_ids=["o1", "o2", "o3"]))
+        assert list(ack.ended) == ["o1"] and "2 not ended, their keys stay (saga o2 is running on the cluster)" in ack.problem
+        assert cluster.states_calls == 1
+        assert svc.inbox.get("o1/0/action") is None and svc.inbox.get("o2/0/action") is not None
+        # A cluster from before SagaStates: each end is confirmed with SagaStatus.
+        cluster.no_states = True
+        cluster.states["o2"] = "compensated"
+        ack = stub.EndSagas(spb.SagaEndsRequest(cluster_id=C, saga_ids=["o1", "o2"]))
+        assert list(ack.ended) == ["o1", "o2"] and ack.problem == ""
+        for bad, code in [
+            (spb.SagaEndsRequest(cluster_id="other", saga_ids=["o1"]), grpc.StatusCode.FAILED_PRECONDITION),
+            (spb.SagaEndsRequest(cluster_id=C, saga_ids=[f"x{i}" for i in range(1_025)]), grpc.StatusCode.INVALID_ARGUMENT),
+            (spb.SagaEndsRequest(cluster_id=C, saga_ids=[""]), grpc.StatusCode.INVALID_ARGUMENT),
+        ]:
+            with pytest.raises(grpc.RpcError) as e:
+                stub.EndSagas(bad)
+            assert e.value.code() == code
+        # Both ends are durable: a restart still refuses the sagas' calls.
+        svc.stop(0)
+        svc = StepService(
+            service_id="payments", nodes=[cluster.address], data_dir=str(tmp_path), handlers={"charge": (charge, refund)}, endpoint="127.0.0.1:0", cluster_id=C, apply=Ledger().apply, insecure=True, log=lambda *a, **k: None
+        ).start()
+        assert svc.inbox.has_ended("o1") and svc.inbox.has_ended("o2") and not svc.inbox.has_ended("o3")
         ch.close()
     finally:
         svc.stop(0)

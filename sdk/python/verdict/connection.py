@@ -252,9 +252,9 @@ _ROUTED_BY = {
 
 
 def routed_id(method: str, request: Any) -> Optional[str]:
-    """The id whose group decides ``request`` (GetOutcomes: its first id; the caller asks one group at a time), or None."""
-    if method == "GetOutcomes":
-        ids = list(getattr(request, "txn_ids", []))
+    """The id whose group decides ``request`` (GetOutcomes, SagaStates: the first id; the caller asks one group at a time), or None."""
+    if method in ("GetOutcomes", "SagaStates"):
+        ids = list(getattr(request, "txn_ids" if method == "GetOutcomes" else "saga_ids", []))
         return ids[0] if ids else None
     field = _ROUTED_BY.get(method)
     if field is None:

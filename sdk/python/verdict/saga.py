@@ -16,7 +16,10 @@ registers with the cluster like a participant (resource kind
   on it.
 * End (the saga finished or was compensated) drops the saga's keys, once
   the cluster confirms the saga ended (Sagas.SagaStatus); later calls of
-  that saga are refused.
+  that saga are refused. EndSagas does the same for many sagas: one
+  Sagas.SagaStates call per decision group confirms them (SagaStatus per
+  saga for a cluster from before it), and one write (one fsync) records
+  them; a saga the cluster does not have ended is left out of the answer.
 
 A handler decides the step from the request and returns ``StepDone(output,
 effect)`` or ``StepFailed(reason)``; raising is a transient error (nothing
@@ -64,6 +67,10 @@ if TYPE_CHECKING:
 #: src/saga/commands.ts
 STEPS_MAX = 64
 SAGA_ID_BYTES_MAX = 128
+#: Saga ids in one EndSagas or SagaStates call at most (src/transport/saga-rpc.ts).
+SAGA_IDS_PER_CALL_MAX = 1_024
+#: How long a cluster that answered SagaStates UNIMPLEMENTED is asked SagaStatus per saga instead (seconds).
+SAGA_STATES_REPROBE_S = 600.0
 #: Ended sagas remembered to refuse late duplicates of their calls (src/saga/inbox.ts).
 ENDED_MAX = 100_000
 INBOX_FILE = "inbox.log"
@@ -211,6 +218,21 @@ class Inbox:
             self._write(rec)
             self._note(rec)
 
+    def end_many(self, saga_ids: Sequence[str]) -> None:
+        """end() for many sagas, in one write and one fsync."""
+        with self._lock:
+            recs = [InboxRecord(t="end", saga_id=i) for i in dict.fromkeys(saga_ids) if i not in self._ended]
+            if not recs:
+                return
+            self._log.append(b"".join(_line(r) for r in recs))
+            for r in recs:
+                self._note(r)
+
+    def has_ended(self, saga_id: str) -> bool:
+        """Whether the saga's end is recorded here: a repeated end needs no confirmation."""
+        with self._lock:
+            return saga_id in self._ended
+
     def close(self) -> None:
         with self._lock:
             self._log.close()
@@ -276,12 +298,9 @@ class _StepServicer(saga_pb2_grpc.SagaStepServicer):
         if saga_id == "" or len(saga_id.encode()) > SAGA_ID_BYTES_MAX:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"saga id {saga_id[:40]!r} is not a saga id")
         try:
-            info = svc.client.connection.call("SagaStatus", spb.SagaStatusRequest(saga_id=saga_id, wait_ms=0), service="Sagas", call_timeout_ms=5_000, attempt_timeout_ms=2_000)
-            state: Optional[str] = info.state if info.saga_id == saga_id else None
+            state = svc.saga_state(saga_id)
         except VerdictError as err:
-            if err.code != "NOT_FOUND":
-                context.abort(grpc.StatusCode.UNAVAILABLE, f"saga {saga_id}: its end could not be confirmed with the cluster ({err}); retry")
-            state = None
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"saga {saga_id}: its end could not be confirmed with the cluster ({err}); retry")
         if state not in ("finished", "compensated"):
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"saga {saga_id} is {'unknown to the cluster' if state is None else state + ' on the cluster'}: not ended, its keys stay")
         try:
@@ -289,6 +308,39 @@ class _StepServicer(saga_pb2_grpc.SagaStepServicer):
         except Exception as err:  # noqa: BLE001 - the disk or the database failed: the orchestrator retries
             context.abort(grpc.StatusCode.UNAVAILABLE, f"saga {saga_id}: {err}")
         return spb.SagaEndAck()
+
+    def EndSagas(self, request: spb.SagaEndsRequest, context: grpc.ServicerContext) -> spb.SagaEndsAck:
+        """End for many sagas: confirmed with the cluster together, recorded in one write; the others are left out."""
+        self._guard(context)
+        svc = self.svc
+        if request.cluster_id != svc.cluster_id:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f'the call is for cluster "{request.cluster_id[:64]}"')
+        if len(request.saga_ids) > SAGA_IDS_PER_CALL_MAX:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"EndSagas takes at most {SAGA_IDS_PER_CALL_MAX} saga ids; {len(request.saga_ids)} were sent")
+        ids = list(dict.fromkeys(request.saga_ids))
+        for saga_id in ids:
+            if saga_id == "" or len(saga_id.encode()) > SAGA_ID_BYTES_MAX:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"saga id {saga_id[:40]!r} is not a saga id")
+        ended = [i for i in ids if svc.inbox.has_ended(i)]
+        ask = [i for i in ids if i not in set(ended)]
+        if not ask:
+            return spb.SagaEndsAck(ended=ended)
+        try:
+            states = svc.saga_states(ask)
+        except VerdictError as err:
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"the ends of {len(ask)} sagas could not be confirmed with the cluster ({err}); retry")
+        confirmed = [i for i in ask if states.get(i) in ("finished", "compensated")]
+        refused = [i for i in ask if i not in set(confirmed)]
+        problems: List[str] = []
+        if refused:
+            state = states.get(refused[0])
+            problems.append(f"{len(refused)} not ended, their keys stay (saga {refused[0]} is {'unknown to the cluster' if state is None else state + ' on the cluster'})")
+        try:
+            svc.inbox.end_many(confirmed)
+            ended += confirmed
+        except Exception as err:  # noqa: BLE001 - the disk or the database failed: the orchestrator sends them again
+            problems.append(f"the ends could not be recorded ({err})")
+        return spb.SagaEndsAck(ended=ended, problem="; ".join(problems))
 
 
 class StepService:
@@ -349,9 +401,43 @@ class StepService:
         else:
             self.inbox = Inbox(data_dir, apply)
             self.resource_kind = "saga-memory"
+        #: Until then saga_states asks SagaStatus per saga: the cluster answered SagaStates UNIMPLEMENTED.
+        self._states_unsupported_until = 0.0
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         saga_pb2_grpc.add_SagaStepServicer_to_server(_StepServicer(self), self._server)
         self.port = 0
+
+    def saga_state(self, saga_id: str) -> Optional[str]:
+        """The saga's state as the cluster's applied log has it, or None when the cluster knows no such saga."""
+        try:
+            info = self.client.connection.call("SagaStatus", spb.SagaStatusRequest(saga_id=saga_id, wait_ms=0), service="Sagas", call_timeout_ms=5_000, attempt_timeout_ms=2_000)
+            return info.state if info.saga_id == saga_id else None
+        except VerdictError as err:
+            if err.code == "NOT_FOUND":
+                return None
+            raise
+
+    def saga_states(self, saga_ids: Sequence[str]) -> Dict[str, Optional[str]]:
+        """The states of many sagas: one SagaStates call per decision group (SagaStatus per saga for a cluster before it)."""
+        out: Dict[str, Optional[str]] = {}
+        by_group: Dict[int, List[str]] = {}
+        for i in saga_ids:
+            by_group.setdefault(self.client.connection.group_of(i), []).append(i)
+        for part in by_group.values():
+            if time.monotonic() >= self._states_unsupported_until:
+                try:
+                    r = self.client.connection.call("SagaStates", spb.SagaStatesRequest(saga_ids=part), service="Sagas", call_timeout_ms=5_000, attempt_timeout_ms=2_000)
+                    for a in r.sagas:
+                        if a.saga_id in part:
+                            out[a.saga_id] = a.state or None
+                    continue
+                except VerdictError as err:
+                    if err.code != "UNIMPLEMENTED":
+                        raise
+                    self._states_unsupported_until = time.monotonic() + SAGA_STATES_REPROBE_S
+            for i in part:
+                out[i] = self.saga_state(i)
+        return out
 
     def start(self, register_timeout_s: float = 60.0) -> "StepService":
         if self.tls is not None:

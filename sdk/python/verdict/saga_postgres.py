@@ -27,7 +27,7 @@ transient error: nothing is recorded and the orchestrator retries.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from .pgpool import ConnectionPool
 from .saga import InboxRecord, StepAnswer, StepDone, StepFailed, StepRequest, answer_of
@@ -138,6 +138,22 @@ class PostgresInbox:
             cur.execute(f"INSERT INTO {ENDED_TABLE} (saga_id) VALUES (%s) ON CONFLICT DO NOTHING", (saga_id,))
 
         self._in_transaction(drop)
+
+    def end_many(self, saga_ids: Sequence[str]) -> None:
+        """end() for many sagas in one transaction: one commit for the batch."""
+        ids = list(dict.fromkeys(saga_ids))
+        if not ids:
+            return
+
+        def drop(cur: Any) -> None:
+            cur.execute(f"DELETE FROM {INBOX_TABLE} WHERE saga_id = ANY(%s)", (ids,))
+            cur.execute(f"INSERT INTO {ENDED_TABLE} (saga_id) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING", (ids,))
+
+        self._in_transaction(drop)
+
+    def has_ended(self, saga_id: str) -> bool:
+        """Not known without asking the database: a repeated end is confirmed with the cluster again."""
+        return False
 
     def close(self) -> None:
         self._pool.close()

@@ -21,6 +21,10 @@ type SagaStepClient interface {
 	Compensate(ctx context.Context, in *StepRequest, opts ...grpc.CallOption) (*StepResult, error)
 	// The saga is finished or compensated and logged: its keys may be dropped.
 	End(ctx context.Context, in *SagaEndRequest, opts ...grpc.CallOption) (*SagaEndAck, error)
+	// End for many sagas in one call (SagaEndsRequest, at the end of this file).
+	// A step service that answers UNIMPLEMENTED (one before this call) is sent
+	// End, one saga at a time.
+	EndSagas(ctx context.Context, in *SagaEndsRequest, opts ...grpc.CallOption) (*SagaEndsAck, error)
 }
 
 type sagaStepClient struct {
@@ -58,6 +62,15 @@ func (c *sagaStepClient) End(ctx context.Context, in *SagaEndRequest, opts ...gr
 	return out, nil
 }
 
+func (c *sagaStepClient) EndSagas(ctx context.Context, in *SagaEndsRequest, opts ...grpc.CallOption) (*SagaEndsAck, error) {
+	out := new(SagaEndsAck)
+	err := c.cc.Invoke(ctx, "/verdict.saga.SagaStep/EndSagas", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SagaStepServer is the server API for SagaStep service.
 // All implementations must embed UnimplementedSagaStepServer
 // for forward compatibility
@@ -66,6 +79,10 @@ type SagaStepServer interface {
 	Compensate(context.Context, *StepRequest) (*StepResult, error)
 	// The saga is finished or compensated and logged: its keys may be dropped.
 	End(context.Context, *SagaEndRequest) (*SagaEndAck, error)
+	// End for many sagas in one call (SagaEndsRequest, at the end of this file).
+	// A step service that answers UNIMPLEMENTED (one before this call) is sent
+	// End, one saga at a time.
+	EndSagas(context.Context, *SagaEndsRequest) (*SagaEndsAck, error)
 	mustEmbedUnimplementedSagaStepServer()
 }
 
@@ -81,6 +98,9 @@ func (UnimplementedSagaStepServer) Compensate(context.Context, *StepRequest) (*S
 }
 func (UnimplementedSagaStepServer) End(context.Context, *SagaEndRequest) (*SagaEndAck, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method End not implemented")
+}
+func (UnimplementedSagaStepServer) EndSagas(context.Context, *SagaEndsRequest) (*SagaEndsAck, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method EndSagas not implemented")
 }
 func (UnimplementedSagaStepServer) mustEmbedUnimplementedSagaStepServer() {}
 
@@ -149,6 +169,24 @@ func _SagaStep_End_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SagaStep_EndSagas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SagaEndsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SagaStepServer).EndSagas(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/verdict.saga.SagaStep/EndSagas",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SagaStepServer).EndSagas(ctx, req.(*SagaEndsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _SagaStep_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "verdict.saga.SagaStep",
 	HandlerType: (*SagaStepServer)(nil),
@@ -165,6 +203,10 @@ var _SagaStep_serviceDesc = grpc.ServiceDesc{
 			MethodName: "End",
 			Handler:    _SagaStep_End_Handler,
 		},
+		{
+			MethodName: "EndSagas",
+			Handler:    _SagaStep_EndSagas_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "saga.proto",
@@ -179,6 +221,9 @@ type SagasClient interface {
 	ListSagas(ctx context.Context, in *ListSagasRequest, opts ...grpc.CallOption) (*ListSagasResponse, error)
 	RetrySaga(ctx context.Context, in *RetrySagaRequest, opts ...grpc.CallOption) (*SagaInfo, error)
 	ResolveSaga(ctx context.Context, in *ResolveSagaRequest, opts ...grpc.CallOption) (*SagaInfo, error)
+	// The states of many sagas in one call (SagaStatesRequest, at the end of
+	// this file): how a step service confirms the ends of an EndSagas batch.
+	SagaStates(ctx context.Context, in *SagaStatesRequest, opts ...grpc.CallOption) (*SagaStatesResponse, error)
 }
 
 type sagasClient struct {
@@ -234,6 +279,15 @@ func (c *sagasClient) ResolveSaga(ctx context.Context, in *ResolveSagaRequest, o
 	return out, nil
 }
 
+func (c *sagasClient) SagaStates(ctx context.Context, in *SagaStatesRequest, opts ...grpc.CallOption) (*SagaStatesResponse, error) {
+	out := new(SagaStatesResponse)
+	err := c.cc.Invoke(ctx, "/verdict.saga.Sagas/SagaStates", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SagasServer is the server API for Sagas service.
 // All implementations must embed UnimplementedSagasServer
 // for forward compatibility
@@ -243,6 +297,9 @@ type SagasServer interface {
 	ListSagas(context.Context, *ListSagasRequest) (*ListSagasResponse, error)
 	RetrySaga(context.Context, *RetrySagaRequest) (*SagaInfo, error)
 	ResolveSaga(context.Context, *ResolveSagaRequest) (*SagaInfo, error)
+	// The states of many sagas in one call (SagaStatesRequest, at the end of
+	// this file): how a step service confirms the ends of an EndSagas batch.
+	SagaStates(context.Context, *SagaStatesRequest) (*SagaStatesResponse, error)
 	mustEmbedUnimplementedSagasServer()
 }
 
@@ -264,6 +321,9 @@ func (UnimplementedSagasServer) RetrySaga(context.Context, *RetrySagaRequest) (*
 }
 func (UnimplementedSagasServer) ResolveSaga(context.Context, *ResolveSagaRequest) (*SagaInfo, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ResolveSaga not implemented")
+}
+func (UnimplementedSagasServer) SagaStates(context.Context, *SagaStatesRequest) (*SagaStatesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SagaStates not implemented")
 }
 func (UnimplementedSagasServer) mustEmbedUnimplementedSagasServer() {}
 
@@ -368,6 +428,24 @@ func _Sagas_ResolveSaga_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Sagas_SagaStates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SagaStatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SagasServer).SagaStates(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/verdict.saga.Sagas/SagaStates",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SagasServer).SagaStates(ctx, req.(*SagaStatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _Sagas_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "verdict.saga.Sagas",
 	HandlerType: (*SagasServer)(nil),
@@ -391,6 +469,10 @@ var _Sagas_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResolveSaga",
 			Handler:    _Sagas_ResolveSaga_Handler,
+		},
+		{
+			MethodName: "SagaStates",
+			Handler:    _Sagas_SagaStates_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

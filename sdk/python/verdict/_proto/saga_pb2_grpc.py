@@ -29,6 +29,11 @@ class SagaStepStub(object):
                 request_serializer=saga__pb2.SagaEndRequest.SerializeToString,
                 response_deserializer=saga__pb2.SagaEndAck.FromString,
                 )
+        self.EndSagas = channel.unary_unary(
+                '/verdict.saga.SagaStep/EndSagas',
+                request_serializer=saga__pb2.SagaEndsRequest.SerializeToString,
+                response_deserializer=saga__pb2.SagaEndsAck.FromString,
+                )
 
 
 class SagaStepServicer(object):
@@ -53,6 +58,15 @@ class SagaStepServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EndSagas(self, request, context):
+        """End for many sagas in one call (SagaEndsRequest, at the end of this file).
+        A step service that answers UNIMPLEMENTED (one before this call) is sent
+        End, one saga at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SagaStepServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -70,6 +84,11 @@ def add_SagaStepServicer_to_server(servicer, server):
                     servicer.End,
                     request_deserializer=saga__pb2.SagaEndRequest.FromString,
                     response_serializer=saga__pb2.SagaEndAck.SerializeToString,
+            ),
+            'EndSagas': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndSagas,
+                    request_deserializer=saga__pb2.SagaEndsRequest.FromString,
+                    response_serializer=saga__pb2.SagaEndsAck.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -132,6 +151,23 @@ class SagaStep(object):
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
+    @staticmethod
+    def EndSagas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/verdict.saga.SagaStep/EndSagas',
+            saga__pb2.SagaEndsRequest.SerializeToString,
+            saga__pb2.SagaEndsAck.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
 
 class SagasStub(object):
     """Missing associated documentation comment in .proto file."""
@@ -166,6 +202,11 @@ class SagasStub(object):
                 '/verdict.saga.Sagas/ResolveSaga',
                 request_serializer=saga__pb2.ResolveSagaRequest.SerializeToString,
                 response_deserializer=saga__pb2.SagaInfo.FromString,
+                )
+        self.SagaStates = channel.unary_unary(
+                '/verdict.saga.Sagas/SagaStates',
+                request_serializer=saga__pb2.SagaStatesRequest.SerializeToString,
+                response_deserializer=saga__pb2.SagaStatesResponse.FromString,
                 )
 
 
@@ -202,6 +243,14 @@ class SagasServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SagaStates(self, request, context):
+        """The states of many sagas in one call (SagaStatesRequest, at the end of
+        this file): how a step service confirms the ends of an EndSagas batch.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SagasServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -229,6 +278,11 @@ def add_SagasServicer_to_server(servicer, server):
                     servicer.ResolveSaga,
                     request_deserializer=saga__pb2.ResolveSagaRequest.FromString,
                     response_serializer=saga__pb2.SagaInfo.SerializeToString,
+            ),
+            'SagaStates': grpc.unary_unary_rpc_method_handler(
+                    servicer.SagaStates,
+                    request_deserializer=saga__pb2.SagaStatesRequest.FromString,
+                    response_serializer=saga__pb2.SagaStatesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -322,5 +376,22 @@ class Sagas(object):
         return grpc.experimental.unary_unary(request, target, '/verdict.saga.Sagas/ResolveSaga',
             saga__pb2.ResolveSagaRequest.SerializeToString,
             saga__pb2.SagaInfo.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SagaStates(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/verdict.saga.Sagas/SagaStates',
+            saga__pb2.SagaStatesRequest.SerializeToString,
+            saga__pb2.SagaStatesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -8,7 +8,12 @@ import type { ResolveSagaRequest as _verdict_saga_ResolveSagaRequest, ResolveSag
 import type { RetrySagaRequest as _verdict_saga_RetrySagaRequest, RetrySagaRequest__Output as _verdict_saga_RetrySagaRequest__Output } from './verdict/saga/RetrySagaRequest.ts';
 import type { SagaEndAck as _verdict_saga_SagaEndAck, SagaEndAck__Output as _verdict_saga_SagaEndAck__Output } from './verdict/saga/SagaEndAck.ts';
 import type { SagaEndRequest as _verdict_saga_SagaEndRequest, SagaEndRequest__Output as _verdict_saga_SagaEndRequest__Output } from './verdict/saga/SagaEndRequest.ts';
+import type { SagaEndsAck as _verdict_saga_SagaEndsAck, SagaEndsAck__Output as _verdict_saga_SagaEndsAck__Output } from './verdict/saga/SagaEndsAck.ts';
+import type { SagaEndsRequest as _verdict_saga_SagaEndsRequest, SagaEndsRequest__Output as _verdict_saga_SagaEndsRequest__Output } from './verdict/saga/SagaEndsRequest.ts';
 import type { SagaInfo as _verdict_saga_SagaInfo, SagaInfo__Output as _verdict_saga_SagaInfo__Output } from './verdict/saga/SagaInfo.ts';
+import type { SagaState as _verdict_saga_SagaState, SagaState__Output as _verdict_saga_SagaState__Output } from './verdict/saga/SagaState.ts';
+import type { SagaStatesRequest as _verdict_saga_SagaStatesRequest, SagaStatesRequest__Output as _verdict_saga_SagaStatesRequest__Output } from './verdict/saga/SagaStatesRequest.ts';
+import type { SagaStatesResponse as _verdict_saga_SagaStatesResponse, SagaStatesResponse__Output as _verdict_saga_SagaStatesResponse__Output } from './verdict/saga/SagaStatesResponse.ts';
 import type { SagaStatusRequest as _verdict_saga_SagaStatusRequest, SagaStatusRequest__Output as _verdict_saga_SagaStatusRequest__Output } from './verdict/saga/SagaStatusRequest.ts';
 import type { SagaStepClient as _verdict_saga_SagaStepClient, SagaStepDefinition as _verdict_saga_SagaStepDefinition } from './verdict/saga/SagaStep.ts';
 import type { SagasClient as _verdict_saga_SagasClient, SagasDefinition as _verdict_saga_SagasDefinition } from './verdict/saga/Sagas.ts';
@@ -32,7 +37,12 @@ export interface ProtoGrpcType {
       RetrySagaRequest: MessageTypeDefinition<_verdict_saga_RetrySagaRequest, _verdict_saga_RetrySagaRequest__Output>
       SagaEndAck: MessageTypeDefinition<_verdict_saga_SagaEndAck, _verdict_saga_SagaEndAck__Output>
       SagaEndRequest: MessageTypeDefinition<_verdict_saga_SagaEndRequest, _verdict_saga_SagaEndRequest__Output>
+      SagaEndsAck: MessageTypeDefinition<_verdict_saga_SagaEndsAck, _verdict_saga_SagaEndsAck__Output>
+      SagaEndsRequest: MessageTypeDefinition<_verdict_saga_SagaEndsRequest, _verdict_saga_SagaEndsRequest__Output>
       SagaInfo: MessageTypeDefinition<_verdict_saga_SagaInfo, _verdict_saga_SagaInfo__Output>
+      SagaState: MessageTypeDefinition<_verdict_saga_SagaState, _verdict_saga_SagaState__Output>
+      SagaStatesRequest: MessageTypeDefinition<_verdict_saga_SagaStatesRequest, _verdict_saga_SagaStatesRequest__Output>
+      SagaStatesResponse: MessageTypeDefinition<_verdict_saga_SagaStatesResponse, _verdict_saga_SagaStatesResponse__Output>
       SagaStatusRequest: MessageTypeDefinition<_verdict_saga_SagaStatusRequest, _verdict_saga_SagaStatusRequest__Output>
       SagaStep: SubtypeConstructor<typeof grpc.Client, _verdict_saga_SagaStepClient> & { service: _verdict_saga_SagaStepDefinition }
       Sagas: SubtypeConstructor<typeof grpc.Client, _verdict_saga_SagasClient> & { service: _verdict_saga_SagasDefinition }
