@@ -36,6 +36,7 @@ export const OVERRIDABLE: Readonly<Record<string, ValueKind>> = {
   logLevel: 'string',
   join: 'bool',
   groups: 'int',
+  spreadLeaders: 'bool',
   insecure: 'bool',
   requestBytesMax: 'int',
   inFlightMax: 'int',

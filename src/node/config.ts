@@ -59,6 +59,12 @@ export interface NodeConfig {
    */
   groups: number;
   /**
+   * With more than one decision group: each group's leader is handed to its preferred node (g mod N of the sorted
+   * voters), and back to a node that returns (docs/operations.md, "Decision groups"). True by default; no effect with
+   * one group.
+   */
+  spreadLeaders: boolean;
+  /**
    * Where this node connects to reach a peer for Raft traffic, when that is
    * not the peer's address in `peers` (a proxy, a tunnel): id → host:port.
    * Clients and participants are still told the addresses in `peers`.
@@ -227,6 +233,7 @@ const KNOWN = [
   'tls',
   'join',
   'groups',
+  'spreadLeaders',
   'insecure',
   'requestBytesMax',
   'inFlightMax',
@@ -457,6 +464,13 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
       file,
       `${label('join')} is ${JSON.stringify(join)}: expected true (a new node joining a running cluster) or false`,
     );
+  const spreadLeaders =
+    o.spreadLeaders === 'true' ? true : o.spreadLeaders === 'false' ? false : (o.spreadLeaders ?? true);
+  if (typeof spreadLeaders !== 'boolean')
+    throw new ConfigError(
+      file,
+      `${label('spreadLeaders')} is ${JSON.stringify(spreadLeaders)}: expected true (leaders spread over the nodes, the default) or false`,
+    );
   const parallelCommit =
     o.parallelCommit === 'true' ? true : o.parallelCommit === 'false' ? false : (o.parallelCommit ?? true);
   if (typeof parallelCommit !== 'boolean')
@@ -541,6 +555,7 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
     tls,
     join,
     groups,
+    spreadLeaders,
     insecure,
     requestBytesMax,
     inFlightMax,

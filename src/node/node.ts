@@ -360,6 +360,8 @@ async function compose(
   // One group: its core sends straight through the transport, as before groups.
   const h = new GroupHost<Replica>({
     groups: groupCount,
+    spread: cfg.spreadLeaders ? {} : false,
+    onTransfer: (g, from, to) => log.info({ group: g, from, to }, 'leaders spread: handing the group over'),
     transport: transport.groupTransport,
     replica: (g, t) => replicaOf(g, groupCount === 1 ? transport : t),
   });
