@@ -28,9 +28,12 @@
 // deciding) decide here; at the first tick none is left the transfer starts,
 // and Raft's transfer keeps them refused until it ends (EngineIO.handingOverTo).
 // If some are still in flight after SpreadOptions.drainTicksMax ticks, the
-// hand-over is called off and tried again after a hold-off. The hold-off lets
-// a node that just returned catch up first, and spaces out retries of a
-// transfer that did not happen.
+// hand-over is called off and tried again after a hold-off that doubles with
+// each one called off in a row (up to CALLED_OFF_DOUBLINGS_MAX times), so a
+// client that keeps a transaction open for long costs the group a refusal of
+// drainTicksMax now and then, not every few seconds. The hold-off lets a node
+// that just returned catch up first, and spaces out retries of a transfer
+// that did not happen.
 
 import { groupOf, groupsProblem } from '../domain/group.ts';
 import { Role, type Message, type NodeId } from '../raft/types.ts';
@@ -87,6 +90,9 @@ export const SPREAD_DEFAULTS: Readonly<SpreadOptions> = {
   heardWithinTicks: 10,
   drainTicksMax: 20,
 };
+
+/** A hand-over called off this many times in a row waits 2^this hold-offs before the next (96 s at the defaults). */
+export const CALLED_OFF_DOUBLINGS_MAX = 5;
 
 /**
  * The node group `group` prefers as its leader: `group mod N` of the voters sorted by code unit; null without voters.
@@ -171,6 +177,7 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     this.spread = o.groups > 1 && o.spread !== false ? { ...SPREAD_DEFAULTS, ...o.spread } : null;
     this.holds = replicas.map(() => 0);
     this.drainingSince = replicas.map(() => null);
+    this.calledOff = replicas.map(() => 0);
   }
 
   private readonly onRefused: GroupHostOptions<R>['onRefused'];
@@ -185,6 +192,8 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
   private readonly holds: number[];
   /** drainingSince[g]: the tick at which group g's leader here began refusing new transactions; null: it does not. */
   private readonly drainingSince: (number | null)[];
+  /** calledOff[g]: group g's hand-overs called off in a row here (transactions in flight past drainTicksMax). */
+  private readonly calledOff: number[];
 
   get groups(): number {
     return this.replicas.length;
@@ -312,6 +321,7 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     const want = view === null ? null : preferredLeader(g, view.voters);
     if (view === null || want === null || want === view.self) {
       this.holds[g] = 0;
+      this.calledOff[g] = 0;
       this.endDrain(g);
       return;
     }
@@ -323,7 +333,8 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
       heardAt !== undefined &&
       this.ticks - heardAt <= o.heardWithinTicks;
     this.holds[g] = ready ? this.holds[g] + 1 : 0;
-    if (this.holds[g] < o.holdOffTicks) return this.endDrain(g);
+    if (this.holds[g] < o.holdOffTicks * 2 ** Math.min(this.calledOff[g], CALLED_OFF_DOUBLINGS_MAX))
+      return this.endDrain(g);
     // A new leader aborts the prepares it did not send (R2): no new transaction from here on, and the hand-over
     // waits for those in flight to decide, for a bounded time.
     const since = this.drainingSince[g] ?? this.ticks;
@@ -334,7 +345,10 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     if (r.busy?.() === true && this.ticks - since < o.drainTicksMax) return;
     // The next attempt, if this one does not take or is called off, waits a full hold-off again.
     this.holds[g] = 0;
-    if (r.busy?.() !== true) {
+    if (r.busy?.() === true) {
+      this.calledOff[g] += 1;
+    } else {
+      this.calledOff[g] = 0;
       this.onTransfer?.(g, view.self, want);
       // Raft's transfer refuses new transactions from here until it ends (EngineIO.handingOverTo).
       r.transferLeadership?.(want);

@@ -276,9 +276,10 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
     host.tick();
     expect(g1.holding).toBeNull();
     expect(g1.transfers).toEqual([]);
-    // Now idle: a full hold-off later the hand-over starts again, and goes through at once.
+    // Now idle: the hold-off after a hand-over called off is twice as long; then it starts again, and goes through
+    // at once.
     g1.inFlight = false;
-    for (let t = 1; t < hold; t++) {
+    for (let t = 1; t < 2 * hold; t++) {
       heard('n2');
       host.tick();
     }
