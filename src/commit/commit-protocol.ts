@@ -222,6 +222,19 @@ export class CommitProtocol {
     if (!this.isLeader()) throw new EngineError('not-leader', 'not the leader');
   }
 
+  /**
+   * A new transaction is not taken while leadership moves: its next leader would abort it (R2). The refusal is the
+   * follower's, which the SDK retries with `begin` still on (nothing was done).
+   */
+  private refuseWhileHandingOver(): void {
+    const to = this.io.handingOverTo?.() ?? null;
+    if (to === null) return;
+    throw new EngineError(
+      'not-leader',
+      `not the leader: leadership is moving to ${to === '' ? 'another node' : to}; retry in a moment`,
+    );
+  }
+
   // ---- client API --------------------------------------------------------
 
   begin(txnId: string, timeoutMs: number): { deadlineAtMs: number } {
@@ -231,6 +244,7 @@ export class CommitProtocol {
     const existing = this.txns.get(txnId);
     // R7: a repeated Begin of an undecided transaction answers as the first did.
     if (existing && existing.outcome === null) return { deadlineAtMs: existing.deadlineAtMs };
+    this.refuseWhileHandingOver();
     this.refuseUnlessNew(txnId);
     if (this.pc.isStaged(txnId))
       throw new EngineError(
@@ -329,6 +343,13 @@ export class CommitProtocol {
     parallelCommit?: boolean,
   ): void {
     if (!this.accept(txnId, cb)) return;
+    if (begin !== undefined && !this.txns.has(txnId)) {
+      try {
+        this.refuseWhileHandingOver();
+      } catch (err) {
+        return cb(err as EngineError);
+      }
+    }
     const decided = this.table.lookup(txnId);
     // A Commit that begins is a new transaction (the SDK sends begin on a first attempt only): a decided id is refused,
     // not answered.

@@ -58,6 +58,17 @@ export interface EngineIO {
    * 'halt': the process is about to die here; go no further.
    */
   faultPoint?(point: FaultPoint, txnId: string): 'go-on' | 'halt';
+  /**
+   * Where leadership is going while it leaves this leader: the node it is
+   * being handed to (a transfer under way, or about to start once the
+   * transactions in flight have decided), '' when its Raft core has already
+   * stepped down and this engine has yet to hear, null while it stays
+   * (absent: always null). Meanwhile a new transaction is refused as not the
+   * leader, which a client retries elsewhere: the next leader would abort one
+   * whose PREPAREs it did not send (R2), a transaction that could have
+   * committed (AC3).
+   */
+  handingOverTo?(): string | null;
 }
 
 /**

@@ -59,9 +59,9 @@ export interface NodeConfig {
    */
   groups: number;
   /**
-   * With more than one decision group, whether the leaders spread over the
-   * nodes (group g prefers node g mod N: src/node/group-host.ts); false by
-   * default for now, as docs/operations.md ("Decision groups") says why.
+   * With more than one decision group: each group's leader is handed to its preferred node (g mod N of the sorted
+   * voters), and back to a node that returns (docs/operations.md, "Decision groups"). True by default; no effect with
+   * one group.
    */
   spreadLeaders: boolean;
   /**
@@ -465,11 +465,11 @@ export function parseConfig(fileRaw: unknown, file: string, overrides: ConfigOve
       `${label('join')} is ${JSON.stringify(join)}: expected true (a new node joining a running cluster) or false`,
     );
   const spreadLeaders =
-    o.spreadLeaders === 'true' ? true : o.spreadLeaders === 'false' ? false : (o.spreadLeaders ?? false);
+    o.spreadLeaders === 'true' ? true : o.spreadLeaders === 'false' ? false : (o.spreadLeaders ?? true);
   if (typeof spreadLeaders !== 'boolean')
     throw new ConfigError(
       file,
-      `${label('spreadLeaders')} is ${JSON.stringify(spreadLeaders)}: expected true (spread the groups' leaders over the nodes) or false`,
+      `${label('spreadLeaders')} is ${JSON.stringify(spreadLeaders)}: expected true (leaders spread over the nodes, the default) or false`,
     );
   const parallelCommit =
     o.parallelCommit === 'true' ? true : o.parallelCommit === 'false' ? false : (o.parallelCommit ?? true);

@@ -47,7 +47,7 @@ import type { Membership } from './membership.ts';
 import type { Access } from '../transport/auth.ts';
 import type { Driver } from './driver.ts';
 import type { CommitAnswer, NodeMetrics } from './metrics.ts';
-import { notLeader, toServiceError } from './raft-node-service.ts';
+import { handingOver, notLeader, toServiceError } from './raft-node-service.ts';
 import type { BoundedLog } from './core.ts';
 import { ID } from '../domain/id.ts';
 import { OPERATOR_CHARS_MAX, REASON_CHARS_MAX } from '../domain/text-bounds.ts';
@@ -202,8 +202,11 @@ export function coordinatorApi(deps: CoordinatorServiceDeps): CoordinatorCoreHan
   const nowMs = deps.nowMs ?? Date.now;
   const endpointChanges = new EndpointChanges();
 
-  const fail = (err: EngineError): grpc.ServiceError =>
-    err.code === 'not-leader' ? notLeader(members, driver.leader()) : engineStatus(err);
+  const fail = (err: EngineError): grpc.ServiceError => {
+    if (err.code !== 'not-leader') return engineStatus(err);
+    // An engine that leads and still says not-leader is handing its group over (EngineIO.handingOverTo).
+    return engine.isLeader() ? handingOver(members, err.message) : notLeader(members, driver.leader());
+  };
 
   const invalid = (what: string): Partial<grpc.StatusObject> => ({ code: grpc.status.INVALID_ARGUMENT, details: what });
 

@@ -28,7 +28,7 @@ import { eachResult, isRecordTrace } from '../commit/decision-batch.ts';
 import type { ProductApplyResult } from '../commit/product-table.ts';
 import type { ApplyResult, Command, DecisionTable } from '../commit/state.ts';
 import type { RawNode, Ready } from '../raft/raw-node.ts';
-import type { ConfState, Entry, Message, NodeId } from '../raft/types.ts';
+import { NONE, Role, type ConfState, type Entry, type Message, type NodeId } from '../raft/types.ts';
 import type { LogStore } from '../storage/types.ts';
 import type { Transport } from '../transport/types.ts';
 import { assert } from '../util/assert.ts';
@@ -145,6 +145,11 @@ export class NodeCore {
   private extension: CoreExtension | null = null;
   private stopped = false;
   private readonly traceOf: ((txnId: string) => string | undefined) | undefined;
+  /**
+   * The node the group host is about to hand this leader's group to (holdNewTransactions), while the transactions
+   * in flight here decide; null otherwise. Cleared by the host, and by any change of leadership.
+   */
+  private handOverTo: NodeId | null = null;
 
   constructor(o: NodeCoreOptions) {
     assert(o.proposeTimeoutMs > 0, 'a proposal timeout is positive');
@@ -187,6 +192,7 @@ export class NodeCore {
       sendDecision: o.io.links.sendDecision,
       sendStatus: o.io.links.sendStatus,
       faultPoint: o.io.faultPoint,
+      handingOverTo: () => this.handingOverTo(),
     };
     this.engine = (o.newEngine ?? ((table, eio, cfg) => new CoordinatorEngine(table, eio, cfg)))(
       o.machine.table,
@@ -314,8 +320,30 @@ export class NodeCore {
     else this.engine.onApplied(result);
   }
 
+  /**
+   * Refuses new transactions from now on, as a leader that is handing its group to `to` does (null: takes them
+   * again). The group host calls it before a transfer it starts, so that the transactions in flight decide here
+   * first and none is begun that the next leader would abort (R2).
+   */
+  holdNewTransactions(to: NodeId | null): void {
+    this.handOverTo = to;
+  }
+
+  /**
+   * Where leadership is going while it leaves this node (EngineIO.handingOverTo): the Raft core stepped down and the
+   * engine has not heard yet (its Ready is still to be processed): the new leader if known, else ''; a transfer under
+   * way: its transferee; a hand-over the host is preparing: its target; else null.
+   */
+  private handingOverTo(): NodeId | null {
+    const raft = this.driver.node.raft;
+    if (raft.role !== Role.Leader) return raft.lead !== NONE && raft.lead !== raft.id ? raft.lead : '';
+    if (raft.leadTransferee !== NONE) return raft.leadTransferee;
+    return this.handOverTo;
+  }
+
   private lead(term: number): void {
     if (this.stopped) return;
+    this.handOverTo = null;
     this.engine.setLeadership(term);
     if (this.stopped) return;
     this.extension?.setLeadership(term);

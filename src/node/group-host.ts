@@ -19,11 +19,21 @@
 // index) and heard from lately (any message of any group from it within
 // heardWithinTicks: a node that died keeps its old match index); once that
 // has held for holdOffTicks ticks in a row, the leader hands its group over
-// with the same transfer `verdict node drain` uses (TimeoutNow), at the
-// first tick it has no transaction begun, preparing or deciding (a new
-// leader aborts the prepares it did not send, R2: spreading must not abort
-// anyone's transaction). The hold-off lets a node that just returned catch
-// up first, and spaces out retries of a transfer that did not happen.
+// with the same transfer `verdict node drain` uses (TimeoutNow). A new
+// leader aborts the prepares it did not send (R2), and spreading must never
+// turn a transaction that would have committed into an abort, so the hand-over
+// goes in two steps: first the leader's commit engine refuses new
+// transactions as not the leader (holdNewTransactions; the SDK retries them
+// with `begin`, nothing was done), while those in flight (begun, preparing,
+// deciding) decide here; at the first tick none is left the transfer starts,
+// and Raft's transfer keeps them refused until it ends (EngineIO.handingOverTo).
+// If some are still in flight after SpreadOptions.drainTicksMax ticks, the
+// hand-over is called off and tried again after a hold-off that doubles with
+// each one called off in a row (up to CALLED_OFF_DOUBLINGS_MAX times), so a
+// client that keeps a transaction open for long costs the group a refusal of
+// drainTicksMax now and then, not every few seconds. The hold-off lets a node
+// that just returned catch up first, and spaces out retries of a transfer
+// that did not happen.
 
 import { groupOf, groupsProblem } from '../domain/group.ts';
 import { Role, type Message, type NodeId } from '../raft/types.ts';
@@ -63,10 +73,26 @@ export interface SpreadOptions {
   lagEntriesMax: number;
   /** A node heard from within this many ticks is taken as up. */
   heardWithinTicks: number;
+  /**
+   * Ticks a leader about to hand over refuses new transactions while those in flight decide; past it the hand-over is
+   * called off (and tried again after a hold-off), the transactions finish where they are.
+   */
+  drainTicksMax: number;
 }
 
-/** Three seconds at the default 100 ms tick; a returning node gets that long to catch up. */
-export const SPREAD_DEFAULTS: Readonly<SpreadOptions> = { holdOffTicks: 30, lagEntriesMax: 64, heardWithinTicks: 10 };
+/**
+ * Three seconds at the default 100 ms tick for a returning node to catch up; new transactions wait at most two for
+ * those in flight.
+ */
+export const SPREAD_DEFAULTS: Readonly<SpreadOptions> = {
+  holdOffTicks: 30,
+  lagEntriesMax: 64,
+  heardWithinTicks: 10,
+  drainTicksMax: 20,
+};
+
+/** A hand-over called off this many times in a row waits 2^this hold-offs before the next (96 s at the defaults). */
+export const CALLED_OFF_DOUBLINGS_MAX = 5;
 
 /**
  * The node group `group` prefers as its leader: `group mod N` of the voters sorted by code unit; null without voters.
@@ -96,6 +122,8 @@ export interface GroupReplica {
    * Whether a leader change now would abort transactions this leader has in flight (begun, preparing or deciding: R2).
    */
   busy?(): boolean;
+  /** Refuses new transactions as a leader handing over to `to` does (null: takes them again); NodeCore's. */
+  holdNewTransactions?(to: NodeId | null): void;
   /** The group's configuration as applied on this node. */
   members?(): GroupMembers;
   /**
@@ -121,12 +149,8 @@ export interface GroupHostOptions<R extends GroupReplica> {
   onRefused?(gm: GroupMessage, why: string): void;
   /**
    * Leaders spread over the nodes, with more than one group (SPREAD_DEFAULTS
-   * for what is not given); absent or false: never. Off unless asked for:
-   * the commit engine does not yet refuse a new transaction while a
-   * transfer is under way, so one that arrives in that moment is aborted by
-   * the new leader (R2), a transaction that could have committed (AC3
-   * non-triviality, found by the simulator). One group is never spread: its
-   * leader stays wherever Raft elected it, as before groups.
+   * for what is not given; absent: the defaults); false: never. One group is
+   * never spread: its leader stays wherever Raft elected it, as before groups.
    */
   spread?: Partial<SpreadOptions> | false;
   /** Told of each transfer the host starts (the node logs it). */
@@ -150,9 +174,10 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     this.replicas = replicas;
     this.onRefused = o.onRefused;
     this.onTransfer = o.onTransfer;
-    this.spread =
-      o.groups > 1 && o.spread !== undefined && o.spread !== false ? { ...SPREAD_DEFAULTS, ...o.spread } : null;
+    this.spread = o.groups > 1 && o.spread !== false ? { ...SPREAD_DEFAULTS, ...o.spread } : null;
     this.holds = replicas.map(() => 0);
+    this.drainingSince = replicas.map(() => null);
+    this.calledOff = replicas.map(() => 0);
   }
 
   private readonly onRefused: GroupHostOptions<R>['onRefused'];
@@ -165,6 +190,10 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
   private readonly heardAtTick = new Map<NodeId, number>();
   /** holds[g]: ticks in a row that group g's leader here has seen its preferred node ready. */
   private readonly holds: number[];
+  /** drainingSince[g]: the tick at which group g's leader here began refusing new transactions; null: it does not. */
+  private readonly drainingSince: (number | null)[];
+  /** calledOff[g]: group g's hand-overs called off in a row here (transactions in flight past drainTicksMax). */
+  private readonly calledOff: number[];
 
   get groups(): number {
     return this.replicas.length;
@@ -292,6 +321,8 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     const want = view === null ? null : preferredLeader(g, view.voters);
     if (view === null || want === null || want === view.self) {
       this.holds[g] = 0;
+      this.calledOff[g] = 0;
+      this.endDrain(g);
       return;
     }
     const match = view.match.get(want);
@@ -302,12 +333,34 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
       heardAt !== undefined &&
       this.ticks - heardAt <= o.heardWithinTicks;
     this.holds[g] = ready ? this.holds[g] + 1 : 0;
-    // A new leader aborts the prepares it did not send (R2): the hand-over waits for a moment with none in flight.
-    if (this.holds[g] < o.holdOffTicks || r.busy?.() === true) return;
-    // The next attempt, if this one does not take, waits a full hold-off again.
+    if (this.holds[g] < o.holdOffTicks * 2 ** Math.min(this.calledOff[g], CALLED_OFF_DOUBLINGS_MAX))
+      return this.endDrain(g);
+    // A new leader aborts the prepares it did not send (R2): no new transaction from here on, and the hand-over
+    // waits for those in flight to decide, for a bounded time.
+    const since = this.drainingSince[g] ?? this.ticks;
+    if (this.drainingSince[g] === null) {
+      this.drainingSince[g] = since;
+      r.holdNewTransactions?.(want);
+    }
+    if (r.busy?.() === true && this.ticks - since < o.drainTicksMax) return;
+    // The next attempt, if this one does not take or is called off, waits a full hold-off again.
     this.holds[g] = 0;
-    this.onTransfer?.(g, view.self, want);
-    r.transferLeadership?.(want);
+    if (r.busy?.() === true) {
+      this.calledOff[g] += 1;
+    } else {
+      this.calledOff[g] = 0;
+      this.onTransfer?.(g, view.self, want);
+      // Raft's transfer refuses new transactions from here until it ends (EngineIO.handingOverTo).
+      r.transferLeadership?.(want);
+    }
+    this.endDrain(g);
+  }
+
+  /** Group g's leader here takes new transactions again (a hand-over started, was called off, or is moot). */
+  private endDrain(g: number): void {
+    if (this.drainingSince[g] === null) return;
+    this.drainingSince[g] = null;
+    this.replicas[g].holdNewTransactions?.(null);
   }
 
   stop(): void {
@@ -331,6 +384,7 @@ export function coreReplica(core: NodeCore): GroupReplica & { core: NodeCore } {
     core,
     leaderView: () => leaderViewOf(core),
     transferLeadership: (to) => core.driver.transferLeadership(to),
+    holdNewTransactions: (to) => core.holdNewTransactions(to),
     members: () => {
       const cs = core.driver.node.raft.confState();
       return { voters: cs.voters, learners: cs.learners, joint: cs.votersOutgoing.length > 0 };

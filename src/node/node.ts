@@ -368,10 +368,10 @@ async function compose(
   // One group: its core sends straight through the transport, as before groups.
   const h = new GroupHost<Replica>({
     groups: groupCount,
+    spread: cfg.spreadLeaders ? {} : false,
+    onTransfer: (g, from, to) => log.info({ group: g, from, to }, 'leaders spread: handing the group over'),
     transport: transport.groupTransport,
     replica: (g, t) => replicaOf(g, groupCount === 1 ? transport : t),
-    spread: cfg.spreadLeaders ? {} : false,
-    onTransfer: (group, from, to) => log.info({ group, from, to }, 'handing a group over to its preferred leader'),
   });
   host = h;
   const zero = h.replica(0);

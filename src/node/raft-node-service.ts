@@ -59,6 +59,14 @@ export function shuttingDown(members: Membership, leader: string): grpc.ServiceE
   return redirect(`node ${members.selfId} is shutting down: ${where}`, other ? leader : '', members);
 }
 
+/**
+ * A leader handing its group over refuses new transactions the way a follower does, before another node leads:
+ * NO_LEADER, with the engine's words for where leadership goes.
+ */
+export function handingOver(members: Membership, details: string): grpc.ServiceError {
+  return redirect(details, '', members);
+}
+
 function redirect(details: string, leader: string, members: Membership): grpc.ServiceError {
   const md = new grpc.Metadata();
   const reason: StatusReason = leader !== '' ? 'NOT_LEADER' : 'NO_LEADER';

@@ -159,6 +159,7 @@ export interface SystemScenario extends FaultScenario {
    * With groups: once quiet, the run goes on (at most SPREAD_MS_MAX) until
    * every group's leader is its preferred node (src/node/group-host.ts,
    * preferredLeader), and a run whose leaders do not end spread is a violation.
+   * Leaders spread at G > 1 in every run, as in the node; false: not at all.
    */
   spreadCheck?: boolean;
   /**

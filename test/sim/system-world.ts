@@ -339,8 +339,8 @@ export class SystemWorld implements FaultWorld {
     const groups: SysGroup[] = [];
     const host = new GroupHost<GroupReplica>({
       groups: this.groups,
-      // Spreading only where a schedule checks it (GroupHostOptions.spread says why it is not on by default).
-      spread: this.sc.spreadCheck === true ? {} : false,
+      // Leaders spread at G > 1 (the host never spreads one group), as in the node process.
+      spread: this.sc.spreadCheck === false ? false : {},
       transport: { send: (gms) => inc.alive && this.sendRaft(n.id, gms) },
       replica: (g, transport) => {
         const r = this.startReplica(n, inc, g, transport);
@@ -348,6 +348,7 @@ export class SystemWorld implements FaultWorld {
         return coreReplica(r.core);
       },
       onRefused: (gm, why) => this.checker.violation(`${n.id} refused a message of group ${gm.group}: ${why}`),
+      onTransfer: (g, from, to) => this.log(() => `${from} hands group ${g} over to ${to}`),
     });
     n.host = host;
     n.groups = groups;

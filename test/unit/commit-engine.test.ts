@@ -293,6 +293,38 @@ describe('commit engine', () => {
     expect(w.prepares).toHaveLength(0);
   });
 
+  test('R2: while leadership moves, a new transaction is refused as not the leader (the client retries it with begin), and those in flight decide here', () => {
+    const w = new World();
+    const enlist = [{ participantId: 'a', payload: new Uint8Array([1]) }];
+    w.engine.begin('t1', 0);
+    let answer: OutcomeAnswer | undefined;
+    w.engine.commit('t2', enlist, (_e, a) => (answer = a), { timeoutMs: 5_000 });
+    w.handingOverTo = 'n2';
+    // A new transaction, by Begin or by a Commit that begins: refused, nothing prepared, nothing proposed.
+    expect(() => w.engine.begin('t3', 0)).toThrow(/not the leader: leadership is moving to n2/);
+    let refused: EngineError | null = null;
+    w.engine.commit('t4', enlist, (e) => (refused = e), { timeoutMs: 5_000 });
+    expect(refused).toMatchObject({ code: 'not-leader' });
+    expect(w.prepares.map((p) => p.req.txnId)).toEqual(['t2']);
+    expect(w.proposals).toHaveLength(0);
+    // The ones this leader began go on: a Begin repeated answers as before, t1's Commit prepares, t2 commits.
+    expect(w.engine.begin('t1', 0)).toBeDefined();
+    const r1 = w.commit('t1', ['a', 'b']);
+    w.vote('a', 'yes');
+    w.vote('a', 'yes');
+    w.vote('b', 'yes');
+    w.applyAll();
+    expect(answer).toMatchObject({ outcome: 'COMMITTED' });
+    expect(r1.answer).toMatchObject({ outcome: 'COMMITTED' });
+    // The Raft core already stepped down, the engine not yet told ('' : the next leader unknown): refused too.
+    w.handingOverTo = '';
+    expect(() => w.engine.begin('t5', 0)).toThrow(/leadership is moving to another node/);
+    // Leadership stays after all: new transactions are taken again.
+    w.handingOverTo = null;
+    w.engine.commit('t4', enlist, () => {}, { timeoutMs: 5_000 });
+    expect(w.prepares.map((p) => p.req.txnId)).toContain('t4');
+  });
+
   test('R2: YES votes collected under one term never become COMMIT under another', () => {
     const w = new World();
     w.engine.begin('t1', 0);

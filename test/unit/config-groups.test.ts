@@ -31,16 +31,17 @@ describe('the groups key', () => {
 });
 
 describe('the spreadLeaders key', () => {
-  it('is off when absent and takes true or false, from the file or a --set flag', () => {
-    expect(parseConfig(N1_CONFIG, FILE).spreadLeaders).toBe(false);
-    expect(parseConfig({ ...N1_CONFIG, groups: 4, spreadLeaders: true }, FILE).spreadLeaders).toBe(true);
-    expect(parseConfig(N1_CONFIG, FILE, { sets: ['spreadLeaders=true'] }).spreadLeaders).toBe(true);
+  it('is on when absent, and false turns it off, from the file, a --set flag or VERDICT_SPREAD_LEADERS', () => {
+    expect(parseConfig(N1_CONFIG, FILE).spreadLeaders).toBe(true);
+    expect(parseConfig({ ...N1_CONFIG, spreadLeaders: false }, FILE).spreadLeaders).toBe(false);
     expect(parseConfig(N1_CONFIG, FILE, { sets: ['spreadLeaders=false'] }).spreadLeaders).toBe(false);
+    expect(parseConfig(N1_CONFIG, FILE, { env: { VERDICT_SPREAD_LEADERS: 'false' } }).spreadLeaders).toBe(false);
   });
 
-  it('refuses anything but a boolean, naming the key', () => {
-    expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, spreadLeaders: 'yes' }, FILE))).toMatch(
-      /"spreadLeaders".*expected true/,
-    );
+  it('refuses anything but true or false, naming the key', () => {
+    for (const spreadLeaders of ['no', 1, 'yes'])
+      expect(refusalOf(ConfigError, () => parseConfig({ ...N1_CONFIG, spreadLeaders }, FILE))).toMatch(
+        /"spreadLeaders".*expected true/,
+      );
   });
 });

@@ -50,6 +50,8 @@ export class EngineWorld {
   readonly engine: CoordinatorEngine;
   /** A test's fault point (src/node/fault-point.ts); none by default. */
   faultPoint: EngineIO['faultPoint'] = undefined;
+  /** Where leadership is going while it leaves this leader (EngineIO.handingOverTo); null: it stays. */
+  handingOverTo: string | null = null;
 
   /**
    * A leader's engine with `participants` registered in its table, each
@@ -73,6 +75,7 @@ export class EngineWorld {
       sendDecision: (to, req, _deadline, cb) => this.decisions.push({ to: to.id, req, cb }),
       sendStatus: (to, txnId, _timeoutMs, cb) => this.statuses.push({ to: to.id, txnId, cb }),
       faultPoint: (point, txnId) => this.faultPoint?.(point, txnId) ?? 'go-on',
+      handingOverTo: () => this.handingOverTo,
     };
     this.engine = new CoordinatorEngine(this.table, io, config);
     for (const id of participants) {

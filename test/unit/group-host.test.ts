@@ -149,8 +149,13 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
     view: LeaderView | null = null;
     inFlight = false;
     readonly transfers: string[] = [];
+    /** Whom new transactions are refused for (holdNewTransactions), null while they are taken. */
+    holding: string | null = null;
     busy(): boolean {
       return this.inFlight;
+    }
+    holdNewTransactions(to: string | null): void {
+      this.holding = to;
     }
     leaderView(): LeaderView | null {
       return this.view;
@@ -160,12 +165,13 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
     }
   }
   const hold = 5;
+  const drain = 20;
   function leadingHost(groups: number) {
     const host = new GroupHost<Leading>({
       groups,
       replica: (_g, t) => new Leading(t),
       transport: { send: () => {} },
-      spread: { holdOffTicks: hold, lagEntriesMax: 4, heardWithinTicks: 3 },
+      spread: { holdOffTicks: hold, lagEntriesMax: 4, heardWithinTicks: 3, drainTicksMax: drain },
     });
     const heard = (from: string) =>
       host.receive([{ group: 0, message: message({ type: MT.HeartbeatResp, from, to: 'n1', term: 1 }) }]);
@@ -240,20 +246,66 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
     expect(g2.transfers).toEqual(['n3']);
   });
 
-  it('the hand-over waits for a tick with no transaction in flight (a new leader would abort its prepares, R2)', () => {
+  it('the hand-over refuses new transactions and waits for a tick with none in flight (a new leader would abort its prepares, R2)', () => {
     const { host, heard } = leadingHost(4);
     const g1 = host.replica(1);
     g1.view = view(100, { n2: 100, n3: 100 });
     g1.inFlight = true;
-    for (let t = 0; t < 3 * hold; t++) {
+    for (let t = 1; t < hold; t++) {
       heard('n2');
       host.tick();
+    }
+    expect(g1.holding).toBeNull();
+    // The hold-off is over: new transactions are refused while those in flight decide.
+    for (let t = 0; t < drain - 1; t++) {
+      heard('n2');
+      host.tick();
+      expect(g1.holding).toBe('n2');
     }
     expect(g1.transfers).toEqual([]);
     g1.inFlight = false;
     heard('n2');
     host.tick();
     expect(g1.transfers).toEqual(['n2']);
+    // Raft's transfer refuses them from here (EngineIO.handingOverTo); the host's hold is released.
+    expect(g1.holding).toBeNull();
+  });
+
+  it('transactions still in flight after drainTicksMax call the hand-over off: new ones are taken again, and it is tried after another hold-off', () => {
+    const { host, heard } = leadingHost(4);
+    const g1 = host.replica(1);
+    g1.view = view(100, { n2: 100, n3: 100 });
+    g1.inFlight = true;
+    for (let t = 1; t < hold + drain; t++) {
+      heard('n2');
+      host.tick();
+    }
+    expect(g1.holding).toBe('n2');
+    heard('n2');
+    host.tick();
+    expect(g1.holding).toBeNull();
+    expect(g1.transfers).toEqual([]);
+    // Now idle: the hold-off after a hand-over called off is twice as long; then it starts again, and goes through
+    // at once.
+    g1.inFlight = false;
+    for (let t = 1; t < 2 * hold; t++) {
+      heard('n2');
+      host.tick();
+    }
+    expect(g1.transfers).toEqual([]);
+    heard('n2');
+    host.tick();
+    expect(g1.transfers).toEqual(['n2']);
+    // A leader that loses its group while holding takes new transactions again when it leads next.
+    g1.inFlight = true;
+    for (let t = 0; t < hold; t++) {
+      heard('n2');
+      host.tick();
+    }
+    expect(g1.holding).toBe('n2');
+    g1.view = null;
+    host.tick();
+    expect(g1.holding).toBeNull();
   });
 
   it('one group is never spread: its leader stays where Raft elected it, as before groups', () => {
