@@ -242,6 +242,58 @@ function nodesOnly(callers: NodeCallers | null, serviceId: string, log: Logger):
           });
 }
 
+/** Execute or Compensate: checks the call at the edge and runs the step through the backend. */
+function stepCall(
+  o: StepServiceOptions,
+  backend: Backend,
+  log: Logger,
+  kind: StepKind,
+): grpc.handleUnaryCall<WireStepRequest, StepResult> {
+  return (call, cb) => {
+    const r = call.request;
+    const bad = (details: string): void => cb({ code: grpc.status.INVALID_ARGUMENT, details });
+    if (r.clusterId !== o.clusterId)
+      return cb({
+        code: grpc.status.FAILED_PRECONDITION,
+        details: `the call is for cluster "${r.clusterId}", this step service is in cluster "${o.clusterId}"`,
+      });
+    if (r.step >= STEPS_MAX) return bad(`saga ${r.sagaId}: step ${r.step} is beyond the limit of ${STEPS_MAX} steps`);
+    // The key is the saga's, the step's and the kind's: one rule, checked here.
+    if (r.key !== stepKey(r.sagaId, r.step, kind))
+      return bad(
+        `saga ${r.sagaId} step ${r.step}: key ${JSON.stringify(r.key.slice(0, 80))} is not ${stepKey(r.sagaId, r.step, kind)}`,
+      );
+    if (!backend.has(r.name))
+      return cb({
+        code: grpc.status.UNIMPLEMENTED,
+        details: `saga ${r.sagaId} step ${r.step}: step service ${o.serviceId} has no handler named ${JSON.stringify(r.name.slice(0, 80))}`,
+      });
+    const req: StepRequest = {
+      sagaId: r.sagaId,
+      step: r.step,
+      kind,
+      key: r.key,
+      name: r.name,
+      input: r.input,
+      outputs: r.outputs,
+      attempt: r.attempt,
+    };
+    backend.handle(req, (err, a) => {
+      if (err || !a) {
+        log.info(
+          { sagaId: r.sagaId, step: r.step, kind, err: err?.message },
+          'saga step failed; the orchestrator retries it',
+        );
+        return cb({
+          code: grpc.status.UNAVAILABLE,
+          details: `saga ${r.sagaId} step ${r.step} ${kind}: ${err?.message ?? 'no answer'}`,
+        });
+      }
+      cb(null, { status: a.status === 'done' ? 'STEP_DONE' : 'STEP_FAILED', output: a.output, reason: a.reason });
+    });
+  };
+}
+
 /**
  * The SagaStep service's handlers: Execute and Compensate run a step through the backend, End (and EndSagas, for many
  * sagas) drops a saga's keys once the cluster confirms its end.
@@ -254,51 +306,7 @@ function stepHandlers(
   log: Logger,
   counts: EndCounts,
 ): SagaStepHandlers {
-  const serve =
-    (kind: StepKind): grpc.handleUnaryCall<WireStepRequest, StepResult> =>
-    (call, cb) => {
-      const r = call.request;
-      const bad = (details: string): void => cb({ code: grpc.status.INVALID_ARGUMENT, details });
-      if (r.clusterId !== o.clusterId)
-        return cb({
-          code: grpc.status.FAILED_PRECONDITION,
-          details: `the call is for cluster "${r.clusterId}", this step service is in cluster "${o.clusterId}"`,
-        });
-      if (r.step >= STEPS_MAX) return bad(`saga ${r.sagaId}: step ${r.step} is beyond the limit of ${STEPS_MAX} steps`);
-      // The key is the saga's, the step's and the kind's: one rule, checked here.
-      if (r.key !== stepKey(r.sagaId, r.step, kind))
-        return bad(
-          `saga ${r.sagaId} step ${r.step}: key ${JSON.stringify(r.key.slice(0, 80))} is not ${stepKey(r.sagaId, r.step, kind)}`,
-        );
-      if (!backend.has(r.name))
-        return cb({
-          code: grpc.status.UNIMPLEMENTED,
-          details: `saga ${r.sagaId} step ${r.step}: step service ${o.serviceId} has no handler named ${JSON.stringify(r.name.slice(0, 80))}`,
-        });
-      const req: StepRequest = {
-        sagaId: r.sagaId,
-        step: r.step,
-        kind,
-        key: r.key,
-        name: r.name,
-        input: r.input,
-        outputs: r.outputs,
-        attempt: r.attempt,
-      };
-      backend.handle(req, (err, a) => {
-        if (err || !a) {
-          log.info(
-            { sagaId: r.sagaId, step: r.step, kind, err: err?.message },
-            'saga step failed; the orchestrator retries it',
-          );
-          return cb({
-            code: grpc.status.UNAVAILABLE,
-            details: `saga ${r.sagaId} step ${r.step} ${kind}: ${err?.message ?? 'no answer'}`,
-          });
-        }
-        cb(null, { status: a.status === 'done' ? 'STEP_DONE' : 'STEP_FAILED', output: a.output, reason: a.reason });
-      });
-    };
+  const serve = (kind: StepKind): grpc.handleUnaryCall<WireStepRequest, StepResult> => stepCall(o, backend, log, kind);
   const confirmations = { n: 0 };
   const endConfirmed = endConfirmer(o, backend, link, log, confirmations, counts);
   const endsConfirmed = endsConfirmer(o, backend, link, log, confirmations, counts);

@@ -114,7 +114,7 @@ describe('postgres participant: recovery through the engine (R4)', () => {
     const first = await start(dir);
     expect(
       await client(first.address).prepare(prepareReq('T1', ["INSERT INTO orders VALUES ('o1', 10)"]), DEADLINE_MS),
-    ).toEqual({ txnId: 'T1', participantId: 'shop', vote: 'VOTE_YES', reason: '' });
+    ).toEqual({ txnId: 'T1', participantId: 'shop', vote: 'VOTE_YES', reason: '', reserveTtlMs: 0 });
     await stop(first);
     // The participant is gone; the prepared transaction is PostgreSQL's, held across the restart.
     expect(await preparedXacts(shop, PREFIX)).toEqual([{ gid: gidOf(PREFIX, 'T1'), database: 'shop' }]);

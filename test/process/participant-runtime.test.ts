@@ -223,6 +223,7 @@ describe('participant runtime against a fake cluster', () => {
       participantId: 'p1',
       vote: 'VOTE_YES',
       reason: '',
+      reserveTtlMs: 0,
     });
     expect(await c.prepare(prepareReq('T2', { greeting: 'bye' }), DEADLINE_MS)).toMatchObject({
       vote: 'VOTE_NO',
@@ -276,7 +277,7 @@ describe('participant runtime against a fake cluster', () => {
     ]);
     expect(yes).toEqual({
       status: 'fulfilled',
-      value: { txnId: 'X1', participantId: 'p1', vote: 'VOTE_YES', reason: '' },
+      value: { txnId: 'X1', participantId: 'p1', vote: 'VOTE_YES', reason: '', reserveTtlMs: 0 },
     });
     expect(no).toMatchObject({
       status: 'fulfilled',
