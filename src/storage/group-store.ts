@@ -103,6 +103,11 @@ export async function openGroupStorage(
   return SharedGroupWriter.open(dir, identity, groups, opts);
 }
 
+/** Resolves after the microtasks queued so far and this turn's I/O callbacks (setImmediate runs after both). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 interface Mark {
   index: number;
   term: number;
@@ -252,6 +257,11 @@ class SharedGroupWriter implements GroupStorage {
       }
       // An exception thrown by a callback surfaces as an uncaught exception (a crash), never inside the write loop.
       for (const p of batch) queueMicrotask(() => p.onSynced(err));
+      // The groups just told run their next Ready in those callbacks, and persist again at once. Taking what is
+      // pending before they do would write the groups that waited alone, and the ones just told alone after them:
+      // the groups would take turns at the disk, one group per fdatasync. One turn later both are pending, and
+      // share the next write.
+      if (this.pending.length > 0) await nextTurn();
     }
     this.writing = false;
     for (const w of this.idleWaiters.splice(0)) w();
