@@ -8,7 +8,9 @@
 // and log state under its own keys (group 0 keeps today's keys). Every
 // group's store hands its PersistBatch to the one writer; the batches that
 // arrive in one turn of the event loop, and those that arrive while a write
-// is in flight, are written together:
+// is in flight, are written together (the next write waits a turn after a
+// write's callbacks, so a group that persists again from its callback joins
+// the groups that waited):
 //
 //   1. a group's leader snapshot or lowered mark, when the batch starts with
 //      one (synced LevelDB write; it records where the group's log restarts);
