@@ -108,9 +108,10 @@ export interface GroupsPoint {
   leaders_after: string[];
   /**
    * With no load: every node's CPU ms a second and Raft messages a second, all nodes together (ticks, heartbeats and
-   * their answers: a cost per group, not per transaction).
+   * their answers: a cost per group, not per transaction), and the stream writes they went in (every group's
+   * heartbeats of one tick to one peer share a write).
    */
-  idle: { cpu_ms_per_s: number; raft_messages_per_s: number; load_avg: number };
+  idle: { cpu_ms_per_s: number; raft_messages_per_s: number; raft_stream_writes_per_s: number; load_avg: number };
   /** Every group led by its preferred node (group g by node g mod N) before the windows. */
   spread: boolean;
   windows: GroupsWindow[];
@@ -339,9 +340,11 @@ async function idleWindow(cluster: BenchCluster, windowMs: number): Promise<Grou
   const seconds = (performance.now() - t0) / 1000;
   const b = await scrapeAll(cluster);
   const messages = cluster.nodes.reduce((t, n) => t + countsBetween(a.get(n.id)!, b.get(n.id)!).raftMessages, 0);
+  const writes = cluster.nodes.reduce((t, n) => t + countsBetween(a.get(n.id)!, b.get(n.id)!).raftBatches, 0);
   return {
     cpu_ms_per_s: r3((cpuB - cpuA) / seconds),
     raft_messages_per_s: r3(messages / seconds),
+    raft_stream_writes_per_s: r3(writes / seconds),
     load_avg: Math.round(loadavg()[0] * 100) / 100,
   };
 }
@@ -361,14 +364,14 @@ async function measurePoint(dir: string, nodes: number, groups: number, o: Group
     );
     const idle = await idleWindow(cluster, o.idleMs);
     o.log(
-      `        ${tag} idle: nodes ${idle.cpu_ms_per_s} ms CPU/s, ${idle.raft_messages_per_s} Raft messages/s (load average ${idle.load_avg})`,
+      `        ${tag} idle: nodes ${idle.cpu_ms_per_s} ms CPU/s, ${idle.raft_messages_per_s} Raft messages/s in ${idle.raft_stream_writes_per_s} writes/s (load average ${idle.load_avg})`,
     );
     const windows: GroupsWindow[] = [];
     for (const clients of o.clients) {
       const w = await measureWindow(cluster, cluster.dir, before.leaders, clients, o, `${tag}-c${clients}`);
       windows.push(w);
       o.log(
-        `        ${tag} ${clients} clients: ${w.tps} tx/s, p50 ${(w.p50_us / 1000).toFixed(2)} ms; CPU ms/tx nodes ${w.cpu_ms_per_txn_nodes} participants ${w.cpu_ms_per_txn_participants} loadgen ${w.cpu_ms_per_txn_loadgen}; fsyncs/tx ${w.fsyncs_per_txn}; raft msgs/tx ${w.raft_messages_per_txn}; participant msgs/tx ${w.participant_messages_per_txn}${w.errors ? `; ${w.errors} errors` : ''} (load average ${w.load_avg})`,
+        `        ${tag} ${clients} clients: ${w.tps} tx/s, p50 ${(w.p50_us / 1000).toFixed(2)} ms; CPU ms/tx nodes ${w.cpu_ms_per_txn_nodes} participants ${w.cpu_ms_per_txn_participants} loadgen ${w.cpu_ms_per_txn_loadgen}; fsyncs/tx ${w.fsyncs_per_txn} (${w.group_batches_per_fsync} group batches each); raft msgs/tx ${w.raft_messages_per_txn} in ${w.raft_stream_writes_per_txn} writes; participant msgs/tx ${w.participant_messages_per_txn} in ${w.participant_grpc_messages_per_txn} gRPC messages${w.errors ? `; ${w.errors} errors` : ''} (load average ${w.load_avg})`,
       );
     }
     const after = await waitForSpread(cluster, groups, 0);

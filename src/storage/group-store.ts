@@ -8,7 +8,9 @@
 // and log state under its own keys (group 0 keeps today's keys). Every
 // group's store hands its PersistBatch to the one writer; the batches that
 // arrive in one turn of the event loop, and those that arrive while a write
-// is in flight, are written together:
+// is in flight, are written together (the next write waits a turn after a
+// write's callbacks, so a group that persists again from its callback joins
+// the groups that waited):
 //
 //   1. a group's leader snapshot or lowered mark, when the batch starts with
 //      one (synced LevelDB write; it records where the group's log restarts);
@@ -101,6 +103,11 @@ export async function openGroupStorage(
     return { groups: [{ store, recovered, report }], close: () => store.close(), stats: () => null };
   }
   return SharedGroupWriter.open(dir, identity, groups, opts);
+}
+
+/** Resolves after the microtasks queued so far and this turn's I/O callbacks (setImmediate runs after both). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 interface Mark {
@@ -252,6 +259,11 @@ class SharedGroupWriter implements GroupStorage {
       }
       // An exception thrown by a callback surfaces as an uncaught exception (a crash), never inside the write loop.
       for (const p of batch) queueMicrotask(() => p.onSynced(err));
+      // The groups just told run their next Ready in those callbacks, and persist again at once. Taking what is
+      // pending before they do would write the groups that waited alone, and the ones just told alone after them:
+      // the groups would take turns at the disk, one group per fdatasync. One turn later both are pending, and
+      // share the next write.
+      if (this.pending.length > 0) await nextTurn();
     }
     this.writing = false;
     for (const w of this.idleWaiters.splice(0)) w();

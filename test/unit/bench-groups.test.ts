@@ -59,7 +59,7 @@ function point(groups: number, windows: GroupsWindow[]): GroupsPoint {
     leaders_before: ['n1', 'n2'].slice(0, groups),
     leaders_after: ['n1', 'n2'].slice(0, groups),
     spread: groups > 1,
-    idle: { cpu_ms_per_s: 0, raft_messages_per_s: 0, load_avg: 1 },
+    idle: { cpu_ms_per_s: 0, raft_messages_per_s: 0, raft_stream_writes_per_s: 0, load_avg: 1 },
     windows,
   };
 }

@@ -118,6 +118,27 @@ describe('Participant.Exchange: a DECISION with a linger', () => {
     expect(counts.answerMessages).toBeLessThanOrEqual(3);
   });
 
+  it("two groups' engines on one node, one turn: their PREPAREs and DECISIONs for the participant go in one batch message", async () => {
+    const { exchange, received, counts } = await participant();
+    await answered((cb) => exchange.prepare(prepare('t0'), 1000, cb));
+    received.length = 0;
+    const before = counts.requestMessages;
+    // The node's one link per participant serves every group: group 0 sends from the turn itself, group 1 from a
+    // later promise continuation of the same turn (its sync callback, say).
+    const group0 = [
+      answered((cb) => exchange.prepare(prepare('g0-a'), 1000, cb)),
+      answered((cb) => exchange.decide(decision('g0-b'), 1000, cb)),
+    ];
+    await Promise.resolve();
+    const group1 = [
+      answered((cb) => exchange.decide(decision('g1-a'), 1000, cb)),
+      answered((cb) => exchange.prepare(prepare('g1-b'), 1000, cb)),
+    ];
+    await Promise.all([...group0, ...group1]);
+    expect(received.map((r) => r.kinds)).toEqual([['prepare:g0-a', 'decision:g0-b', 'decision:g1-a', 'prepare:g1-b']]);
+    expect(counts.requestMessages - before).toBe(1);
+  });
+
   it('goes alone once its linger has passed when no other request comes', async () => {
     const { exchange, received } = await participant();
     await answered((cb) => exchange.prepare(prepare('t0'), 1000, cb));

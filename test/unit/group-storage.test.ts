@@ -202,6 +202,33 @@ describe('the shared writer at G = 4', () => {
     expect(st.groupBatches / st.batches).toBe(4);
   });
 
+  it('groups that persist again from their callback (as a driver does) share the next fdatasync with the groups that waited, instead of taking turns', async () => {
+    const dir = await tempDir();
+    const s = await openG(dir, 2);
+    const rounds = 8;
+    // Each group runs like a driver: its next Ready is persisted from inside the previous one's callback.
+    const run = (g: number): Promise<void> =>
+      new Promise((resolve, reject) => {
+        const next = (i: number): void =>
+          s.groups[g].store.persist(batchOf({ hardState: hs(1, i), entries: ents(i + 1, i + 1, 1, g) }), (err) => {
+            if (err) return reject(err);
+            if (i + 1 === rounds) return resolve();
+            next(i + 1);
+          });
+        next(0);
+      });
+    // Group 1 starts while group 0's first write is in flight: out of step, as groups are after a leader's append.
+    const zero = run(0);
+    await new Promise((r) => setImmediate(r));
+    const one = run(1);
+    await Promise.all([zero, one]);
+    const st = s.stats()!;
+    expect(st.groupBatches).toBe(2 * rounds);
+    // Taking turns would be one group per fdatasync (2 × rounds syncs); in step, both groups but the first write.
+    expect(st.segmentSyncs).toBeLessThanOrEqual(rounds + 1);
+    expect(st.segmentSyncs).toBe(st.batches);
+  });
+
   it("every group's log, hard state and snapshot come back after a reopen, with truncations and a leader's snapshot in one group", async () => {
     const dir = await tempDir();
     let s = await openG(dir, 4);

@@ -808,4 +808,36 @@ describe('GrpcTransport with decision groups', () => {
     expect(c.received.map((x) => x.term)).toEqual([8]);
     await waitFor(() => (c.transport.refusals.totals().get('group') ?? 0) === 1, 'the refusal of group 2 at n3');
   });
+
+  it("two groups' sends to one peer in one turn (two replicas, two calls) go in one stream write; one group's are sent as before, without a group", async () => {
+    const batches: number[][] = [];
+    const a = await startNode('n1', { groups: 2, onGroupMessages: () => {} });
+    const b = await startNode('n2', {
+      groups: 2,
+      onGroupMessages: (gms) => void batches.push(gms.map((gm) => gm.group)),
+    });
+    mesh(a, b);
+    const m = (term: number): Message => message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term });
+    // As two replicas of a host send: each its own call, the second from a later promise continuation of the turn.
+    a.transport.groupTransport.send([{ group: 0, message: m(1) }]);
+    await Promise.resolve();
+    a.transport.groupTransport.send([
+      { group: 1, message: m(2) },
+      { group: 1, message: m(3) },
+    ]);
+    await waitFor(() => batches.flat().length === 3, 'three messages at n2');
+    expect(a.transport.sent).toMatchObject({ messages: 3, batches: 1 });
+    expect(batches).toEqual([[0, 1, 1]]);
+
+    // One group: the same turn's sends are one write too, and arrive at a node of one group as plain messages.
+    const c = await startNode('n3');
+    const d = await startNode('n4');
+    mesh(c, d);
+    const plain = (term: number): Message => message({ type: MessageType.Heartbeat, from: 'n3', to: 'n4', term });
+    c.transport.send([plain(1)]);
+    c.transport.send([plain(2)]);
+    await waitFor(() => d.received.length === 2, 'two messages at n4');
+    expect(c.transport.sent).toMatchObject({ messages: 2, batches: 1 });
+    expect(d.batches).toEqual([2]);
+  });
 });
