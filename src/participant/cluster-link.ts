@@ -88,8 +88,11 @@ const SAGA_STATES_REPROBE_MS = 10 * 60_000;
 /** SagaStatus calls at once when a cluster from before SagaStates is asked about many sagas. */
 const SAGA_STATUS_AT_ONCE_MAX = 8;
 
-/** Saga status questions: one round over the group's leader and the endpoints, following a redirect. */
-const SAGA_STATUS_POLICY = {
+/**
+ * One round over the group's leader and the endpoints, following a redirect (every routed call, saga status questions
+ * too). Anything but "unreachable" or "not the leader" is the cluster's answer: retrying elsewhere would not change it.
+ */
+const ONE_ROUND = {
   retryable: (err: unknown) => {
     const e = err as Partial<grpc.ServiceError>;
     if (e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) return null;
@@ -369,7 +372,7 @@ export class ClusterLink {
             this.o.callTimeoutMs,
           );
         },
-        SAGA_STATUS_POLICY,
+        ONE_ROUND,
       );
       if (info.sagaId !== sagaId)
         throw new Error(`the cluster answered about saga ${info.sagaId} when asked about ${sagaId}`);
@@ -432,7 +435,7 @@ export class ClusterLink {
             this.o.callTimeoutMs,
           );
         },
-        SAGA_STATUS_POLICY,
+        ONE_ROUND,
       );
     } catch (err) {
       throw err instanceof NoLeaderError && err.last instanceof Error ? err.last : err;
@@ -482,20 +485,7 @@ export class ClusterLink {
             throw group === undefined ? err : new StaleRouting(address, group, namedLeader(err));
           }
         },
-        {
-          // Anything but "unreachable" or "not the leader" is the cluster's answer: retrying elsewhere would not change
-          // it.
-          retryable: (err) => {
-            const e = err as Partial<grpc.ServiceError>;
-            if (e.code !== grpc.status.UNAVAILABLE && e.code !== grpc.status.DEADLINE_EXCEEDED) return null;
-            return {
-              why: e.details || (e.message ?? ''),
-              hint: e.code === grpc.status.UNAVAILABLE ? namedLeader(err) : undefined,
-            };
-          },
-          roundsMax: 1,
-          pauseMs: () => 0,
-        },
+        ONE_ROUND,
       );
     } catch (err) {
       throw err instanceof NoLeaderError && err.last instanceof Error ? err.last : err;

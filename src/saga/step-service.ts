@@ -341,6 +341,14 @@ function stepHandlers(
   };
 }
 
+/** The answer while END_CONFIRMATIONS_MAX confirmations are in flight: the leader retries the End later. */
+function confirmationsFull(serviceId: string): Partial<grpc.StatusObject> {
+  return {
+    code: grpc.status.RESOURCE_EXHAUSTED,
+    details: `step service ${serviceId} is confirming ${END_CONFIRMATIONS_MAX} saga ends with the cluster; retry later`,
+  };
+}
+
 /**
  * EndSagas: End for many sagas, confirmed with the cluster in one SagaStates
  * call and recorded in one durable write (the journal's group commit; for
@@ -362,11 +370,7 @@ function endsConfirmer(
     const ask: string[] = [];
     for (const id of new Set(sagaIds)) (backend.hasEnded(id) ? ended : ask).push(id);
     if (ask.length === 0) return cb(null, { ended, problem: '' });
-    if (confirmations.n >= END_CONFIRMATIONS_MAX)
-      return cb({
-        code: grpc.status.RESOURCE_EXHAUSTED,
-        details: `step service ${o.serviceId} is confirming ${END_CONFIRMATIONS_MAX} saga ends with the cluster; retry later`,
-      });
+    if (confirmations.n >= END_CONFIRMATIONS_MAX) return cb(confirmationsFull(o.serviceId));
     confirmations.n++;
     counts.confirmCalls++;
     link.sagaStates(ask).then(
@@ -429,11 +433,7 @@ function endConfirmer(
   return (sagaId, cb) => {
     const bad = sagaIdProblem(sagaId);
     if (bad !== null) return cb({ code: grpc.status.INVALID_ARGUMENT, details: bad });
-    if (confirmations.n >= END_CONFIRMATIONS_MAX)
-      return cb({
-        code: grpc.status.RESOURCE_EXHAUSTED,
-        details: `step service ${o.serviceId} is confirming ${END_CONFIRMATIONS_MAX} saga ends with the cluster; retry later`,
-      });
+    if (confirmations.n >= END_CONFIRMATIONS_MAX) return cb(confirmationsFull(o.serviceId));
     confirmations.n++;
     counts.confirmCalls++;
     link.sagaState(sagaId).then(
