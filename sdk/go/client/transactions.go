@@ -46,7 +46,8 @@ type TransactionInfo struct {
 func (c *Client) Transactions(ctx context.Context, f TransactionFilter, o CallOptions) ([]TransactionInfo, error) {
 	req := &pb.ListTransactionsRequest{InFlight: f.InFlight, InDoubt: f.InDoubt, Unacked: f.Unacked, Heuristic: f.Heuristic, TxnId: f.TxnID, Limit: f.Limit}
 	if f.TxnID == "" && !c.Conn.GroupsKnown() {
-		_, _ = c.Conn.Connect(ctx)
+		// The groups, once per client; a node that cannot say (an older version) is listed as a cluster of one group.
+		_ = c.Conn.Call(ctx, "ClusterStatus", &pb.ClusterStatusRequest{}, &pb.ClusterStatusResponse{}, CallOptions{CallTimeout: o.CallTimeout, AttemptTimeout: o.AttemptTimeout})
 	}
 	groups := c.Conn.Groups()
 	if f.TxnID != "" || groups == 1 {

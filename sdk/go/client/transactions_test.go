@@ -6,6 +6,7 @@ import (
 	"net"
 	"reflect"
 	"sort"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -126,17 +127,22 @@ func TestTransactionsAsksEachGroupsLeaderAndMergesOldestFirst(t *testing.T) {
 // A node of one group, or of a version that does not report groups.
 type oneGroupNode struct {
 	pb.UnimplementedCoordinatorServer
+	mu     sync.Mutex
 	calls  []string
 	groups []string
 }
 
 func (n *oneGroupNode) ClusterStatus(context.Context, *pb.ClusterStatusRequest) (*pb.ClusterStatusResponse, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	n.calls = append(n.calls, "ClusterStatus")
 	return &pb.ClusterStatusResponse{ClusterId: "test-cluster"}, nil
 }
 
 func (n *oneGroupNode) ListTransactions(ctx context.Context, r *pb.ListTransactionsRequest) (*pb.ListTransactionsResponse, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	n.calls = append(n.calls, fmt.Sprintf("ListTransactions in_flight=%v", r.InFlight))
 	n.groups = append(n.groups, md.Get(GroupKey)...)
 	return &pb.ListTransactionsResponse{Transactions: []*pb.TxnInfo{{TxnId: "t-1", AgeMs: 5}, {TxnId: "t-2", AgeMs: 9}}}, nil
@@ -165,6 +171,8 @@ func TestTransactionsOfANodeThatReportsNoGroupsAreOneGroups(t *testing.T) {
 	if want := []string{"t-1/0", "t-2/0"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("listed %v, want %v", got, want)
 	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if want := []string{"ClusterStatus", "ListTransactions in_flight=true"}; !reflect.DeepEqual(n.calls, want) || len(n.groups) != 0 {
 		t.Fatalf("calls %v, groups sent %v", n.calls, n.groups)
 	}
