@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math/rand"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -383,6 +384,11 @@ type CallOptions struct {
 	Service string
 	// NextRequest hears every retried failure (its classification) and gives the next attempt's request.
 	NextRequest func(Failure) proto.Message
+	// Group, for a call about no one id, sends it to that decision group's
+	// leader with the group in verdict-group metadata, so the node answers
+	// for that group alone (a listing: Client.Transactions at G > 1). Nil:
+	// the id's group, or group 0 for a call about no one id.
+	Group *int
 }
 
 func trailer(md metadata.MD, key string) string {
@@ -441,7 +447,13 @@ func (c *Connection) Call(ctx context.Context, method string, req, resp proto.Me
 	last, lastCode := "", "UNAVAILABLE"
 	id := routedID(method, req)
 	group := 0
-	if id != "" {
+	if o.Group != nil {
+		group = *o.Group
+		if group < 0 || group >= GroupsMax {
+			return &Error{Code: "INVALID_ARGUMENT", Reason: fmt.Sprintf("a call's group must be from 0 to %d (got %d)", GroupsMax-1, group)}
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, GroupKey, strconv.Itoa(group))
+	} else if id != "" {
 		group = c.GroupOf(id)
 	}
 	s := c.newSearch(group)

@@ -22,6 +22,8 @@ type groupCluster struct {
 	mu       sync.Mutex
 	leaderOf []int
 	nodes    []*groupNode
+	// lists holds, per group, what its leader answers to ListTransactions (transactions_test.go).
+	lists [][]*pb.TxnInfo
 }
 
 type groupNode struct {
@@ -31,6 +33,8 @@ type groupNode struct {
 	address string
 	commits []string
 	status  int
+	// listed holds the verdict-group of each ListTransactions this node answered ("" for none).
+	listed []string
 }
 
 const testGroups = 4

@@ -41,7 +41,7 @@ class _RaftNode(raft_pb2_grpc.RaftNodeServicer):
         return self.node._on("Status", request, context)
 
 
-for _m in ["RegisterParticipant", "Begin", "Commit", "Abort", "GetOutcome", "GetOutcomes", "ClusterStatus", "ListParticipants"]:
+for _m in ["RegisterParticipant", "Begin", "Commit", "Abort", "GetOutcome", "GetOutcomes", "ClusterStatus", "ListParticipants", "ListTransactions"]:
     setattr(FakeNode, _m, (lambda m: lambda self, req, ctx: self._on(m, req, ctx))(_m))
 
 

@@ -3,7 +3,7 @@
 See docs/python.md in the repository.
 """
 
-from .client import Client, OutcomeResult, Transaction
+from .client import Client, OutcomeResult, Transaction, TransactionInfo
 from .connection import TlsFiles, local_cluster_tls
 from .errors import OutcomeUnknownError, RetriesExhaustedError, VerdictError
 from .journal import Journal, JournalCorrupt
@@ -23,6 +23,7 @@ __all__ = [
     "RetriesExhaustedError",
     "TlsFiles",
     "Transaction",
+    "TransactionInfo",
     "VerdictError",
     "local_cluster_tls",
 ]

@@ -12,6 +12,7 @@ OutcomeUnknownError instead of guessing.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -23,6 +24,8 @@ from .retry import ANSWERED, REFUSED, BeginRule, classify_failure
 
 #: Room left for the decision's replication after the participants' prepare timeout.
 COMMIT_GRACE_MS = 2_000
+#: Groups a listing asks at once (G is at most 64).
+_LIST_THREADS_MAX = 16
 
 Payload = Union[bytes, str, Dict[str, Any], List[Any], None]
 
@@ -42,6 +45,27 @@ class OutcomeResult:
     reason: str
     #: The log index of the decision; 0 while undecided.
     decision_index: int
+
+
+#: What a listing returns when it names no limit (the node's own default), and the most it returns.
+LIST_LIMIT_DEFAULT = 1_000
+LIST_LIMIT_MAX = 10_000
+
+
+@dataclass(frozen=True)
+class TransactionInfo:
+    """A listed transaction: the node's record of it (``info``, a TxnInfo) and the decision group that decides it."""
+
+    group: int
+    info: pb.TxnInfo
+
+    @property
+    def txn_id(self) -> str:
+        return self.info.txn_id
+
+    @property
+    def age_ms(self) -> int:
+        return self.info.age_ms
 
 
 def to_outcome_result(txn_id: str, answer: pb.TxnOutcome) -> OutcomeResult:
@@ -222,6 +246,44 @@ class Client:
 
     def participants(self, with_activity: bool = False) -> List[pb.ParticipantInfo]:
         return list(self.connection.call("ListParticipants", pb.ListParticipantsRequest(with_activity=with_activity)).participants)
+
+    def transactions(
+        self,
+        *,
+        in_flight: bool = False,
+        in_doubt: bool = False,
+        unacked: bool = False,
+        heuristic: bool = False,
+        txn_id: str = "",
+        limit: int = 0,
+        call_timeout_ms: Optional[float] = None,
+    ) -> List[TransactionInfo]:
+        """Transactions the cluster knows, oldest first, each with its decision group; at most one filter applies.
+
+        ``in_flight`` keeps those still being prepared or delivered, ``in_doubt`` the undecided ones older than the
+        cluster's in-doubt threshold, ``unacked`` the decided ones some participant has not acknowledged,
+        ``heuristic`` those with a heuristic record or an operator's resolution; ``txn_id`` asks for that one alone.
+        """
+        if limit < 0:
+            raise invalid_argument(f"limit must be 0 (the node's default) or more (got {limit})")
+        request = pb.ListTransactionsRequest(in_flight=in_flight, in_doubt=in_doubt, unacked=unacked, heuristic=heuristic, txn_id=txn_id, limit=limit)
+        conn = self.connection
+        # The groups, once per client; a node that cannot say (an older version) is listed as a cluster of one group.
+        if txn_id == "" and not conn.groups_known:
+            try:
+                conn.connect(call_timeout_ms)
+            except VerdictError:
+                pass
+        if txn_id != "" or conn.groups == 1:
+            return [TransactionInfo(conn.group_of(t.txn_id), t) for t in conn.call("ListTransactions", request, call_timeout_ms=call_timeout_ms).transactions]
+        # Decision groups: what a group's leader tracks is that leader's to say, so each group is asked of its own
+        # leader, and the lists are merged, oldest first, to the limit (the node's own: 1,000 when none is given).
+        groups = conn.groups
+        with ThreadPoolExecutor(max_workers=min(groups, _LIST_THREADS_MAX)) as pool:
+            each = list(pool.map(lambda g: conn.call("ListTransactions", request, call_timeout_ms=call_timeout_ms, group=g).transactions, range(groups)))
+        listed = [TransactionInfo(conn.group_of(t.txn_id), t) for ts in each for t in ts]
+        listed.sort(key=lambda t: -t.age_ms)
+        return listed[: min(limit, LIST_LIMIT_MAX) if limit > 0 else LIST_LIMIT_DEFAULT]
 
     def close(self) -> None:
         self.connection.close()

@@ -426,21 +426,27 @@ class Connection:
         metadata: Optional[Sequence[Tuple[str, str]]] = None,
         next_request: Optional[Callable[[str], Any]] = None,
         service: str = "Coordinator",
+        group: Optional[int] = None,
     ) -> Any:
         """Sends one Coordinator RPC, following redirects and retrying what the rule allows until the call's deadline.
 
         Any other error is the cluster's answer and raises VerdictError at once;
         running out of time raises RetriesExhaustedError. ``next_request``
         hears every retried failure (its classification) and gives the next
-        attempt's request.
+        attempt's request. ``group``, for a call about no one id, sends it to
+        that decision group's leader with the group in ``verdict-group``
+        metadata, so the node answers for that group alone (a listing:
+        Client.transactions at G > 1).
         """
         req = request
+        if group is not None:
+            metadata = (*(metadata or ()), (GROUP_KEY, str(group)))
         deadline = time.monotonic() + (call_timeout_ms if call_timeout_ms is not None else self.call_timeout_ms) / 1000
         attempt_s = (attempt_timeout_ms if attempt_timeout_ms is not None else self.attempt_timeout_ms) / 1000
         last: Optional[str] = None
         last_code = "UNAVAILABLE"
         id = routed_id(method, request)
-        search = _Search(self, self.group_of(id) if id is not None else 0)
+        search = _Search(self, group if group is not None else self.group_of(id) if id is not None else 0)
         asked = False
         while True:
             address = search.next()

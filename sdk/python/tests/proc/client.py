@@ -14,6 +14,12 @@ from verdict import Client, OutcomeUnknownError, TlsFiles, VerdictError  # noqa:
 
 
 def run(c: Client, op: Dict[str, Any]) -> Dict[str, Any]:
+    if op["op"] == "list":
+        # Client.transactions: each listed transaction's id and decision group.
+        try:
+            return {"op": "list", "transactions": [{"txn_id": t.txn_id, "group": t.group} for t in c.transactions(limit=op.get("limit", 0))]}
+        except VerdictError as err:
+            return {"op": "list", "error": err.code, "message": err.reason}
     try:
         if op["op"] == "commit":
             tx = c.transaction(txn_id=op["txn"], timeout_ms=op.get("timeout_ms", 20_000))

@@ -37,6 +37,8 @@ type op struct {
 	// Saga and Steps: for saga-start ("" id: a new one) and saga-wait.
 	Saga  string            `json:"saga"`
 	Steps []client.SagaStep `json:"steps"`
+	// Limit: for list, Client.Transactions' limit.
+	Limit uint32 `json:"limit"`
 }
 
 // runSaga starts a saga (saga-start) or waits for its end (saga-wait).
@@ -100,6 +102,23 @@ func stepDirect(ctx context.Context, files *client.TLSFiles, o op) map[string]an
 		return map[string]any{"saga": o.Saga, "error": st.Code().String(), "message": st.Message()}
 	}
 	return map[string]any{"saga": o.Saga, "status": r.Status.String()}
+}
+
+// list is Client.Transactions: each listed transaction's id and decision group.
+func list(ctx context.Context, c *client.Client, o op) map[string]any {
+	ts, err := c.Transactions(ctx, client.TransactionFilter{Limit: o.Limit}, client.CallOptions{})
+	var ve *client.Error
+	switch {
+	case errors.As(err, &ve):
+		return map[string]any{"op": "list", "error": ve.Code, "message": ve.Reason}
+	case err != nil:
+		return map[string]any{"op": "list", "error": "error", "message": err.Error()}
+	}
+	out := make([]map[string]any, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, map[string]any{"txn_id": t.GetTxnId(), "group": t.Group})
+	}
+	return map[string]any{"op": "list", "transactions": out}
 }
 
 // payload: a JSON string is sent as its text, anything else as its JSON.
@@ -189,6 +208,8 @@ func main() {
 		var r map[string]any
 		if op.Op == "saga-start" || op.Op == "saga-wait" {
 			r = runSaga(context.Background(), c, op)
+		} else if op.Op == "list" {
+			r = list(context.Background(), c, op)
 		} else if op.Op == "step-direct" && o.TLS != nil {
 			r = stepDirect(context.Background(), o.TLS, op)
 		} else if op.Op == "prepare-direct" && o.TLS != nil {
