@@ -133,8 +133,16 @@ describe('limits at the edge of a running node', () => {
     );
     expect(add.code, add.details.slice(0, 200)).toBe(grpc.status.INVALID_ARGUMENT);
     expect(add.details.length).toBeLessThan(400);
-    const log = readFileSync(leader.logFile, 'utf8');
-    expect(log).toMatch(/\(100000 characters\) is longer than 128 characters/);
+    // The node's log is written asynchronously: wait (bounded) for the refusal's line, then check nothing echoed it.
+    const log = await waitFor(
+      'the refusal of the long txn_id in the node log',
+      10_000,
+      async () => {
+        const text = readFileSync(leader.logFile, 'utf8');
+        return /\(100000 characters\) is longer than 128 characters/.test(text) ? text : undefined;
+      },
+      () => leader.logTail(5),
+    );
     expect(log).not.toContain('y'.repeat(200));
   });
 
