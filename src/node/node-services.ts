@@ -25,6 +25,7 @@ import { historyApi } from './history-service.ts';
 import type { GroupHistories } from './history-groups.ts';
 import type { CommitAnswer } from './metrics.ts';
 import { putStreamHandler } from './put-stream.ts';
+import type { HandOverResult } from './group-host.ts';
 import { raftNodeApi } from './raft-node-service.ts';
 import type { SagaService } from './saga-service.ts';
 import type { LeaseTable } from '../lease/state.ts';
@@ -69,6 +70,11 @@ export interface NodeServicesOptions {
   traces?: TxnTraces;
   observeCommit: (seconds: number, answer: CommitAnswer) => void;
   /**
+   * An operator's transfer of group 0 (`verdict leader transfer`): the group host's hand-over, which refuses new
+   * transactions and waits for those in flight first (./group-host.ts). Absent: the transfer starts at once.
+   */
+  handOver?: (to: string, force: boolean) => Promise<HandOverResult>;
+  /**
    * The replicas of decision groups 1.. (docs/architecture.md, "Decision
    * groups"); group 0's are `core`, `sagas`, `leases`, `traces` and
    * `refusal`. Absent or empty: a cluster of one group, served as ever.
@@ -102,7 +108,7 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
   };
   const raftNodeChecked = withFieldChecks(
     {
-      ...raftNodeApi(cfg, o.core, members, d, address, access),
+      ...raftNodeApi(cfg, o.core, members, d, address, access, o.handOver),
       ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id), [
         { members, driver: d },
         ...(o.otherGroups ?? []).map((g) => ({ members: g.core.membership, driver: g.core.driver as Driver<unknown> })),

@@ -369,7 +369,15 @@ async function compose(
   const h = new GroupHost<Replica>({
     groups: groupCount,
     spread: cfg.spreadLeaders ? {} : false,
-    onTransfer: (g, from, to) => log.info({ group: g, from, to }, 'leaders spread: handing the group over'),
+    onTransfer: (g, from, to, why, inFlight) =>
+      log.info(
+        { group: g, from, to, why, inFlight },
+        inFlight > 0
+          ? `handing the group over with ${inFlight} transaction(s) still in flight (they may abort)`
+          : why === 'spread'
+            ? 'leaders spread: handing the group over'
+            : 'handing the group over',
+      ),
     transport: transport.groupTransport,
     replica: (g, t) => replicaOf(g, groupCount === 1 ? transport : t),
   });
@@ -406,6 +414,7 @@ async function compose(
     connection: (endpoint) => link.connection(endpoint),
     traces,
     observeCommit: (seconds, answer) => pages.observeCommit(seconds, answer),
+    handOver: (to, force) => new Promise((done) => h.handOver(0, to, { why: 'operator', force, done })),
     otherGroups: h.replicas.slice(1).map((r) => ({
       core: r.core,
       sagas: r.sagas,
