@@ -38,7 +38,7 @@ import type { GroupMessage, Transport } from '../transport/types.ts';
 import { LeaderHistory } from '../console/timeline.ts';
 import { clusterGroups } from './groups.ts';
 import { openGroupStorage, type GroupStorage } from '../storage/group-store.ts';
-import { coreReplica, GroupHost, type GroupReplica } from './group-host.ts';
+import { coreReplica, GroupHost, type GroupReplica, type HandOverResult } from './group-host.ts';
 import type { SagaService } from './saga-service.ts';
 import type { LeaseTable } from '../lease/state.ts';
 import { Access, OPEN_POLICY } from '../transport/auth.ts';
@@ -382,6 +382,9 @@ async function compose(
     replica: (g, t) => replicaOf(g, groupCount === 1 ? transport : t),
   });
   host = h;
+  // An operator's transfer (`verdict leader transfer`, the console) moves group 0, draining it first.
+  const operatorHandOver = (to: string, force: boolean): Promise<HandOverResult> =>
+    new Promise((done) => h.handOver(0, to, { why: 'operator', force, done }));
   const zero = h.replica(0);
   const c = zero.core;
   const sagas = zero.sagas;
@@ -390,6 +393,7 @@ async function compose(
     link,
     groupHistories,
     h.replicas.map((r) => r.core),
+    operatorHandOver,
   );
   pages.showProducts(
     sagas,
@@ -414,7 +418,7 @@ async function compose(
     connection: (endpoint) => link.connection(endpoint),
     traces,
     observeCommit: (seconds, answer) => pages.observeCommit(seconds, answer),
-    handOver: (to, force) => new Promise((done) => h.handOver(0, to, { why: 'operator', force, done })),
+    handOver: operatorHandOver,
     otherGroups: h.replicas.slice(1).map((r) => ({
       core: r.core,
       sagas: r.sagas,

@@ -79,6 +79,18 @@ function redirect(details: string, leader: string, members: Membership): grpc.Se
   return Object.assign(new Error(details), { code: grpc.status.UNAVAILABLE, details, metadata: md });
 }
 
+/**
+ * Why an operator's transfer did not start after its hand-over (GroupHost.handOver) ended: retryable; null when it
+ * started. An operator retries, or forces it.
+ */
+export function handOverRefusal(cfg: Pick<NodeConfig, 'nodeId' | 'tickMs'>, h: HandOverResult): string | null {
+  if (h.outcome === 'transferred') return null;
+  if (h.outcome === 'in-flight')
+    return `leadership stays on ${cfg.nodeId}: ${h.inFlight} transaction(s) were still in flight after ${h.drainedTicks * cfg.tickMs} ms of refusing new ones, and the next leader would abort them; new transactions are taken again. Retry, or force the transfer (verdict leader transfer --force; those in flight may abort)`;
+  if (h.outcome === 'not-leader') return `${cfg.nodeId} no longer leads; retry`;
+  return `leadership stays on ${cfg.nodeId}: another hand-over of the group replaced this one; retry`;
+}
+
 /** Two election timeouts: long enough for a caught-up follower to win, short enough for a shutdown. */
 export function transferWaitMs(cfg: NodeConfig): number {
   return 2 * cfg.electionTicks * cfg.tickMs;
@@ -217,16 +229,8 @@ export function raftNodeApi(
         // New transactions are refused and those in flight decide here first: the next leader would abort them (R2).
         const h = handOver === undefined ? null : await handOver(to, force === true);
         if (h !== null && h.outcome === 'not-leader') return cb(notLeader(members, d.leader()));
-        if (h !== null && h.outcome !== 'transferred') {
-          const drainedMs = h.drainedTicks * cfg.tickMs;
-          return cb({
-            code: grpc.status.UNAVAILABLE,
-            details:
-              h.outcome === 'in-flight'
-                ? `leadership stays on ${cfg.nodeId}: ${h.inFlight} transaction(s) were still in flight after ${drainedMs} ms of refusing new ones, and the next leader would abort them; new transactions are taken again. Retry, or force the transfer (verdict leader transfer --force; those in flight may abort)`
-                : `leadership stays on ${cfg.nodeId}: another hand-over of the group replaced this one; retry`,
-          });
-        }
+        const refused = h === null ? null : handOverRefusal(cfg, h);
+        if (refused !== null) return cb({ code: grpc.status.UNAVAILABLE, details: refused });
         const inFlight = h?.inFlight ?? 0;
         const leader = await transferLeadership(cfg, d, to, waitMs);
         if (leader === to) return cb(null, { leaderId: to, term: d.node.raft.term, inFlight });
