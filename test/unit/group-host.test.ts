@@ -488,6 +488,38 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
   });
 });
 
+describe("an operator's transfer through the host, on real node cores (G = 1)", () => {
+  it('a transaction in flight holds the transfer and new ones are refused meanwhile; at the bound it is called off, or with force goes ahead naming it', () => {
+    const { q, hosts, ids, leaderOf } = coreCluster(1, false);
+    // The engine leads once its term's first entry is applied.
+    q.runUntil(10_000, () => leaderOf(0)?.engine.isLeader() === true);
+    const c = leaderOf(0);
+    if (c === undefined) throw new Error('no leader');
+    const self = c.driver.node.raft.id;
+    const host = hosts.get(self);
+    const to = ids.find((id) => id !== self) ?? '';
+    c.engine.begin('t1', 60_000);
+    const got: HandOverResult[] = [];
+    host?.handOver(0, to, { why: 'operator', force: false, done: (r) => got.push(r) });
+    // Nothing new is admitted while t1 is in flight.
+    expect(() => c.engine.begin('t2', 0)).toThrow(/not the leader/);
+    q.runUntil(q.now + 1_000);
+    expect(got).toEqual([]);
+    expect(leaderOf(0)?.driver.node.raft.id).toBe(self);
+    // 20 ticks at 100 ms: called off, nothing moved, new transactions taken again.
+    q.runUntil(q.now + 3_000, () => got.length > 0);
+    expect(got).toEqual([{ outcome: 'in-flight', inFlight: 1, drainedTicks: 20 }]);
+    expect(leaderOf(0)?.driver.node.raft.id).toBe(self);
+    expect(c.engine.begin('t3', 60_000)).toBeDefined();
+    // Forced: after the same wait it transfers with both in flight, and says so.
+    host?.handOver(0, to, { why: 'operator', force: true, done: (r) => got.push(r) });
+    q.runUntil(q.now + 3_000, () => got.length > 1);
+    expect(got[1]).toEqual({ outcome: 'transferred', inFlight: 2, drainedTicks: 20 });
+    q.runUntil(q.now + 3_000, () => leaderOf(0)?.driver.node.raft.id === to);
+    expect(leaderOf(0)?.driver.node.raft.id).toBe(to);
+  });
+});
+
 describe("membership across groups: every group follows the operator's change to group 0", () => {
   it('three hosts of real node cores, four groups: n3 removed from group 0 leaves every group; added back, it is a voter of every group again', () => {
     const G = 4;
