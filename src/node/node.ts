@@ -38,7 +38,7 @@ import type { GroupMessage, Transport } from '../transport/types.ts';
 import { LeaderHistory } from '../console/timeline.ts';
 import { clusterGroups } from './groups.ts';
 import { openGroupStorage, type GroupStorage } from '../storage/group-store.ts';
-import { coreReplica, GroupHost, type GroupReplica, type HandOverResult } from './group-host.ts';
+import { coreReplica, GroupHost, type GroupReplica, type HandOverResult, type HandOverWhy } from './group-host.ts';
 import type { SagaService } from './saga-service.ts';
 import type { LeaseTable } from '../lease/state.ts';
 import { Access, OPEN_POLICY } from '../transport/auth.ts';
@@ -382,9 +382,10 @@ async function compose(
     replica: (g, t) => replicaOf(g, groupCount === 1 ? transport : t),
   });
   host = h;
-  // An operator's transfer (`verdict leader transfer`, the console) moves group 0, draining it first.
-  const operatorHandOver = (to: string, force: boolean): Promise<HandOverResult> =>
-    new Promise((done) => h.handOver(0, to, { why: 'operator', force, done }));
+  // An operator's transfer (`verdict leader transfer`, the console) and a leader's own removal (`member remove`)
+  // move group 0, draining it first.
+  const operatorHandOver = (to: string, force: boolean, why: HandOverWhy = 'operator'): Promise<HandOverResult> =>
+    new Promise((done) => h.handOver(0, to, { why, force, done }));
   const zero = h.replica(0);
   const c = zero.core;
   const sagas = zero.sagas;
