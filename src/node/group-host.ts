@@ -307,7 +307,7 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
    */
   handOver(group: number, to: NodeId, o: HandOverOptions): void {
     const r = this.replica(group);
-    if ((r.leaderView?.() ?? null) === null || r.transferLeadership === undefined) {
+    if (leaderHere(r) === null || r.transferLeadership === undefined) {
       o.done?.({ outcome: 'not-leader', inFlight: 0, drainedTicks: 0 });
       return;
     }
@@ -323,12 +323,12 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     const p = this.pending[g];
     if (p === null) return;
     const r = this.replicas[g];
-    const view = r.leaderView?.() ?? null;
-    if (view === null) return this.end(g, 'not-leader');
+    const self = leaderHere(r);
+    if (self === null) return this.end(g, 'not-leader');
     const inFlight = r.inFlightCount?.() ?? 0;
     if (inFlight > 0 && this.ticks - p.sinceTick < this.drainTicksMax) return;
     if (inFlight > 0 && !p.force) return this.end(g, 'in-flight');
-    this.onTransfer?.(g, view.self, p.to, p.why, inFlight);
+    this.onTransfer?.(g, self, p.to, p.why, inFlight);
     // Raft's transfer refuses new transactions from here until it ends (EngineIO.handingOverTo).
     r.transferLeadership?.(p.to);
     this.end(g, 'transferred');
@@ -460,6 +460,15 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     this.onRefused?.(gm, `group ${gm.group} is not a group of this node (it has ${this.replicas.length})`);
     return false;
   }
+}
+
+/**
+ * This node's id when `r` leads its group (in a joint configuration too, where it has no LeaderView), else null.
+ */
+function leaderHere(r: GroupReplica): NodeId | null {
+  const k = r.known?.();
+  if (k !== undefined) return k.leader !== '' && k.leader === k.self ? k.self : null;
+  return r.leaderView?.()?.self ?? null;
 }
 
 /** A node core as a group's replica: its driver hears the messages and broken streams, the core the ticks. */
