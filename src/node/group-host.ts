@@ -448,6 +448,8 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
   }
 
   stop(): void {
+    // A caller waiting on a hand-over (an operator's transfer) hears that this node no longer leads.
+    for (let g = 0; g < this.replicas.length; g++) this.end(g, 'not-leader');
     for (const r of this.replicas) r.stop();
   }
 

@@ -382,6 +382,19 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
       expect(started).toEqual(['0 n1->n2 operator 1']);
     });
 
+    it('a node stopping answers the hand-over it was waiting on', () => {
+      const { host } = operatorHost(1);
+      const g0 = host.replica(0);
+      g0.view = view(100, { n2: 100, n3: 100 });
+      g0.inFlight = true;
+      const r = results();
+      host.handOver(0, 'n2', { why: 'operator', force: false, done: r.done });
+      host.tick();
+      host.stop();
+      expect(r.got).toEqual([{ outcome: 'not-leader', inFlight: 1, drainedTicks: 1 }]);
+      expect(g0.transfers).toEqual([]);
+    });
+
     it('a node that does not lead the group hears so at once, and refuses nothing', () => {
       const { host } = operatorHost(2);
       const r = results();
