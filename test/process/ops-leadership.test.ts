@@ -88,7 +88,7 @@ describe('leadership', { timeout: 180_000 }, () => {
     expect(await commit('after')).toBe('COMMITTED');
   });
 
-  it('verdict leader transfer under a steady stream of transactions: the leader drains first, so every one of them commits', async () => {
+  it('verdict leader transfer under a steady stream of transactions: the leader drains first, so every one of them commits; one kept open past the wait refuses the move unless --force', async () => {
     const c = await Cluster.start({ nodes: 3 });
     const { node: first } = await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
     const parts: Participants = await startParticipants(c, ['shop', 'ledger']);
@@ -145,6 +145,26 @@ describe('leadership', { timeout: 180_000 }, () => {
     expect(failures).toEqual([]);
     expect([...outcomes.keys()]).toEqual(['COMMITTED']);
     expect(outcomes.get('COMMITTED')).toBeGreaterThanOrEqual(60);
+
+    // A transaction kept open past the wait: the transfer is refused (retryable) and leadership stays; --force moves
+    // it and says how many were in flight.
+    const open = await client.begin({ timeoutMs: 60_000 });
+    expect(open.txnId).toBeTruthy();
+    const held = first.id;
+    const refused = await runCli(['leader', 'transfer', '--to', others[1], ...endpointsFlag(c)], { timeoutMs: 30_000 });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      new RegExp(`UNAVAILABLE: leadership stays on ${held}: 1 transaction\\(s\\) were still in flight after \\d+ ms`),
+    );
+    expect((await c.waitForLeader()).node.id).toBe(held);
+    const forced = await runCli(['leader', 'transfer', '--to', others[1], '--force', ...endpointsFlag(c)], {
+      timeoutMs: 30_000,
+    });
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stdout).toMatch(
+      new RegExp(`^leader: ${others[1]} \\(term \\d+\\) \\(forced: 1 transaction\\(s\\) were still in flight`, 'm'),
+    );
+    expect((await c.waitForLeader()).node.id).toBe(others[1]);
   });
 
   it('every subcommand answers --help with its own usage', async () => {
