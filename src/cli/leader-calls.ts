@@ -52,16 +52,20 @@ export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Pro
   }
 }
 
-export const LEADER_HELP = `  verdict leader transfer --to NODE [--timeout-ms N] [--json] [--endpoints ...]
-                                      hand leadership to NODE (e.g. before maintenance on the leader); waits until NODE leads
+export const LEADER_HELP = `  verdict leader transfer --to NODE [--force] [--timeout-ms N] [--json] [--endpoints ...]
+                                      hand leadership to NODE (e.g. before maintenance on the leader): the leader refuses
+                                      new transactions, waits for those in flight, then transfers; waits until NODE leads.
+                                      --force: transfer even if some are still in flight after the wait (they may abort)
 `;
 
 export async function leaderCommand(args: string[]): Promise<void> {
   const sub = args.shift();
-  if (sub !== 'transfer') throw new UsageError('usage: verdict leader transfer --to NODE [--timeout-ms N] [--json]');
+  if (sub !== 'transfer')
+    throw new UsageError('usage: verdict leader transfer --to NODE [--force] [--timeout-ms N] [--json]');
   const addrs = endpoints(args);
   const to = flag(args, '--to');
   const json = bool(args, '--json');
+  const force = bool(args, '--force');
   // How long to wait for the new leader: --timeout-ms, or the node's default (0).
   const timeoutMs = commandTimeoutMs() ?? 0;
   if (to === undefined) throw new UsageError('verdict leader transfer needs --to NODE');
@@ -82,7 +86,7 @@ export async function leaderCommand(args: string[]): Promise<void> {
     // The server waits up to timeoutMs (or two election timeouts); give it room to answer.
     const r = await callLeader(
       finder,
-      onNode((c) => c.transferLeader({ to, timeoutMs }, (timeoutMs || 10_000) + 5_000)),
+      onNode((c) => c.transferLeader({ to, timeoutMs, force }, (timeoutMs || 10_000) + 5_000)),
       {
         retryable: (err) => {
           const hint = namedLeader(err);
@@ -94,7 +98,11 @@ export async function leaderCommand(args: string[]): Promise<void> {
         pauseMs: () => 0,
       },
     );
-    process.stdout.write(json ? JSON.stringify(r, null, 2) + '\n' : `leader: ${r.leaderId} (term ${r.term})\n`);
+    const note =
+      r.inFlight > 0
+        ? ` (forced: ${r.inFlight} transaction(s) were still in flight at the transfer and may have aborted)`
+        : '';
+    process.stdout.write(json ? JSON.stringify(r, null, 2) + '\n' : `leader: ${r.leaderId} (term ${r.term})${note}\n`);
   } catch (err) {
     const e = (err instanceof NoLeaderError ? err.last : err) as ServiceError;
     const why =

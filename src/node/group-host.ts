@@ -34,6 +34,15 @@
 // drainTicksMax now and then, not every few seconds. The hold-off lets a node
 // that just returned catch up first, and spaces out retries of a transfer
 // that did not happen.
+//
+// Every hand-over the host starts goes this one way (handOver): spreading's,
+// a leader about to leave its group's membership (followMembers), and an
+// operator's `verdict leader transfer` (at any G, group 0 included). They
+// differ only in what happens when transactions are still in flight at the
+// bound: spreading and an operator's transfer without force call it off (the
+// operator hears how many and may retry or force it); a leader being removed
+// and an operator's forced transfer go ahead anyway, and the in-flight ones
+// may then abort.
 
 import { groupOf, groupsProblem } from '../domain/group.ts';
 import { Role, type Message, type NodeId } from '../raft/types.ts';
@@ -119,9 +128,10 @@ export interface GroupReplica {
   /** Hands leadership to `to` (TimeoutNow once `to` is caught up), as `verdict node drain` does. */
   transferLeadership?(to: NodeId): void;
   /**
-   * Whether a leader change now would abort transactions this leader has in flight (begun, preparing or deciding: R2).
+   * The transactions this leader has in flight (begun, preparing or deciding) that a leader change now would abort
+   * (R2).
    */
-  busy?(): boolean;
+  inFlightCount?(): number;
   /** Refuses new transactions as a leader handing over to `to` does (null: takes them again); NodeCore's. */
   holdNewTransactions?(to: NodeId | null): void;
   /** The group's configuration as applied on this node. */
@@ -153,8 +163,39 @@ export interface GroupHostOptions<R extends GroupReplica> {
    * never spread: its leader stays wherever Raft elected it, as before groups.
    */
   spread?: Partial<SpreadOptions> | false;
-  /** Told of each transfer the host starts (the node logs it). */
-  onTransfer?(group: number, from: NodeId, to: NodeId): void;
+  /** Told of each transfer the host starts (the node logs it): why, and how many transactions were still in flight. */
+  onTransfer?(group: number, from: NodeId, to: NodeId, why: HandOverWhy, inFlight: number): void;
+}
+
+/** Who asked for a hand-over: leaders spreading, a leader leaving its group's membership, an operator. */
+export type HandOverWhy = 'spread' | 'members' | 'operator';
+
+/** How a hand-over ended (HandOverOptions.done). */
+export interface HandOverResult {
+  /**
+   * transferred: the Raft transfer started (it may still not take: the caller watches who leads); in-flight:
+   * transactions were still in flight at the bound and it was called off; not-leader: this node does not lead the
+   * group (or stopped leading it meanwhile); superseded: another hand-over of the group replaced it.
+   */
+  outcome: 'transferred' | 'in-flight' | 'not-leader' | 'superseded';
+  /** Transactions in flight when it ended (begun, preparing or deciding). */
+  inFlight: number;
+  /** Ticks it refused new transactions for. */
+  drainedTicks: number;
+}
+
+export interface HandOverOptions {
+  why: HandOverWhy;
+  /** Transactions still in flight at the bound: transfer anyway (they may abort), or call the hand-over off. */
+  force: boolean;
+  /** Told once, from a tick (or at once when this node does not lead the group). */
+  done?(r: HandOverResult): void;
+}
+
+/** A hand-over under way: new transactions are refused since sinceTick. */
+interface Pending extends HandOverOptions {
+  to: NodeId;
+  sinceTick: number;
 }
 
 export class GroupHost<R extends GroupReplica = GroupReplica> {
@@ -175,8 +216,10 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     this.onRefused = o.onRefused;
     this.onTransfer = o.onTransfer;
     this.spread = o.groups > 1 && o.spread !== false ? { ...SPREAD_DEFAULTS, ...o.spread } : null;
+    this.drainTicksMax =
+      o.spread === false ? SPREAD_DEFAULTS.drainTicksMax : { ...SPREAD_DEFAULTS, ...o.spread }.drainTicksMax;
     this.holds = replicas.map(() => 0);
-    this.drainingSince = replicas.map(() => null);
+    this.pending = replicas.map(() => null);
     this.calledOff = replicas.map(() => 0);
   }
 
@@ -190,8 +233,10 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
   private readonly heardAtTick = new Map<NodeId, number>();
   /** holds[g]: ticks in a row that group g's leader here has seen its preferred node ready. */
   private readonly holds: number[];
-  /** drainingSince[g]: the tick at which group g's leader here began refusing new transactions; null: it does not. */
-  private readonly drainingSince: (number | null)[];
+  /** How long any hand-over waits for the transactions in flight (SpreadOptions.drainTicksMax, spread or not). */
+  private readonly drainTicksMax: number;
+  /** pending[g]: group g's hand-over under way here (new transactions refused); null: none. */
+  private readonly pending: (Pending | null)[];
   /** calledOff[g]: group g's hand-overs called off in a row here (transactions in flight past drainTicksMax). */
   private readonly calledOff: number[];
 
@@ -245,11 +290,58 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
   /** One tick of the node's clock, for every group in order. */
   tick(): void {
     for (const r of this.replicas) r.tick();
-    if (this.replicas.length === 1) return;
     this.ticks += 1;
-    if (this.ticks % MEMBERS_CHECK_TICKS === 0) for (let g = 1; g < this.replicas.length; g++) this.followMembers(g);
-    if (this.spread === null) return;
-    for (let g = 0; g < this.replicas.length; g++) this.balance(g, this.spread);
+    if (this.replicas.length > 1) {
+      if (this.ticks % MEMBERS_CHECK_TICKS === 0) for (let g = 1; g < this.replicas.length; g++) this.followMembers(g);
+      const o = this.spread;
+      if (o !== null) for (let g = 0; g < this.replicas.length; g++) this.balance(g, o);
+    }
+    for (let g = 0; g < this.replicas.length; g++) this.drain(g);
+  }
+
+  /**
+   * Hands group `group`, if its leader is here, to `to` the safe way: its engine refuses new transactions from now
+   * on (a retryable not-the-leader), each tick looks whether any is still in flight, and at the first tick none is
+   * (or once drainTicksMax ticks have passed, with o.force) the Raft transfer starts; at the bound without force it
+   * is called off and new transactions are taken again. A hand-over of the group already under way is replaced.
+   */
+  handOver(group: number, to: NodeId, o: HandOverOptions): void {
+    const r = this.replica(group);
+    if (leaderHere(r) === null || r.transferLeadership === undefined) {
+      o.done?.({ outcome: 'not-leader', inFlight: 0, drainedTicks: 0 });
+      return;
+    }
+    this.end(group, 'superseded');
+    this.pending[group] = { ...o, to, sinceTick: this.ticks };
+    r.holdNewTransactions?.(to);
+    // Nothing in flight: the transfer starts now, not a tick later.
+    this.drain(group);
+  }
+
+  /** One look at group g's hand-over under way: transfer, wait on, or call it off. */
+  private drain(g: number): void {
+    const p = this.pending[g];
+    if (p === null) return;
+    const r = this.replicas[g];
+    const self = leaderHere(r);
+    if (self === null) return this.end(g, 'not-leader');
+    const inFlight = r.inFlightCount?.() ?? 0;
+    if (inFlight > 0 && this.ticks - p.sinceTick < this.drainTicksMax) return;
+    if (inFlight > 0 && !p.force) return this.end(g, 'in-flight');
+    this.onTransfer?.(g, self, p.to, p.why, inFlight);
+    // Raft's transfer refuses new transactions from here until it ends (EngineIO.handingOverTo).
+    r.transferLeadership?.(p.to);
+    this.end(g, 'transferred');
+  }
+
+  /** Group g's hand-over under way, if any, ends: its leader here takes new transactions again (or Raft refuses them). */
+  private end(g: number, outcome: HandOverResult['outcome']): void {
+    const p = this.pending[g];
+    if (p === null) return;
+    this.pending[g] = null;
+    const r = this.replicas[g];
+    r.holdNewTransactions?.(null);
+    p.done?.({ outcome, inFlight: r.inFlightCount?.() ?? 0, drainedTicks: this.ticks - p.sinceTick });
   }
 
   /**
@@ -309,20 +401,24 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
         (id) => id !== view.self && (view.match.get(id) ?? Number.NEGATIVE_INFINITY) + lag >= view.lastIndex,
       ),
     );
-    if (to !== null) r.transferLeadership?.(to);
+    // Its removal must happen: past the bound the transfer goes ahead with what is still in flight.
+    if (to !== null && this.pending[g]?.why !== 'members') this.handOver(g, to, { why: 'members', force: true });
   }
 
   /**
    * Group g's leader, if here and not on its preferred node, hands over once that node has been ready for the hold-off.
    */
   private balance(g: number, o: SpreadOptions): void {
+    // Another hand-over of the group (a leader being removed, an operator's) goes first.
+    const p = this.pending[g];
+    if (p !== null && p.why !== 'spread') return;
     const r = this.replicas[g];
     const view = r.transferLeadership === undefined ? null : (r.leaderView?.() ?? null);
     const want = view === null ? null : preferredLeader(g, view.voters);
     if (view === null || want === null || want === view.self) {
       this.holds[g] = 0;
       this.calledOff[g] = 0;
-      this.endDrain(g);
+      this.end(g, 'superseded');
       return;
     }
     const match = view.match.get(want);
@@ -333,37 +429,27 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
       heardAt !== undefined &&
       this.ticks - heardAt <= o.heardWithinTicks;
     this.holds[g] = ready ? this.holds[g] + 1 : 0;
+    // A lapse while the hand-over waits calls it off (not counted as called off: nothing was in flight too long).
     if (this.holds[g] < o.holdOffTicks * 2 ** Math.min(this.calledOff[g], CALLED_OFF_DOUBLINGS_MAX))
-      return this.endDrain(g);
+      return this.end(g, 'superseded');
+    if (p !== null) return;
     // A new leader aborts the prepares it did not send (R2): no new transaction from here on, and the hand-over
     // waits for those in flight to decide, for a bounded time.
-    const since = this.drainingSince[g] ?? this.ticks;
-    if (this.drainingSince[g] === null) {
-      this.drainingSince[g] = since;
-      r.holdNewTransactions?.(want);
-    }
-    if (r.busy?.() === true && this.ticks - since < o.drainTicksMax) return;
-    // The next attempt, if this one does not take or is called off, waits a full hold-off again.
-    this.holds[g] = 0;
-    if (r.busy?.() === true) {
-      this.calledOff[g] += 1;
-    } else {
-      this.calledOff[g] = 0;
-      this.onTransfer?.(g, view.self, want);
-      // Raft's transfer refuses new transactions from here until it ends (EngineIO.handingOverTo).
-      r.transferLeadership?.(want);
-    }
-    this.endDrain(g);
-  }
-
-  /** Group g's leader here takes new transactions again (a hand-over started, was called off, or is moot). */
-  private endDrain(g: number): void {
-    if (this.drainingSince[g] === null) return;
-    this.drainingSince[g] = null;
-    this.replicas[g].holdNewTransactions?.(null);
+    this.handOver(g, want, {
+      why: 'spread',
+      force: false,
+      done: (res) => {
+        // The next attempt, if this one does not take or is called off, waits a full hold-off again.
+        this.holds[g] = 0;
+        if (res.outcome === 'transferred') this.calledOff[g] = 0;
+        else if (res.outcome === 'in-flight') this.calledOff[g] += 1;
+      },
+    });
   }
 
   stop(): void {
+    // A caller waiting on a hand-over (an operator's transfer) hears that this node no longer leads.
+    for (let g = 0; g < this.replicas.length; g++) this.end(g, 'not-leader');
     for (const r of this.replicas) r.stop();
   }
 
@@ -376,6 +462,15 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     this.onRefused?.(gm, `group ${gm.group} is not a group of this node (it has ${this.replicas.length})`);
     return false;
   }
+}
+
+/**
+ * This node's id when `r` leads its group (in a joint configuration too, where it has no LeaderView), else null.
+ */
+function leaderHere(r: GroupReplica): NodeId | null {
+  const k = r.known?.();
+  if (k !== undefined) return k.leader !== '' && k.leader === k.self ? k.self : null;
+  return r.leaderView?.()?.self ?? null;
 }
 
 /** A node core as a group's replica: its driver hears the messages and broken streams, the core the ticks. */
@@ -392,9 +487,9 @@ export function coreReplica(core: NodeCore): GroupReplica & { core: NodeCore } {
     addressOf: (id) => core.membership.get(id),
     known: () => ({ self: core.driver.node.raft.id, leader: core.driver.node.raft.lead }),
     proposeMemberChange: (type, id, addressOf) => proposeMemberChange(core, type, id, addressOf),
-    busy: () => {
+    inFlightCount: () => {
       const p = core.engine.phases();
-      return p.begun + p.preparing + p.deciding > 0;
+      return p.begun + p.preparing + p.deciding;
     },
     receive: (messages) => core.driver.receive(messages),
     reportUnreachable: (peer) => core.driver.reportUnreachable(peer),

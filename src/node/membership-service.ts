@@ -25,6 +25,7 @@ import type { Membership } from './membership.ts';
 import { NotLeaderError, type Driver } from './driver.ts';
 import { encodeMemberContext } from './machine.ts';
 import { notLeader, toServiceError, transferLeadership, transferWaitMs } from './raft-node-service.ts';
+import type { HandOverResult } from './group-host.ts';
 import { ID } from '../domain/id.ts';
 
 /** How long an add waits for the learner to catch up, unless the request says. */
@@ -76,6 +77,7 @@ export function membershipApi(
   access: Access,
   isParticipant: (id: string) => boolean = () => false,
   groups: readonly GroupMembersView[] = [{ members, driver: d }],
+  handOver?: (to: string) => Promise<HandOverResult>,
 ): {
   AddMember: Handler<AddMemberRequest>;
   RemoveMember: Handler<RemoveMemberRequest>;
@@ -239,7 +241,11 @@ export function membershipApi(
         if (to === undefined)
           return cb(fail(grpc.status.FAILED_PRECONDITION, `${id} leads and no other voter can take over`));
         const waitMs = transferWaitMs(cfg);
-        void transferLeadership(cfg, d, to, waitMs).then((leader) => {
+        // New transactions refused and those in flight decided first (forced past the bound: it must go), as every
+        // hand-over of the group host.
+        void (handOver === undefined ? Promise.resolve(null) : handOver(to)).then(async (h) => {
+          if (h !== null && h.outcome === 'not-leader') return cb(notLeader(members, d.leader()));
+          const leader = await transferLeadership(cfg, d, to, waitMs);
           if (leader && leader !== cfg.nodeId) return cb(notLeader(members, leader));
           cb(
             fail(

@@ -25,6 +25,7 @@ import { historyApi } from './history-service.ts';
 import type { GroupHistories } from './history-groups.ts';
 import type { CommitAnswer } from './metrics.ts';
 import { putStreamHandler } from './put-stream.ts';
+import type { HandOverResult, HandOverWhy } from './group-host.ts';
 import { raftNodeApi } from './raft-node-service.ts';
 import type { SagaService } from './saga-service.ts';
 import type { LeaseTable } from '../lease/state.ts';
@@ -69,6 +70,12 @@ export interface NodeServicesOptions {
   traces?: TxnTraces;
   observeCommit: (seconds: number, answer: CommitAnswer) => void;
   /**
+   * A hand-over of group 0 (`verdict leader transfer`; a leader that `member remove` removes): the group host's,
+   * which refuses new transactions and waits for those in flight first (./group-host.ts). Absent: the transfer
+   * starts at once.
+   */
+  handOver?: (to: string, force: boolean, why?: HandOverWhy) => Promise<HandOverResult>;
+  /**
    * The replicas of decision groups 1.. (docs/architecture.md, "Decision
    * groups"); group 0's are `core`, `sagas`, `leases`, `traces` and
    * `refusal`. Absent or empty: a cluster of one group, served as ever.
@@ -87,7 +94,7 @@ export interface GroupServices {
 
 /** Opens the gates onto the services; endAll() ends the clients' open Commit and Put streams (at shutdown). */
 export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
-  const { cfg, address, access, refusals } = o;
+  const { cfg, address, access, refusals, handOver } = o;
   const d = o.core.driver as Driver<unknown>;
   const machine = o.core.machine;
   const members = o.core.membership;
@@ -102,11 +109,22 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
   };
   const raftNodeChecked = withFieldChecks(
     {
-      ...raftNodeApi(cfg, o.core, members, d, address, access),
-      ...membershipApi(cfg, members, d, access, (id) => machine.table.participants.has(id), [
-        { members, driver: d },
-        ...(o.otherGroups ?? []).map((g) => ({ members: g.core.membership, driver: g.core.driver as Driver<unknown> })),
-      ]),
+      ...raftNodeApi(cfg, o.core, members, d, address, access, o.handOver),
+      ...membershipApi(
+        cfg,
+        members,
+        d,
+        access,
+        (id) => machine.table.participants.has(id),
+        [
+          { members, driver: d },
+          ...(o.otherGroups ?? []).map((g) => ({
+            members: g.core.membership,
+            driver: g.core.driver as Driver<unknown>,
+          })),
+        ],
+        handOver && ((to) => handOver(to, true, 'members')),
+      ),
       ...historyApi(cfg.nodeId, o.history, access),
     },
     RAFT_NODE_CHECKS,

@@ -38,7 +38,7 @@ import type { GroupMessage, Transport } from '../transport/types.ts';
 import { LeaderHistory } from '../console/timeline.ts';
 import { clusterGroups } from './groups.ts';
 import { openGroupStorage, type GroupStorage } from '../storage/group-store.ts';
-import { coreReplica, GroupHost, type GroupReplica } from './group-host.ts';
+import { coreReplica, GroupHost, type GroupReplica, type HandOverResult, type HandOverWhy } from './group-host.ts';
 import type { SagaService } from './saga-service.ts';
 import type { LeaseTable } from '../lease/state.ts';
 import { Access, OPEN_POLICY } from '../transport/auth.ts';
@@ -369,11 +369,23 @@ async function compose(
   const h = new GroupHost<Replica>({
     groups: groupCount,
     spread: cfg.spreadLeaders ? {} : false,
-    onTransfer: (g, from, to) => log.info({ group: g, from, to }, 'leaders spread: handing the group over'),
+    onTransfer: (g, from, to, why, inFlight) =>
+      log.info(
+        { group: g, from, to, why, inFlight },
+        inFlight > 0
+          ? `handing the group over with ${inFlight} transaction(s) still in flight (they may abort)`
+          : why === 'spread'
+            ? 'leaders spread: handing the group over'
+            : 'handing the group over',
+      ),
     transport: transport.groupTransport,
     replica: (g, t) => replicaOf(g, groupCount === 1 ? transport : t),
   });
   host = h;
+  // An operator's transfer (`verdict leader transfer`, the console) and a leader's own removal (`member remove`)
+  // move group 0, draining it first.
+  const operatorHandOver = (to: string, force: boolean, why: HandOverWhy = 'operator'): Promise<HandOverResult> =>
+    new Promise((done) => h.handOver(0, to, { why, force, done }));
   const zero = h.replica(0);
   const c = zero.core;
   const sagas = zero.sagas;
@@ -382,6 +394,7 @@ async function compose(
     link,
     groupHistories,
     h.replicas.map((r) => r.core),
+    operatorHandOver,
   );
   pages.showProducts(
     sagas,
@@ -406,6 +419,7 @@ async function compose(
     connection: (endpoint) => link.connection(endpoint),
     traces,
     observeCommit: (seconds, answer) => pages.observeCommit(seconds, answer),
+    handOver: operatorHandOver,
     otherGroups: h.replicas.slice(1).map((r) => ({
       core: r.core,
       sagas: r.sagas,

@@ -37,7 +37,9 @@ import type { Refusals } from './limits.ts';
 import type { NodeMetrics } from './metrics.ts';
 import type { NodeTls } from './node-tls.ts';
 import type { ParticipantLink } from './participant-link.ts';
-import { transferLeadership, transferWaitMs } from './raft-node-service.ts';
+import { handOverRefusal, transferLeadership, transferWaitMs } from './raft-node-service.ts';
+import type { HandOverResult } from './group-host.ts';
+import { HttpError } from '../console/http-error.ts';
 import type { SagaMetrics } from './saga-metrics.ts';
 import type { SagaService } from './saga-service.ts';
 import { StartupError } from './startup-error.ts';
@@ -147,8 +149,10 @@ export class OperatorPages {
     link: ParticipantLink,
     history: GroupHistories | null = null,
     groupCores: readonly NodeCore[] = [core],
+    handOver: ((to: string, force: boolean) => Promise<HandOverResult>) | null = null,
   ): void {
     this.groupCores = groupCores;
+    this.handOver = handOver;
     this.history = history;
     this.core = core;
     this.link = link;
@@ -269,6 +273,9 @@ export class OperatorPages {
     await this.consoleServer?.close();
   }
 
+  /** An operator's transfer of group 0 through the group host (GroupHost.handOver); null: it starts at once. */
+  private handOver: ((to: string, force: boolean) => Promise<HandOverResult>) | null = null;
+
   /** Every decision group's core, group 0's first (the one `core` shows); one with a cluster of one group. */
   private groupCores: readonly NodeCore[] = [];
 
@@ -283,7 +290,13 @@ export class OperatorPages {
       table: c.machine.table,
       members: c.membership,
       transferWaitMs: transferWaitMs(this.cfg),
-      transferLeader: (to, timeoutMs) => transferLeadership(this.cfg, driver, to, timeoutMs),
+      transferLeader: async (to, timeoutMs) => {
+        // As `verdict leader transfer` without --force: new transactions refused, those in flight decide first.
+        const h = this.handOver === null ? null : await this.handOver(to, false);
+        const refused = h === null ? null : handOverRefusal(this.cfg, h);
+        if (refused !== null) throw new HttpError(503, refused);
+        return transferLeadership(this.cfg, driver, to, timeoutMs);
+      },
       ...(this.sagas !== undefined ? { sagas: this.sagas } : {}),
       ...(this.leases !== undefined ? { leases: this.leases } : {}),
       ...(this.groupCores.length > 1

@@ -20,6 +20,7 @@ import { encodeProbe } from './machine.ts';
 import type { Membership } from './membership.ts';
 import type { Access } from '../transport/auth.ts';
 import type { BoundedLog } from './core.ts';
+import type { HandOverResult } from './group-host.ts';
 import {
   LEADER_ADDRESS_KEY,
   LEADER_ID_KEY,
@@ -76,6 +77,18 @@ function redirect(details: string, leader: string, members: Membership): grpc.Se
     md.set(LEADER_ADDRESS_KEY, members.get(leader) ?? '');
   }
   return Object.assign(new Error(details), { code: grpc.status.UNAVAILABLE, details, metadata: md });
+}
+
+/**
+ * Why an operator's transfer did not start after its hand-over (GroupHost.handOver) ended: retryable; null when it
+ * started. An operator retries, or forces it.
+ */
+export function handOverRefusal(cfg: Pick<NodeConfig, 'nodeId' | 'tickMs'>, h: HandOverResult): string | null {
+  if (h.outcome === 'transferred') return null;
+  if (h.outcome === 'in-flight')
+    return `leadership stays on ${cfg.nodeId}: ${h.inFlight} transaction(s) were still in flight after ${h.drainedTicks * cfg.tickMs} ms of refusing new ones, and the next leader would abort them; new transactions are taken again. Retry, or force the transfer (verdict leader transfer --force; those in flight may abort)`;
+  if (h.outcome === 'not-leader') return `${cfg.nodeId} no longer leads; retry`;
+  return `leadership stays on ${cfg.nodeId}: another hand-over of the group replaced this one; retry`;
 }
 
 /** Two election timeouts: long enough for a caught-up follower to win, short enough for a shutdown. */
@@ -141,6 +154,7 @@ export function raftNodeApi(
   d: Driver<unknown>,
   address: string,
   access: Access,
+  handOver?: (to: string, force: boolean) => Promise<HandOverResult>,
 ): RaftNodeHandlers {
   return {
     Status: (_call: grpc.ServerUnaryCall<unknown, NodeStatus>, cb: grpc.sendUnaryData<NodeStatus>) => {
@@ -198,7 +212,7 @@ export function raftNodeApi(
     ) => {
       const refused = access.adminOnly(call, 'leader transfer');
       if (refused) return cb(refused);
-      const { to, timeoutMs } = call.request;
+      const { to, timeoutMs, force } = call.request;
       if (!members.has(to))
         return cb({
           code: grpc.status.INVALID_ARGUMENT,
@@ -206,19 +220,26 @@ export function raftNodeApi(
         });
       if (!d.isLeader()) {
         // Already done (a retried request), or not ours to do: point at the leader.
-        if (d.leader() === to) return cb(null, { leaderId: to, term: d.node.raft.term });
+        if (d.leader() === to) return cb(null, { leaderId: to, term: d.node.raft.term, inFlight: 0 });
         return cb(notLeader(members, d.leader()));
       }
-      if (to === cfg.nodeId) return cb(null, { leaderId: to, term: d.node.raft.term });
+      if (to === cfg.nodeId) return cb(null, { leaderId: to, term: d.node.raft.term, inFlight: 0 });
       const waitMs = timeoutMs > 0 ? Math.min(timeoutMs, 60_000) : transferWaitMs(cfg);
-      void transferLeadership(cfg, d, to, waitMs).then((leader) => {
-        if (leader === to) return cb(null, { leaderId: to, term: d.node.raft.term });
+      void (async () => {
+        // New transactions are refused and those in flight decide here first: the next leader would abort them (R2).
+        const h = handOver === undefined ? null : await handOver(to, force === true);
+        if (h !== null && h.outcome === 'not-leader') return cb(notLeader(members, d.leader()));
+        const refused = h === null ? null : handOverRefusal(cfg, h);
+        if (refused !== null) return cb({ code: grpc.status.UNAVAILABLE, details: refused });
+        const inFlight = h?.inFlight ?? 0;
+        const leader = await transferLeadership(cfg, d, to, waitMs);
+        if (leader === to) return cb(null, { leaderId: to, term: d.node.raft.term, inFlight });
         const now = leader ? `${leader} leads` : 'no leader is known';
         cb({
           code: grpc.status.DEADLINE_EXCEEDED,
           details: `leadership did not move to ${to} within ${waitMs} ms (${now}); is ${to} running, reachable and caught up? See verdict status`,
         });
-      });
+      })();
     },
   } as RaftNodeHandlers;
 }

@@ -5,6 +5,7 @@
 
 import { afterAll, describe, expect, it } from 'vitest';
 import { VerdictClient } from '../../src/client/client.ts';
+import { sleep } from '../../src/util/sleep.ts';
 import { Cluster, runCli, useProcessCleanup } from './harness.ts';
 import { startParticipants, type Participants } from './ops-helpers.ts';
 
@@ -85,6 +86,85 @@ describe('leadership', { timeout: 180_000 }, () => {
     expect(log).toMatch(/"msg":"node stopped"/);
     // Work goes on at the new leader.
     expect(await commit('after')).toBe('COMMITTED');
+  });
+
+  it('verdict leader transfer under a steady stream of transactions: the leader drains first, so every one of them commits; one kept open past the wait refuses the move unless --force', async () => {
+    const c = await Cluster.start({ nodes: 3 });
+    const { node: first } = await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
+    const parts: Participants = await startParticipants(c, ['shop', 'ledger']);
+    stops.push(() => parts.stop());
+    const client = new VerdictClient({
+      insecure: true,
+      endpoints: c.nodes.map((n) => n.address),
+      callTimeoutMs: 20_000,
+    });
+    stops.push(() => client.close());
+    const outcomes = new Map<string, number>();
+    const failures: string[] = [];
+    let running = true;
+    let n = 0;
+    // Four clients commit back to back, each transaction over two participants, until both transfers are done.
+    const worker = async (w: number): Promise<void> => {
+      while (running) {
+        const key = `w${w}-${n++}`;
+        try {
+          const txn = await client.begin({ timeoutMs: 5_000 });
+          const { outcome } = await txn
+            .enlist('shop', { set: { [key]: '1' } })
+            .enlist('ledger', { set: { [key]: '1' } })
+            .commit();
+          outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+        } catch (err) {
+          failures.push(`${key}: ${(err as Error).message}`);
+        }
+      }
+    };
+    const workers = [0, 1, 2, 3].map(worker);
+    stops.push(async () => {
+      running = false;
+      await Promise.all(workers);
+    });
+    const committedBy = async (count: number): Promise<void> => {
+      const deadlineAtMs = Date.now() + 30_000;
+      while ((outcomes.get('COMMITTED') ?? 0) < count && Date.now() < deadlineAtMs) await sleep(50);
+    };
+    await committedBy(20);
+    // Two moves away from the first leader and back, each with transactions in flight at the moment it was asked.
+    const others = c.nodes.map((x) => x.id).filter((id) => id !== first.id);
+    for (const to of [others[0], first.id]) {
+      const before = outcomes.get('COMMITTED') ?? 0;
+      const r = await runCli(['leader', 'transfer', '--to', to, ...endpointsFlag(c)], { timeoutMs: 30_000 });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`^leader: ${to} \\(term \\d+\\)$`, 'm'));
+      expect((await c.waitForLeader()).node.id).toBe(to);
+      // Work goes on at the new leader before the next move.
+      await committedBy(before + 20);
+    }
+    running = false;
+    await Promise.all(workers);
+    expect(failures).toEqual([]);
+    expect([...outcomes.keys()]).toEqual(['COMMITTED']);
+    expect(outcomes.get('COMMITTED')).toBeGreaterThanOrEqual(60);
+
+    // A transaction kept open past the wait: the transfer is refused (retryable) and leadership stays; --force moves
+    // it and says how many were in flight.
+    const open = await client.begin({ timeoutMs: 60_000 });
+    expect(open.txnId).toBeTruthy();
+    const held = first.id;
+    const refused = await runCli(['leader', 'transfer', '--to', others[1], ...endpointsFlag(c)], { timeoutMs: 30_000 });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      new RegExp(`UNAVAILABLE: leadership stays on ${held}: 1 transaction\\(s\\) were still in flight after \\d+ ms`),
+    );
+    expect((await c.waitForLeader()).node.id).toBe(held);
+    const forced = await runCli(['leader', 'transfer', '--to', others[1], '--force', ...endpointsFlag(c)], {
+      timeoutMs: 30_000,
+    });
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stdout).toMatch(
+      new RegExp(`^leader: ${others[1]} \\(term \\d+\\) \\(forced: 1 transaction\\(s\\) were still in flight`, 'm'),
+    );
+    expect((await c.waitForLeader()).node.id).toBe(others[1]);
   });
 
   it('every subcommand answers --help with its own usage', async () => {

@@ -12,6 +12,7 @@ import {
   GroupHost,
   preferredLeader,
   type GroupReplica,
+  type HandOverResult,
   type LeaderView,
 } from '../../src/node/group-host.ts';
 import { encodeMemberContext, NodeStateMachine } from '../../src/node/machine.ts';
@@ -151,8 +152,8 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
     readonly transfers: string[] = [];
     /** Whom new transactions are refused for (holdNewTransactions), null while they are taken. */
     holding: string | null = null;
-    busy(): boolean {
-      return this.inFlight;
+    inFlightCount(): number {
+      return this.inFlight ? 1 : 0;
     }
     holdNewTransactions(to: string | null): void {
       this.holding = to;
@@ -308,6 +309,168 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
     expect(g1.holding).toBeNull();
   });
 
+  describe("an operator's transfer and a leader leaving its group drain the same way (handOver)", () => {
+    function operatorHost(groups: number) {
+      const started: string[] = [];
+      const host = new GroupHost<Leading>({
+        groups,
+        replica: (_g, t) => new Leading(t),
+        transport: { send: () => {} },
+        spread: false,
+        onTransfer: (g, from, to, why, inFlight) => started.push(`${g} ${from}->${to} ${why} ${inFlight}`),
+      });
+      return { host, started };
+    }
+    const results = () => {
+      const got: HandOverResult[] = [];
+      return { got, done: (r: HandOverResult) => got.push(r) };
+    };
+
+    it('at G = 1: new transactions are refused at once, those in flight decide, and only then does the transfer start', () => {
+      const { host, started } = operatorHost(1);
+      const g0 = host.replica(0);
+      g0.view = view(100, { n2: 100, n3: 100 });
+      g0.inFlight = true;
+      const r = results();
+      host.handOver(0, 'n2', { why: 'operator', force: false, done: r.done });
+      // Nothing new is admitted from the call on (the engine answers not-the-leader, retryable).
+      expect(g0.holding).toBe('n2');
+      for (let t = 0; t < drain - 1; t++) {
+        host.tick();
+        expect(g0.holding).toBe('n2');
+        expect(g0.transfers).toEqual([]);
+      }
+      expect(r.got).toEqual([]);
+      // The last one decides: the next tick starts the transfer, never before.
+      g0.inFlight = false;
+      host.tick();
+      expect(g0.transfers).toEqual(['n2']);
+      expect(started).toEqual(['0 n1->n2 operator 0']);
+      expect(r.got).toEqual([{ outcome: 'transferred', inFlight: 0, drainedTicks: drain }]);
+      // Raft's transfer refuses them from here (EngineIO.handingOverTo); the host's hold is released.
+      expect(g0.holding).toBeNull();
+    });
+
+    it('nothing in flight: the transfer starts in the call itself', () => {
+      const { host } = operatorHost(1);
+      const g0 = host.replica(0);
+      g0.view = view(100, { n2: 100, n3: 100 });
+      const r = results();
+      host.handOver(0, 'n3', { why: 'operator', force: false, done: r.done });
+      expect(g0.transfers).toEqual(['n3']);
+      expect(r.got).toEqual([{ outcome: 'transferred', inFlight: 0, drainedTicks: 0 }]);
+    });
+
+    it('still in flight at the bound: without force it is called off and new transactions are taken again; with force it transfers and says how many', () => {
+      const { host, started } = operatorHost(1);
+      const g0 = host.replica(0);
+      g0.view = view(100, { n2: 100, n3: 100 });
+      g0.inFlight = true;
+      const refused = results();
+      host.handOver(0, 'n2', { why: 'operator', force: false, done: refused.done });
+      for (let t = 0; t < drain; t++) host.tick();
+      expect(refused.got).toEqual([{ outcome: 'in-flight', inFlight: 1, drainedTicks: drain }]);
+      expect(g0.transfers).toEqual([]);
+      expect(g0.holding).toBeNull();
+      const forced = results();
+      host.handOver(0, 'n2', { why: 'operator', force: true, done: forced.done });
+      for (let t = 0; t < drain - 1; t++) host.tick();
+      expect(g0.transfers).toEqual([]);
+      host.tick();
+      expect(g0.transfers).toEqual(['n2']);
+      expect(forced.got).toEqual([{ outcome: 'transferred', inFlight: 1, drainedTicks: drain }]);
+      expect(started).toEqual(['0 n1->n2 operator 1']);
+    });
+
+    it('a node stopping answers the hand-over it was waiting on', () => {
+      const { host } = operatorHost(1);
+      const g0 = host.replica(0);
+      g0.view = view(100, { n2: 100, n3: 100 });
+      g0.inFlight = true;
+      const r = results();
+      host.handOver(0, 'n2', { why: 'operator', force: false, done: r.done });
+      host.tick();
+      host.stop();
+      expect(r.got).toEqual([{ outcome: 'not-leader', inFlight: 1, drainedTicks: 1 }]);
+      expect(g0.transfers).toEqual([]);
+    });
+
+    it('a node that does not lead the group hears so at once, and refuses nothing', () => {
+      const { host } = operatorHost(2);
+      const r = results();
+      host.handOver(1, 'n2', { why: 'operator', force: true, done: r.done });
+      expect(r.got).toEqual([{ outcome: 'not-leader', inFlight: 0, drainedTicks: 0 }]);
+      expect(host.replica(1).holding).toBeNull();
+    });
+
+    it("an operator's transfer replaces spreading's hand-over under way, which then waits a full hold-off again", () => {
+      const { host, heard } = leadingHost(4);
+      const g1 = host.replica(1);
+      g1.view = view(100, { n2: 100, n3: 100 });
+      g1.inFlight = true;
+      for (let t = 0; t < hold; t++) {
+        heard('n2');
+        host.tick();
+      }
+      expect(g1.holding).toBe('n2');
+      const r = results();
+      host.handOver(1, 'n3', { why: 'operator', force: false, done: r.done });
+      expect(g1.holding).toBe('n3');
+      g1.inFlight = false;
+      heard('n2');
+      host.tick();
+      expect(g1.transfers).toEqual(['n3']);
+      expect(r.got.map((x) => x.outcome)).toEqual(['transferred']);
+    });
+
+    it('a leader about to be removed from its group (followMembers) waits for its transactions before handing over, and goes ahead at the bound', () => {
+      class Leaving extends Leading {
+        readonly proposed: string[] = [];
+        cur: { voters: string[]; learners: string[]; joint: boolean } = {
+          voters: ['n1', 'n2', 'n3'],
+          learners: [],
+          joint: false,
+        };
+        members() {
+          return this.cur;
+        }
+        addressOf(id: string): string {
+          return `127.0.0.1:${id}`;
+        }
+        proposeMemberChange(type: ConfChangeType, id: string): void {
+          this.proposed.push(`${type} ${id}`);
+        }
+      }
+      const started: string[] = [];
+      const host = new GroupHost<Leaving>({
+        groups: 2,
+        replica: (_g, t) => new Leaving(t),
+        transport: { send: () => {} },
+        spread: false,
+        onTransfer: (g, from, to, why, inFlight) => started.push(`${g} ${from}->${to} ${why} ${inFlight}`),
+      });
+      // Group 0 no longer has n1 (the operator removed it); n1 still leads group 1.
+      host.replica(0).cur = { voters: ['n2', 'n3'], learners: [], joint: false };
+      const g1 = host.replica(1);
+      g1.view = view(100, { n2: 100, n3: 100 });
+      g1.inFlight = true;
+      for (let t = 0; t < 10; t++) host.tick();
+      expect(g1.holding).not.toBeNull();
+      const to = g1.holding;
+      for (let t = 0; t < drain - 1; t++) {
+        host.tick();
+        expect(g1.holding).toBe(to);
+      }
+      expect(g1.transfers).toEqual([]);
+      expect(g1.proposed).toEqual([]);
+      // Still in flight at the bound: its removal must happen, so the transfer goes ahead, and says so.
+      host.tick();
+      expect(g1.transfers).toEqual([to]);
+      expect(started).toEqual([`1 n1->${to} members 1`]);
+      expect(g1.holding).toBeNull();
+    });
+  });
+
   it('one group is never spread: its leader stays where Raft elected it, as before groups', () => {
     const { host, heard } = leadingHost(1);
     host.replica(0).view = { self: 'n2', voters: ['n1', 'n2', 'n3'], lastIndex: 5, match: new Map([['n1', 5]]) };
@@ -335,6 +498,38 @@ describe('leaders spread: group g prefers node g mod N of the sorted voters', ()
     cut.delete('n2');
     q.runUntil(q.now + 60_000, () => leaders().every((l, g) => l === spread[g]));
     expect(leaders()).toEqual(spread);
+  });
+});
+
+describe("an operator's transfer through the host, on real node cores (G = 1)", () => {
+  it('a transaction in flight holds the transfer and new ones are refused meanwhile; at the bound it is called off, or with force goes ahead naming it', () => {
+    const { q, hosts, ids, leaderOf } = coreCluster(1, false);
+    // The engine leads once its term's first entry is applied.
+    q.runUntil(10_000, () => leaderOf(0)?.engine.isLeader() === true);
+    const c = leaderOf(0);
+    if (c === undefined) throw new Error('no leader');
+    const self = c.driver.node.raft.id;
+    const host = hosts.get(self);
+    const to = ids.find((id) => id !== self) ?? '';
+    c.engine.begin('t1', 60_000);
+    const got: HandOverResult[] = [];
+    host?.handOver(0, to, { why: 'operator', force: false, done: (r) => got.push(r) });
+    // Nothing new is admitted while t1 is in flight.
+    expect(() => c.engine.begin('t2', 0)).toThrow(/not the leader/);
+    q.runUntil(q.now + 1_000);
+    expect(got).toEqual([]);
+    expect(leaderOf(0)?.driver.node.raft.id).toBe(self);
+    // 20 ticks at 100 ms: called off, nothing moved, new transactions taken again.
+    q.runUntil(q.now + 3_000, () => got.length > 0);
+    expect(got).toEqual([{ outcome: 'in-flight', inFlight: 1, drainedTicks: 20 }]);
+    expect(leaderOf(0)?.driver.node.raft.id).toBe(self);
+    expect(c.engine.begin('t3', 60_000)).toBeDefined();
+    // Forced: after the same wait it transfers with both in flight, and says so.
+    host?.handOver(0, to, { why: 'operator', force: true, done: (r) => got.push(r) });
+    q.runUntil(q.now + 3_000, () => got.length > 1);
+    expect(got[1]).toEqual({ outcome: 'transferred', inFlight: 2, drainedTicks: 20 });
+    q.runUntil(q.now + 3_000, () => leaderOf(0)?.driver.node.raft.id === to);
+    expect(leaderOf(0)?.driver.node.raft.id).toBe(to);
   });
 });
 

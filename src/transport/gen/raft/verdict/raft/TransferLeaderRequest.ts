@@ -5,9 +5,11 @@ import type { Long } from '@grpc/proto-loader';
 export interface TransferLeaderRequest {
   'to'?: (string);
   'timeoutMs'?: (number | string | Long);
+  'force'?: (boolean);
 }
 
 export interface TransferLeaderRequest__Output {
   'to': (string);
   'timeoutMs': (number);
+  'force': (boolean);
 }
