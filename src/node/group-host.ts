@@ -334,7 +334,9 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     this.end(g, 'transferred');
   }
 
-  /** Group g's hand-over under way, if any, ends: its leader here takes new transactions again (or Raft refuses them). */
+  /**
+   * Group g's hand-over under way, if any, ends: its leader here takes new transactions again (or Raft refuses them).
+   */
   private end(g: number, outcome: HandOverResult['outcome']): void {
     const p = this.pending[g];
     if (p === null) return;
