@@ -69,6 +69,8 @@ export class AttemptLoop {
   /** The attempt in flight: the only one whose answer or failure is taken. */
   private current: Extract<AttemptAction, { t: 'attempt' }> | null = null;
   private paused_ = false;
+  /** The pause under way runs to the call's deadline: when it ends, the call's time is up. */
+  private pausedToDeadline = false;
   /** The last telling failure: "address: why", and its status. */
   private last: string | undefined;
   private lastCode: StatusName = 'UNAVAILABLE';
@@ -135,6 +137,8 @@ export class AttemptLoop {
   paused(nowMs: number, random: () => number): AttemptAction {
     assert(this.paused_, 'a pause ends only after one began');
     this.paused_ = false;
+    // A timer may fire a millisecond before the clock reads the deadline; no sliver of an attempt is made then.
+    if (this.pausedToDeadline) return { t: 'give-up', failure: 'exhausted', code: this.lastCode, last: this.last };
     this.search.nextRound();
     return this.next(nowMs, random);
   }
@@ -149,6 +153,8 @@ export class AttemptLoop {
     }
     if (remainingMs <= 0) return { t: 'give-up', failure: 'exhausted', code: this.lastCode, last: this.last };
     this.paused_ = true;
-    return { t: 'pause', pauseMs: Math.min(remainingMs, pauseMs(this.search.round - 1, this.o.backoff, random())) };
+    const backoffMs = pauseMs(this.search.round - 1, this.o.backoff, random());
+    this.pausedToDeadline = backoffMs >= remainingMs;
+    return { t: 'pause', pauseMs: Math.min(remainingMs, backoffMs) };
   }
 }

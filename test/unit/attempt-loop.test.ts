@@ -105,6 +105,11 @@ describe('the attempt loop', () => {
     l.start(0, half);
     expect(l.failed(A, down, 1_000, () => 0.99).next).toEqual({ t: 'pause', pauseMs: 10 });
     expect(l.paused(1_010, half)).toMatchObject({ t: 'give-up', failure: 'exhausted' });
+    // A timer that fires a millisecond early (the clock reads 1,009) ends the call too: no 1 ms attempt.
+    const early = loop({ deadlineAtMs: 1_010, finder: new LeaderFinder([A], { redirectsMax: 3 }) });
+    early.start(0, half);
+    expect(early.failed(A, down, 1_000, () => 0.99).next).toEqual({ t: 'pause', pauseMs: 10 });
+    expect(early.paused(1_009, half)).toMatchObject({ t: 'give-up', failure: 'exhausted' });
   });
 
   it('gives up at once on the cluster’s refusal or a failure that is not retried, and asks no other node', () => {
