@@ -5,7 +5,7 @@
 // ./history-feed.ts: nothing here changes the saga table or the engine.
 
 import { SAGA_TEXT_CHARS_MAX, sagaKey, type HistoryChange, type HistorySaga } from '../history/record.ts';
-import { isSagaResult, SagaTable, type SagaRecord } from '../saga/state.ts';
+import { isSagaResult, SagaTable, timelineRow, type SagaRecord } from '../saga/state.ts';
 import { StartupError } from './startup-error.ts';
 
 /**
@@ -81,15 +81,7 @@ export function historySaga(s: SagaRecord, index: number, shiftMs: number): Hist
       lastFailureAtMs: shifted(t.lastFailureAtMs, shiftMs),
       lastError: t.lastError,
     })),
-    timeline: s.timeline.map((e) => ({
-      atMs: shifted(e.atMs, shiftMs),
-      index: e.index,
-      what: e.what,
-      step: e.step ?? -1,
-      kind: e.kind ?? '',
-      detail: e.detail ?? '',
-      operator: e.operator ?? '',
-    })),
+    timeline: s.timeline.map((e) => ({ ...timelineRow(e), atMs: shifted(e.atMs, shiftMs) })),
     lastIndex: index,
   };
 }

@@ -19,7 +19,7 @@ import { consoleHandler, type ConsoleGroup, type ConsoleNodeState } from '../con
 import { ConsoleActError, type ConsoleLeases, type ConsoleSaga, type ConsoleSagas } from '../console/product-api.ts';
 import type { LeaseTable } from '../lease/state.ts';
 import type { SagaError } from '../saga/engine.ts';
-import type { SagaRecord } from '../saga/state.ts';
+import { timelineRow, type SagaRecord } from '../saga/state.ts';
 import { PeerHealth } from '../console/peer-health.ts';
 import { ConsoleListenError, serveConsole, type ConsoleServer } from '../console/server.ts';
 import { LeaderHistory, TxnTimeline } from '../console/timeline.ts';
@@ -342,15 +342,7 @@ function consoleSaga(s: SagaRecord): ConsoleSaga {
         lastFailureAtMs: tries?.lastFailureAtMs ?? 0,
       };
     }),
-    timeline: s.timeline.map((e) => ({
-      atMs: e.atMs,
-      index: e.index,
-      what: e.what,
-      step: e.step ?? -1,
-      kind: e.kind ?? '',
-      detail: e.detail ?? '',
-      operator: e.operator ?? '',
-    })),
+    timeline: s.timeline.map(timelineRow),
   };
 }
 

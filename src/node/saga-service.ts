@@ -28,7 +28,7 @@ import {
   type StepRequest,
 } from '../saga/engine.ts';
 import type { SagaCore } from '../saga/saga-core.ts';
-import type { SagaRecord, SagaStepDef, SagaTable } from '../saga/state.ts';
+import { timelineRow, type SagaRecord, type SagaStepDef, type SagaTable } from '../saga/state.ts';
 import type { AuthenticatedCall } from '../transport/tls.ts';
 import type { Access } from '../transport/auth.ts';
 import {
@@ -460,15 +460,7 @@ export function sagaInfo(s: SagaRecord): SagaInfo {
     stuckKind: s.stuck?.kind ?? '',
     stuckAttempts: s.stuck?.attempts ?? 0,
     stuckError: s.stuck?.lastError ?? '',
-    timeline: s.timeline.map((e) => ({
-      atMs: e.atMs,
-      index: e.index,
-      what: e.what,
-      step: e.step ?? -1,
-      kind: e.kind ?? '',
-      detail: e.detail ?? '',
-      operator: e.operator ?? '',
-    })),
+    timeline: s.timeline.map(timelineRow),
     startedAtMs: s.startedAtMs,
     steps: s.steps.map((d) => ({ ...d })),
     type: s.type ?? '',

@@ -141,6 +141,21 @@ export interface TimelineEntry {
   operator?: string;
 }
 
+/**
+ * A timeline entry with every field present (-1 and '' for the absent ones), as the wire, console and history show it.
+ */
+export function timelineRow(e: TimelineEntry): Required<Omit<TimelineEntry, 'kind'>> & { kind: StepKind | '' } {
+  return {
+    atMs: e.atMs,
+    index: e.index,
+    what: e.what,
+    step: e.step ?? -1,
+    kind: e.kind ?? '',
+    detail: e.detail ?? '',
+    operator: e.operator ?? '',
+  };
+}
+
 export interface SagaRecord {
   id: string;
   /**
