@@ -863,28 +863,14 @@ export class CommitProtocol {
   private deliver(d: Decision): void {
     let t = this.txns.get(d.txnId);
     if (!t) {
-      const members = new Map<string, Member>();
-      for (const id of d.participants) {
-        const record = this.table.participants.get(id);
-        if (record)
-          members.set(id, {
-            record,
-            payload: new Uint8Array(),
-            vote: null,
-            voteReason: '',
-            acked: false,
-            retries: 0,
-            nextRetryAtMs: 0,
-            inFlight: false,
-          });
-      }
+      // Its members are added below, as for a transaction this leader already tracks.
       t = {
         id: d.txnId,
         phase: 'delivering',
         term: this.leaderTerm,
         startedAtMs: d.decidedAtMs,
         deadlineAtMs: 0,
-        members,
+        members: new Map<string, Member>(),
         waiters: [],
         outcome: d.outcome,
         reason: d.reason,
