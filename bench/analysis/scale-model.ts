@@ -28,7 +28,7 @@
 //
 // Several client counts per G give different batch sizes: that is what
 // separates the per-batch costs from the per-transaction ones in the fit
-// (least squares, every cost non-negative). At G = 1 one node leads every
+// (least squares on relative errors, every cost non-negative). At G = 1 one node leads every
 // transaction and the others follow; at G > 1 each node leads its share
 // (groups led / G). The leader's work per follower (encode and send) is
 // taken to equal a follower's (receive, persist, acknowledge): the one
@@ -217,8 +217,9 @@ export function nodeMsPerTxn(p: ScaleParams, nodes: number, groups: number, grou
  * Fits the parameters to the loaded windows (every G, every client count):
  * each node's CPU per transaction less its idle work a second over the
  * window's transactions, against its role and the measured batches per
- * transaction; the participants' and clients' likewise; the batch size
- * against the load per group; idle CPU against G; bytes against the role.
+ * transaction, weighted to count relative errors; the participants' and
+ * clients' likewise; the batch size against the transactions in flight per
+ * group; idle CPU against G; bytes against the role.
  */
 export function fitParams(points: FitPoint[]): ScaleParams {
   const use = points.filter((p) => p.tps > 0);
