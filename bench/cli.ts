@@ -57,6 +57,12 @@ export const TOOLS: Record<string, Tool> = {
     usage: '[--quick]  (VERDICT_OUTBOX_BENCH_MS sets the window)',
     about: 'outbox polling and CDC relays through NATS JetStream, beside the broker floor',
   },
+  'groups-model': {
+    file: 'analysis/groups-model-run.ts',
+    usage: '[RESULTS_FILE (bench/results/latest.json)] [--write] [--json]',
+    about:
+      "the capacity model fitted again to a results file's groups points: each point left out in turn, the smallest cluster predicting the larger, error ranges, 9 machines of 16 cores; --write stores it in the file",
+  },
   groups: {
     file: 'analysis/groups-run.ts',
     usage: '[--quick] [--nodes 3,5] [--groups 1,2,4] [--clients 16,64]',

@@ -2,32 +2,53 @@
 // groups scenario (bench/scenarios/groups.ts) measured on one machine, and
 // its prediction for other shapes: N machines of C cores, one node each.
 //
-// Per committed transaction, the model counts:
-//   - CPU on the leader of the transaction's group: leaderBaseMs of its own
-//     (client and participant calls, the engine, its own persist) and
-//     perFollowerMs for each follower it replicates to;
-//   - CPU on each follower: perFollowerMs (receive, persist, acknowledge);
-//   - fsync batches on every node (syncsPerTxn: one batch carries many
-//     transactions and, with the shared writer, every group's entries of a
-//     turn);
-//   - bytes of Raft traffic the leader sends each follower, and back.
-// Participants and clients are counted (clientMs) but live on machines of
-// their own in a deployment; on this one machine they share the cores.
+// Each group batches on its own: a leader sends what its group proposed in
+// a turn as one append round, every node persists a group's entries of a
+// turn as one batch, and the leader sends a participant the PREPAREs and
+// DECISIONs of a turn as one Exchange batch. So the CPU of a transaction is
+// a cost of its own plus its share of its group's batches:
+//   - on the leader of its group: leaderBaseMs + (N−1) · perFollowerMs,
+//     plus b · (leaderBatchMs + (N−1) · perFollowerBatchMs);
+//   - on each follower: perFollowerMs + b · perFollowerBatchMs;
+//   - participants and clients: clientMs + b · clientBatchMs;
+// where b is a node's group batches per transaction (its synced persists of
+// any group over the committed transactions) and 1/b the transactions a
+// batch carries. That is the batch-size model: a transaction waits through
+// a few of its group's batches (its phases: its entries persisted, the
+// commit index carried), and each batch carries the group's transactions in
+// flight in that phase,
+//   transactions per batch = (transactions in flight / G) / phases,
+// and with fewer in flight than groups, one transaction's phase. Closed-loop
+// clients keep `clients` in flight; elsewhere Little's law gives
+// tps × latency. With the same transactions in flight a group's batches
+// carry 1/G as many, so the per-batch costs grow with G and shrink with
+// load. G = 1 and G > 1 persist differently (the node's own store, the
+// shared writer), so each has its phases. Every node also spends idle CPU a
+// second: ticks, heartbeats and their answers, a base plus a cost per group.
 //
-// The throughput a shape allows is the least of three ceilings:
-//   - CPU: the busiest machine, less what its nodes spend with no load at
-//     all (ticks, heartbeats and their answers: a cost per group a second,
-//     not per transaction). With leaders spread (group g on node g mod N)
-//     that machine leads ceil(G/N) of the G groups, so it serves that share
-//     of the transactions as leader and the rest as follower;
-//   - disk: each node's fsync rate (1000 / fsyncMs a second) over its syncs
-//     per transaction. Batching makes this a floor of the ceiling, not the
-//     ceiling: under more load a batch carries more transactions;
+// Several client counts per G give different batch sizes: that is what
+// separates the per-batch costs from the per-transaction ones in the fit
+// (least squares on relative errors, every cost non-negative). At G = 1 one node leads every
+// transaction and the others follow; at G > 1 each node leads its share
+// (groups led / G). The leader's work per follower (encode and send) is
+// taken to equal a follower's (receive, persist, acknowledge): the one
+// assumption a single machine cannot check.
+//
+// The throughput a shape allows is the least of three ceilings, each found
+// where the load it needs meets the capacity (batches grow with the load,
+// so each is a fixed point):
+//   - CPU: the busiest machine, less its idle work. With leaders spread
+//     (group g on node g mod N) it leads ceil(G/N) of the G groups. A node
+//     is one Node.js process: one event loop, so it keeps about one core
+//     busy whatever the machine has (coresPerNode);
+//   - disk: each node's fsyncs, one per group batch (the shared writer
+//     merges some: a floor of the ceiling);
 //   - network: the busiest machine's bytes out per transaction against the
 //     link's bandwidth.
-// Latency between machines does not enter a ceiling: it lengthens each
-// commit, so holding the throughput needs proportionally more transactions
-// in flight (Little's law), which the model assumes the clients supply.
+// Latency does not enter a ceiling: the clients are taken to accept a
+// latency (latencyMs) and to keep tps × latency in flight (Little's law),
+// which sets the batch size; latency between machines lengthens each commit,
+// so the same throughput needs that many more in flight.
 //
 // Pure: no I/O, no clock. Tests in test/unit/scale-model.test.ts. Its
 // parameters and predictions are part of the results file's `groups` key,
@@ -37,10 +58,11 @@ import type { Prediction, ScaleParams } from '../scenarios/groups.ts';
 
 export type { Prediction, ScaleParams };
 
-/** One measured point of the groups scenario, reduced to what the fit reads. */
+/** One loaded window of the groups scenario, reduced to what the fit reads. */
 export interface FitPoint {
   nodes: number;
   groups: number;
+  clients: number;
   /** Committed transactions a second in the window. */
   tps: number;
   /** Each node's CPU ms per committed transaction, with how many groups it led in the window. */
@@ -49,8 +71,8 @@ export interface FitPoint {
   clientMsPerTxn: number;
   /** With no load, one node's CPU ms a second (the nodes' mean): ticks, heartbeats and their answers, per group. */
   idleMsPerSecPerNode: number;
-  /** Every node's segment fsyncs (one per writer batch) over committed transactions, summed over the nodes. */
-  syncsPerTxn: number;
+  /** A node's group batches (synced persists of one group) per committed transaction, the nodes' mean. */
+  batchesPerTxn: number;
   /** Raft messages sent by every node per committed transaction. */
   raftMessagesPerTxn: number;
   /** PREPARE/DECISION requests and votes/acks per committed transaction. */
@@ -65,56 +87,67 @@ export interface Shape {
   fsyncMs: number;
   /** Bytes a second one machine can send. */
   networkBytesPerSec: number;
-  /**
-   * Every node, participant and client on one machine of coresPerMachine
-   * cores (this benchmark's machine): the CPU ceiling is the sum of all of
-   * them, wherever the leaders are.
-   */
-  oneMachine?: boolean;
+  /** The cores one node process keeps busy (its event loop: about one); the machine's cores when absent. */
+  coresPerNode?: number;
+  /** The commit latency the clients accept, ms: they keep tps × latencyMs / 1000 transactions in flight. */
+  latencyMs: number;
 }
 
 const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
 
-/**
- * Fits the parameters to points measured at one group (at G = 1 one node is
- * the leader of every transaction, so leader and follower costs separate).
- * With several cluster sizes, perFollowerMs is the followers' mean and
- * leaderBaseMs the mean of (leader − (N−1) · perFollowerMs): the leader's
- * work per follower is taken to equal a follower's (encode and send, against
- * receive and persist), the one assumption a single machine cannot check.
- */
-export function fitParams(points: FitPoint[]): ScaleParams {
-  const ones = points.filter((p) => p.groups === 1 && p.tps > 0);
-  if (ones.length === 0) throw new Error('fitParams needs at least one point at G = 1');
-  for (const p of ones) {
-    const leaders = p.byNode.filter((n) => n.groupsLed > 0);
-    if (leaders.length !== 1 || p.byNode.length !== p.nodes)
-      throw new Error(
-        `the point of ${p.nodes} nodes at G = 1 needs one leader and ${p.nodes} nodes (has ${leaders.length} and ${p.byNode.length})`,
-      );
+/** Solves the square system a · x = b by Gaussian elimination; null when it is singular. */
+function solve(a: number[][], b: number[]): number[] | null {
+  const n = b.length;
+  const m = a.map((row, i) => [...row, b[i]!]);
+  const scale = Math.max(1e-300, ...m.flat().map(Math.abs));
+  for (let c = 0; c < n; c++) {
+    let pivot = c;
+    for (let r = c + 1; r < n; r++) if (Math.abs(m[r]![c]!) > Math.abs(m[pivot]![c]!)) pivot = r;
+    if (Math.abs(m[pivot]![c]!) < scale * 1e-12) return null;
+    [m[c], m[pivot]] = [m[pivot]!, m[c]!];
+    const top = m[c];
+    for (let r = 0; r < n; r++) {
+      if (r === c) continue;
+      const row = m[r];
+      const f = row[c] / top[c];
+      for (let k = c; k <= n; k++) row[k] -= f * top[k];
+    }
   }
-  // Each node's idle work a second, spread over the point's transactions, is not a cost of a transaction.
-  const marginal = (p: FitPoint, cpuMsPerTxn: number): number => cpuMsPerTxn - p.idleMsPerSecPerNode / p.tps;
-  const followers = ones.flatMap((p) =>
-    p.byNode.filter((n) => n.groupsLed === 0).map((n) => ({ ...n, cpuMsPerTxn: marginal(p, n.cpuMsPerTxn) })),
-  );
-  const perFollowerMs = mean(followers.map((n) => n.cpuMsPerTxn));
-  const leaderOf = (p: FitPoint): FitPoint['byNode'][number] => p.byNode.find((n) => n.groupsLed > 0)!;
-  const leaderBaseMs = mean(ones.map((p) => marginal(p, leaderOf(p).cpuMsPerTxn) - (p.nodes - 1) * perFollowerMs));
-  const idle = fitIdle(points);
-  return {
-    idleMsPerSecBase: idle.base,
-    idleMsPerSecPerGroup: idle.perGroup,
-    leaderBaseMs,
-    perFollowerMs,
-    clientMs: mean(ones.map((p) => p.clientMsPerTxn)),
-    syncsPerTxnPerNode: mean(ones.map((p) => p.syncsPerTxn / p.nodes)),
-    leaderBytesPerFollower: mean(ones.map((p) => leaderOf(p).raftBytesPerTxn / (p.nodes - 1))),
-    followerBytes: mean(followers.map((n) => n.raftBytesPerTxn)),
-    raftMessagesPerTxn: mean(ones.map((p) => p.raftMessagesPerTxn)),
-    participantMessagesPerTxn: mean(ones.map((p) => p.participantMessagesPerTxn)),
-    fittedOn: ones.map((p) => `${p.nodes}x${p.groups}`),
-  };
+  return m.map((row, i) => row[n]! / row[i]!);
+}
+
+/**
+ * Least squares with every coefficient non-negative: x minimising |X x − y|² with x ≥ 0. Exact for the few
+ * columns a model here has (every set of columns is tried, the best feasible kept). Rows are weighted by `w`.
+ */
+export function nonNegativeLeastSquares(xs: number[][], y: number[], w?: number[]): { x: number[]; rss: number } {
+  const cols = xs[0]?.length ?? 0;
+  if (cols === 0 || cols > 8) throw new RangeError(`nonNegativeLeastSquares: ${cols} columns (1 to 8)`);
+  if (xs.length !== y.length) throw new RangeError(`nonNegativeLeastSquares: ${xs.length} rows, ${y.length} values`);
+  const weight = (i: number): number => (w === undefined ? 1 : w[i]!);
+  const rssOf = (x: number[]): number =>
+    xs.reduce((t, row, i) => t + weight(i) * (row.reduce((s, v, j) => s + v * x[j]!, 0) - y[i]!) ** 2, 0);
+  let best = { x: new Array<number>(cols).fill(0), rss: rssOf(new Array<number>(cols).fill(0)) };
+  for (let mask = 1; mask < 1 << cols; mask++) {
+    const free = [...Array(cols).keys()].filter((j) => (mask >> j) & 1);
+    const ata = free.map((j) => free.map((k) => xs.reduce((t, row, i) => t + weight(i) * row[j]! * row[k]!, 0)));
+    const aty = free.map((j) => xs.reduce((t, row, i) => t + weight(i) * row[j]! * y[i]!, 0));
+    const sol = solve(ata, aty);
+    if (sol === null || sol.some((v) => v < 0)) continue;
+    const x = new Array<number>(cols).fill(0);
+    free.forEach((j, i) => {
+      x[j] = sol[i]!;
+    });
+    const rss = rssOf(x);
+    if (rss < best.rss - 1e-15) best = { x, rss };
+  }
+  return best;
+}
+
+/** Of the node's transactions, the share it leads, and the followers it then replicates to as follower-equivalents. */
+function roleOf(nodes: number, groups: number, groupsLed: number): { lead: number; follow: number } {
+  const lead = groupsLed / groups;
+  return { lead, follow: lead * (nodes - 1) + (1 - lead) };
 }
 
 /**
@@ -130,11 +163,137 @@ export function fitIdle(points: FitPoint[]): { base: number; perGroup: number } 
   let sxy = 0;
   let sxx = 0;
   gs.forEach((g, i) => {
-    sxy += (g - gm) * (ys[i] - ym);
+    sxy += (g - gm) * (ys[i]! - ym);
     sxx += (g - gm) ** 2;
   });
   const perGroup = sxy / sxx;
   return { base: ym - perGroup * gm, perGroup };
+}
+
+/**
+ * The batch-size model: transactions per batch k = 1/b against the transactions in flight per group x
+ * (clients / G), k = x / phases, with G = 1 and G > 1 apart (each takes the other's when it has no window).
+ * Fitted through the origin with each window weighted by b² (an error in k moves the CPU by its per-batch cost
+ * times b², so the small batches weigh as the CPU does).
+ */
+export function fitBatchSize(points: FitPoint[]): { phasesOneGroup: number; phases: number } {
+  const use = points.filter((p) => p.clients > 0 && p.batchesPerTxn > 0);
+  if (use.length === 0) throw new Error('fitBatchSize needs a window with batches measured');
+  const phasesOf = (ws: FitPoint[]): number | null => {
+    let sxk = 0;
+    let sxx = 0;
+    for (const w of ws) {
+      const x = w.clients / w.groups;
+      const weight = w.batchesPerTxn ** 4;
+      sxk += weight * x * (1 / w.batchesPerTxn);
+      sxx += weight * x * x;
+    }
+    return ws.length > 0 && sxk > 0 ? sxx / sxk : null;
+  };
+  const one = phasesOf(use.filter((p) => p.groups === 1));
+  const many = phasesOf(use.filter((p) => p.groups > 1));
+  return {
+    phasesOneGroup: one ?? many!,
+    phases: many ?? one!,
+  };
+}
+
+/**
+ * Transactions per group batch the model expects with `inFlight` transactions in flight over `groups` groups: the
+ * group's share over its phases, and no less than one transaction's phase when a group has fewer than one in flight.
+ */
+export function txnsPerBatch(p: ScaleParams, inFlight: number, groups: number): number {
+  const phases = groups === 1 ? p.phasesOneGroup : p.phases;
+  return Math.max(1, inFlight / groups) / phases;
+}
+
+/** CPU ms per transaction on a node of `nodes` that leads `groupsLed` of `groups` groups, idle work left out. */
+export function nodeMsPerTxn(p: ScaleParams, nodes: number, groups: number, groupsLed: number, b: number): number {
+  const r = roleOf(nodes, groups, groupsLed);
+  return r.lead * (p.leaderBaseMs + b * p.leaderBatchMs) + r.follow * (p.perFollowerMs + b * p.perFollowerBatchMs);
+}
+
+/**
+ * Fits the parameters to the loaded windows (every G, every client count):
+ * each node's CPU per transaction less its idle work a second over the
+ * window's transactions, against its role and the measured batches per
+ * transaction, weighted to count relative errors; the participants' and
+ * clients' likewise; the batch size against the transactions in flight per
+ * group; idle CPU against G; bytes against the role.
+ */
+export function fitParams(points: FitPoint[]): ScaleParams {
+  const use = points.filter((p) => p.tps > 0);
+  const rows = use.flatMap((p) =>
+    p.byNode.map((n) => {
+      const r = roleOf(p.nodes, p.groups, n.groupsLed);
+      const b = p.batchesPerTxn;
+      const y = n.cpuMsPerTxn - p.idleMsPerSecPerNode / p.tps;
+      // Relative errors count: a window of 40 tx/s at 8 ms each must not outweigh one of 7,000 at 0.1 ms.
+      return { x: [r.lead, r.follow, r.lead * b, r.follow * b], y, w: 1 / Math.max(1e-6, n.cpuMsPerTxn) ** 2 };
+    }),
+  );
+  if (rows.length < 4 || new Set(use.map((p) => p.batchesPerTxn)).size < 2)
+    throw new Error(
+      `fitParams needs windows with at least two batch sizes and four node figures (has ${use.length} windows)`,
+    );
+  const cpu = nonNegativeLeastSquares(
+    rows.map((r) => r.x),
+    rows.map((r) => r.y),
+    rows.map((r) => r.w),
+  );
+  const client = nonNegativeLeastSquares(
+    use.map((p) => [1, p.batchesPerTxn]),
+    use.map((p) => p.clientMsPerTxn),
+    use.map((p) => 1 / Math.max(1e-6, p.clientMsPerTxn) ** 2),
+  );
+  // A node's bytes out per transaction: the leader's to each follower for its share, a follower's answers for the rest.
+  const bytesFit = nonNegativeLeastSquares(
+    use.flatMap((p) => p.byNode.map((n) => [(n.groupsLed / p.groups) * (p.nodes - 1), 1 - n.groupsLed / p.groups])),
+    use.flatMap((p) => p.byNode.map((n) => n.raftBytesPerTxn)),
+  );
+  const batch = fitBatchSize(use);
+  const idle = fitIdle(use);
+  const ones = use.filter((p) => p.groups === 1);
+  const described = ones.length > 0 ? ones : use;
+  const residual = Math.sqrt(cpu.rss / rows.length);
+  return {
+    idleMsPerSecBase: idle.base,
+    idleMsPerSecPerGroup: idle.perGroup,
+    leaderBaseMs: cpu.x[0]!,
+    perFollowerMs: cpu.x[1]!,
+    leaderBatchMs: cpu.x[2]!,
+    perFollowerBatchMs: cpu.x[3]!,
+    nodeResidual: residual,
+    clientMs: client.x[0]!,
+    clientBatchMs: client.x[1]!,
+    phasesOneGroup: batch.phasesOneGroup,
+    phases: batch.phases,
+    leaderBytesPerFollower: bytesFit.x[0]!,
+    followerBytes: bytesFit.x[1]!,
+    raftMessagesPerTxn: mean(described.map((p) => p.raftMessagesPerTxn)),
+    participantMessagesPerTxn: mean(described.map((p) => p.participantMessagesPerTxn)),
+    fittedOn: [...new Set(use.map((p) => `${p.nodes}x${p.groups}`))],
+  };
+}
+
+/**
+ * The throughput at which `load(tps)` (ms or fsyncs a second, rising with tps) reaches `capacity`: a ceiling of
+ * the model. Infinite when the load never reaches it (batches that grow as fast as the load).
+ */
+export function ceilingOf(load: (tps: number) => number, capacity: number): number {
+  if (!(capacity > 0)) return 0;
+  let hi = 1;
+  while (load(hi) < capacity) {
+    hi *= 2;
+    if (hi > 1e12) return Number.POSITIVE_INFINITY;
+  }
+  let lo = 0;
+  for (let i = 0; i < 200 && hi - lo > hi * 1e-9; i++) {
+    const mid = (lo + hi) / 2;
+    if (load(mid) < capacity) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
 }
 
 /** The share of the transactions the busiest machine leads, leaders spread g mod N over N machines. */
@@ -144,29 +303,29 @@ export function busiestLeaderShare(machines: number, groups: number): number {
   return Math.ceil(groups / machines) / groups;
 }
 
-/** The model's throughput for a shape, and which ceiling sets it. */
+/** A node's idle CPU ms a second at G groups. */
+export function idleMsPerSec(p: ScaleParams, groups: number): number {
+  return Math.max(0, p.idleMsPerSecBase + groups * p.idleMsPerSecPerGroup);
+}
+
+/** The model's throughput for N machines, one node each, and which ceiling sets it. */
 export function predict(p: ScaleParams, s: Shape): Prediction {
   const n = s.machines;
   const share = busiestLeaderShare(n, s.groups);
-  const leaderMs = p.leaderBaseMs + (n - 1) * p.perFollowerMs;
-  // On one machine every process shares the cores: what a transaction costs in all of them together.
-  const cpuMs =
-    s.oneMachine === true
-      ? leaderMs + (n - 1) * p.perFollowerMs + p.clientMs
-      : share * leaderMs + (1 - share) * p.perFollowerMs;
+  // The clients keep tps × latency in flight: batches grow with the load.
+  const batches = (tps: number): number => 1 / txnsPerBatch(p, (tps * s.latencyMs) / 1000, s.groups);
+  const cpuMs = (tps: number): number => nodeMsPerTxn(p, n, s.groups, share * s.groups, batches(tps));
+  const usableCores = Math.min(s.coresPerMachine, s.coresPerNode ?? s.coresPerMachine);
   // Idle work (ticks, heartbeats: per group) takes its share of the cores first.
-  const idleNode = p.idleMsPerSecBase + s.groups * p.idleMsPerSecPerGroup;
-  const idleMsPerSec = idleNode * (s.oneMachine === true ? n : 1);
-  const spareMsPerSec = Math.max(0, s.coresPerMachine * 1000 - idleMsPerSec);
-  const cpuTps = cpuMs > 0 ? spareMsPerSec / cpuMs : Number.POSITIVE_INFINITY;
-  // One machine holds every node's disk writes on one disk in this benchmark; elsewhere each node has its own.
-  const syncsPerTxn = p.syncsPerTxnPerNode * (s.oneMachine === true ? n : 1);
-  const diskTps = syncsPerTxn > 0 && s.fsyncMs > 0 ? 1000 / s.fsyncMs / syncsPerTxn : Number.POSITIVE_INFINITY;
+  const idle = idleMsPerSec(p, s.groups);
+  const cpuTps = ceilingOf((t) => t * cpuMs(t), usableCores * 1000 - idle);
+  // Every node persists every group's batches: one fsync each at most.
+  const diskTps = s.fsyncMs > 0 ? ceilingOf((t) => t * batches(t) * s.fsyncMs, 1000) : Number.POSITIVE_INFINITY;
   const bytesOut = share * (n - 1) * p.leaderBytesPerFollower + (1 - share) * p.followerBytes;
-  const networkTps =
-    s.oneMachine === true || bytesOut <= 0 ? Number.POSITIVE_INFINITY : s.networkBytesPerSec / bytesOut;
+  const networkTps = bytesOut > 0 ? s.networkBytesPerSec / bytesOut : Number.POSITIVE_INFINITY;
   const tps = Math.min(cpuTps, diskTps, networkTps);
   const bound = tps === cpuTps ? 'cpu' : tps === diskTps ? 'disk' : 'network';
+  const at = Number.isFinite(tps) ? tps : 0;
   return {
     tps,
     bound,
@@ -174,21 +333,51 @@ export function predict(p: ScaleParams, s: Shape): Prediction {
     diskTps,
     networkTps,
     busiestLeaderShare: share,
-    busiestCpuMsPerTxn: cpuMs,
-    idleMsPerSec,
+    busiestCpuMsPerTxn: cpuMs(at),
+    idleMsPerSec: idle,
+    txnsPerBatch: 1 / batches(at),
+    inFlight: (at * s.latencyMs) / 1000,
+    usableCores,
+    latencyMs: s.latencyMs,
   };
 }
 
-/** CPU ms per transaction the model expects at `tps` (idle work spread over the transactions included). */
-export function cpuPerTxnAt(x: Prediction, tps: number): number {
-  if (!(tps > 0)) throw new RangeError(`tps ${tps}: must be positive`);
-  return x.busiestCpuMsPerTxn + x.idleMsPerSec / tps;
+/** A cluster on one machine (this benchmark's): its nodes, the groups each leads, and the clients in flight. */
+export interface OneMachine {
+  nodes: number;
+  groups: number;
+  groupsLed: number[];
+  clients: number;
 }
 
 /**
- * The least G that the model gives the best throughput for N machines: the
- * busiest machine's leader share is least (1/N) once G is a multiple of N,
- * so the search stops at N (more groups than that only add groups to spread).
+ * Every process of a cluster on one machine: the CPU ms a committed transaction costs them all at `tps`, the nodes'
+ * idle work a second spread over the transactions. The batches per transaction are the model's for the clients in
+ * flight unless given (`batchesPerTxn`: the measured, to check the costs apart from the batch-size model).
+ */
+export function oneMachineMsPerTxn(p: ScaleParams, c: OneMachine, tps: number, batchesPerTxn?: number): number {
+  if (!(tps > 0)) throw new RangeError(`tps ${tps}: must be positive`);
+  return oneMachineMarginalMs(p, c, batchesPerTxn) + (c.nodes * idleMsPerSec(p, c.groups)) / tps;
+}
+
+function oneMachineMarginalMs(p: ScaleParams, c: OneMachine, batchesPerTxn?: number): number {
+  const b = batchesPerTxn ?? 1 / txnsPerBatch(p, c.clients, c.groups);
+  const nodes = c.groupsLed.reduce((t, led) => t + nodeMsPerTxn(p, c.nodes, c.groups, led, b), 0);
+  return nodes + p.clientMs + b * p.clientBatchMs;
+}
+
+/** The throughput of a cluster on one machine whose processes get `msPerSec` of CPU a second (cores × 1000 at most). */
+export function oneMachineTps(p: ScaleParams, c: OneMachine, msPerSec: number): number {
+  const spare = msPerSec - c.nodes * idleMsPerSec(p, c.groups);
+  return spare > 0 ? spare / oneMachineMarginalMs(p, c) : 0;
+}
+
+/**
+ * The G that gives the model's best throughput for N machines, the fewest
+ * groups among equals: more groups spread the leaders' work (the busiest
+ * machine's share is least, 1/N, once G is a multiple of N) but each adds
+ * its idle work and makes every group's batches smaller, so the best may
+ * be below N. The search stops at N.
  */
 export function suggestGroups(p: ScaleParams, s: Omit<Shape, 'groups'>): { groups: number; prediction: Prediction } {
   let best = { groups: 1, prediction: predict(p, { ...s, groups: 1 }) };

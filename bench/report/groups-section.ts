@@ -1,7 +1,7 @@
 // REPORT.md's section on decision groups (bench/scenarios/groups.ts): the
 // measured points, the capacity model's parameters, its prediction beside
 // each point, and its prediction for 9 machines of 16 cores.
-import type { GroupsFigures } from '../scenarios/groups.ts';
+import type { ErrorRange, GroupsFigures, GroupsModel, ValidationRow } from '../scenarios/groups.ts';
 
 type Table = (head: string[], rows: (string | number)[][]) => string;
 
@@ -55,49 +55,85 @@ export function groupsSection(g: GroupsFigures, table: Table): string[] {
   ];
   const m = g.model;
   if (m === null) return out;
-  const p = m.params;
-  out.push(
-    '',
-    `The capacity model (bench/analysis/scale-model.ts), fitted on ${p.fittedOn.join(', ')} (nodes × G): per transaction, the leader's CPU is ${n2(p.leaderBaseMs)} ms of its own plus ${n2(p.perFollowerMs)} ms per follower, each follower's ${n2(p.perFollowerMs)} ms, participants and clients ${n2(p.clientMs)} ms; ${n2(p.syncsPerTxnPerNode)} fsyncs per node at the measured load; the leader sends each follower ${int(p.leaderBytesPerFollower)} bytes and a follower sends back ${int(p.followerBytes)}; ${n2(p.raftMessagesPerTxn)} Raft messages and ${n2(p.participantMessagesPerTxn)} participant requests and answers.`,
-    '',
-    "On this machine every process shares the cores, so the model's throughput is its CPU ceiling, nearly the same at every G (less each group's idle work); the measured peak falls short of it by the share of the cores other work took (busy: the fraction of all cores the window's processes used). The CPU per transaction, predicted at the measured throughput, is the figure to compare: the model fits per-transaction costs at G = 1, so where a group's batches shrink at G > 1 it predicts too little.",
-    '',
-    table(
-      [
-        'nodes',
-        'G',
-        'measured tx/s',
-        'predicted tx/s',
-        'error',
-        'CPU ms/tx measured',
-        'predicted',
-        'error',
-        'busy',
-        'load avg',
-      ],
-      m.validation.map((v) => [
-        v.nodes,
-        v.groups,
-        v.measured_tps,
-        v.predicted_tps,
-        pct(v.error),
-        v.measured_cpu_ms_per_txn,
-        v.predicted_cpu_ms_per_txn,
-        pct(v.cpu_error),
-        v.busy,
-        v.load_avg,
-      ]),
-    ),
+  // A results file written before the batching term has the older model; `npm run bench -- groups-model FILE --write` fits it again.
+  if (m.leave_one_out === undefined)
+    return [
+      ...out,
+      '',
+      'The capacity model stored with these points predates its per-batch term: `npm run bench -- groups-model FILE --write` fits it again.',
+    ];
+  return [...out, ...modelLines(m, table)];
+}
+
+const range = (r: ErrorRange): string =>
+  `${pct(r.min)} to ${pct(r.max)} (mean |error| ${Math.round(r.mean_abs * 100)}%)`;
+
+function validationTable(rows: ValidationRow[], table: Table): string {
+  return table(
+    [
+      'nodes',
+      'G',
+      'clients',
+      'tx/s measured',
+      'predicted',
+      'error',
+      'all cores',
+      'CPU ms/tx measured',
+      'predicted',
+      'error',
+      'at measured batches',
+      'tx/batch measured',
+      'predicted',
+      'busy',
+      'load avg',
+    ],
+    rows.map((v) => [
+      v.nodes,
+      v.groups,
+      `${v.clients}${v.peak ? ' (peak)' : ''}`,
+      v.measured_tps,
+      v.predicted_tps,
+      pct(v.error),
+      v.ceiling_tps,
+      v.measured_cpu_ms_per_txn,
+      v.predicted_cpu_ms_per_txn,
+      pct(v.cpu_error),
+      `${v.cpu_ms_per_txn_at_measured_batches} (${pct(v.cpu_error_at_measured_batches)})`,
+      v.measured_txns_per_batch,
+      v.predicted_txns_per_batch,
+      v.busy,
+      v.load_avg,
+    ]),
   );
-  if (m.validation_from_smallest.length > 0)
+}
+
+/** The model's part of the section: its parameters, its predictions beside the windows, and 9 × 16. */
+export function modelLines(m: GroupsModel, table: Table): string[] {
+  const p = m.params;
+  const out = [
+    '',
+    `The capacity model (bench/analysis/scale-model.ts), fitted on every loaded window of ${p.fittedOn.join(', ')} (nodes × G). Per transaction, the leader's CPU is ${n2(p.leaderBaseMs)} ms of its own plus ${n2(p.perFollowerMs)} ms per follower, a follower's ${n2(p.perFollowerMs)} ms; per group batch (an append round, its persist, a participant batch), the leader's ${n2(p.leaderBatchMs)} ms plus ${n2(p.perFollowerBatchMs)} ms per follower, a follower's ${n2(p.perFollowerBatchMs)} ms (the node figures differ from the fit by ${pct(p.nodeResidual).slice(1)} root mean square); participants and clients ${n2(p.clientMs)} ms per transaction and ${n2(p.clientBatchMs)} ms per batch. A transaction waits through ${n2(p.phasesOneGroup)} of its group's batches at G = 1 and ${n2(p.phases)} at G > 1, so a batch carries (transactions in flight / G) / phases. Idle, a node spends ${n2(p.idleMsPerSecBase)} + ${n2(p.idleMsPerSecPerGroup)} × G ms of CPU a second. The leader sends each follower ${int(p.leaderBytesPerFollower)} bytes a transaction and a follower sends back ${int(p.followerBytes)}.`,
+    '',
+    "Each nodes × G point left out in turn, fitted on the others, predicting its windows: CPU per transaction of every process (idle work included) at the measured throughput, with the batch size the model expects there and, apart, with the measured one (the costs without the batch-size model); throughput for the CPU the window's processes got (busy × cores: other work on the machine took the rest) and for every core of this machine. Errors are (measured − predicted) / predicted.",
+    '',
+    validationTable(m.leave_one_out, table),
+    '',
+    `Left out in turn: CPU per transaction ${range(m.errors.leave_one_out.cpu)}, throughput ${range(m.errors.leave_one_out.tps)}.`,
+  ];
+  if (m.errors.from_smallest !== null)
     out.push(
       '',
-      `Fitted on the smallest cluster alone, predicting the larger: CPU per transaction ${m.validation_from_smallest.map((v) => `${v.nodes} nodes G = ${v.groups}: ${v.measured_cpu_ms_per_txn} measured, ${v.predicted_cpu_ms_per_txn} predicted (${pct(v.cpu_error)})`).join('; ')}.`,
+      `Fitted on the smallest cluster alone, predicting the larger: CPU per transaction ${range(m.errors.from_smallest.cpu)}, throughput ${range(m.errors.from_smallest.tps)}.`,
+      '',
+      validationTable(m.validation_from_smallest, table),
     );
   const x = m.nine_by_16;
+  const a = x.assumptions;
+  const ceilings = (y: typeof x.prediction): string =>
+    `CPU ${int(y.cpuTps)}, disk ${int(y.diskTps)}, network ${int(y.networkTps)}; ${n2(y.txnsPerBatch)} transactions a batch, ${int(y.inFlight)} in flight`;
   out.push(
     '',
-    `Prediction for 9 machines of 16 cores, one node each, participants and clients elsewhere, fsync ${x.assumptions.fsync_ms} ms (this disk's, under the load), ${x.assumptions.network_gbit_s} Gbit/s links: G = ${x.groups} (the model's choice: the fewest groups that reach its best throughput, at most one per machine) gives ${int(x.prediction.tps)} tx/s, bound by ${x.prediction.bound} (CPU ${int(x.prediction.cpuTps)}, disk ${int(x.prediction.diskTps)}, network ${int(x.prediction.networkTps)}); at G = 1, ${int(x.at_g1.tps)} tx/s, bound by ${x.at_g1.bound}. Where the model stops holding: docs/benchmarks.md.`,
+    `Prediction for 9 machines of 16 cores, one node each, participants and clients elsewhere, fsync ${a.fsync_ms} ms (this disk's, under the load), ${a.network_gbit_s} Gbit/s links, a node keeping ${a.cores_per_node} core busy (one event loop), clients keeping enough in flight for a latency of ${a.latency_ms} ms (Little's law): G = ${x.groups} (the model's best, at most one group per machine) gives ${int(x.prediction.tps)} tx/s, bound by ${x.prediction.bound} (${ceilings(x.prediction)}); at G = 1, ${int(x.at_g1.tps)} tx/s, bound by ${x.at_g1.bound}. With clients that accept only ${a.low_latency_ms} ms (fewer in flight, smaller batches), G = ${x.low_latency.groups} gives ${int(x.low_latency.prediction.tps)} tx/s (${x.low_latency.prediction.bound}). If a node could keep all 16 cores busy, G = ${x.every_core.groups} would give ${int(x.every_core.prediction.tps)} tx/s (${x.every_core.prediction.bound}). Where the model stops holding: docs/operations.md, "The capacity model".`,
   );
   return out;
 }

@@ -122,18 +122,30 @@ export interface ScaleParams {
   /** A node's CPU a second with no load: base + groups × perGroup, ms. */
   idleMsPerSecBase: number;
   idleMsPerSecPerGroup: number;
-  /** The leader's CPU per transaction apart from replication and idle work, ms. */
+  /** The leader's CPU per transaction apart from replication, batches and idle work, ms. */
   leaderBaseMs: number;
   /** CPU per transaction of each follower, and of the leader for each follower it replicates to, ms. */
   perFollowerMs: number;
-  /** Participants and clients, CPU ms per transaction (off the node machines in a deployment). */
+  /** The leader's CPU per group batch apart from replication (participant batch, its persist, the engine's turn), ms. */
+  leaderBatchMs: number;
+  /** CPU per group batch of each follower (append, persist, ack), and of the leader for each follower, ms. */
+  perFollowerBatchMs: number;
+  /** Root mean square of the node figures' relative difference from the fit. */
+  nodeResidual: number;
+  /** Participants and clients, CPU ms per transaction and per group batch (off the node machines in a deployment). */
   clientMs: number;
-  /** fsync batches per transaction on one node, at the measured load. */
-  syncsPerTxnPerNode: number;
+  clientBatchMs: number;
+  /**
+   * The group batches a transaction waits through (at G = 1, and at G > 1): a batch carries max(1, transactions in
+   * flight / G) / phases.
+   */
+  phasesOneGroup: number;
+  phases: number;
   /** Raft bytes per transaction the leader sends to one follower. */
   leaderBytesPerFollower: number;
   /** Raft bytes per transaction a follower sends back to the leader. */
   followerBytes: number;
+  /** Raft messages and participant requests and answers per transaction (the G = 1 windows' mean). */
   raftMessagesPerTxn: number;
   participantMessagesPerTxn: number;
   /** The points the parameters came from (nodes × groups). */
@@ -149,27 +161,44 @@ export interface Prediction {
   networkTps: number;
   /** Of the transactions, the share the busiest machine leads. */
   busiestLeaderShare: number;
-  /** CPU ms per transaction on the busiest machine (oneMachine: on the whole machine), idle work left out. */
+  /** CPU ms per transaction on the busiest machine at tps, idle work left out. */
   busiestCpuMsPerTxn: number;
-  /** CPU ms a second the busiest machine (oneMachine: every node) spends with no load. */
+  /** CPU ms a second a node spends with no load. */
   idleMsPerSec: number;
+  /** Transactions per group batch at tps. */
+  txnsPerBatch: number;
+  /** The cores of a machine the node keeps busy (one event loop: about one). */
+  usableCores: number;
+  /** The latency the clients accept, ms, and the transactions they then keep in flight at tps (Little's law). */
+  latencyMs: number;
+  inFlight: number;
 }
 
 /**
- * A measured peak beside the model's prediction for this machine; error = (measured − predicted) / predicted. The
- * throughput predicted is the CPU ceiling of every core, so on a shared machine the measured falls short of it by the
- * share of the cores the window did not get (busy). The CPU per transaction is predicted at the measured throughput
- * (the idle work a second spread over the transactions, plus each one's own), whatever else runs.
+ * One loaded window beside the model's prediction for this machine; errors are (measured − predicted) / predicted.
+ * CPU per transaction is every sampled process's (nodes, participants, load generator, idle work included),
+ * predicted at the measured throughput with the batch size the model expects there; at_measured_batches uses the
+ * measured batch size instead (the costs alone, without the batch-size model). The throughput is predicted for the
+ * CPU the window's processes got (busy × cores: other work on the machine took the rest), and, as ceiling_tps, for
+ * every core.
  */
 export interface ValidationRow {
   nodes: number;
   groups: number;
+  clients: number;
+  /** The point's peak window. */
+  peak: boolean;
   measured_tps: number;
   predicted_tps: number;
   error: number;
+  ceiling_tps: number;
   measured_cpu_ms_per_txn: number;
   predicted_cpu_ms_per_txn: number;
   cpu_error: number;
+  cpu_ms_per_txn_at_measured_batches: number;
+  cpu_error_at_measured_batches: number;
+  measured_txns_per_batch: number;
+  predicted_txns_per_batch: number;
   /** Of the window, the fraction of all cores the sampled processes kept busy. */
   busy: number;
   load_avg: number;
@@ -183,19 +212,43 @@ export interface GroupsFigures {
   model: GroupsModel | null;
 }
 
+/** The least and greatest of a set of errors, and their mean absolute value. */
+export interface ErrorRange {
+  min: number;
+  max: number;
+  mean_abs: number;
+}
+
 /** The capacity model fitted to the points (bench/analysis/groups-model.ts). */
 export interface GroupsModel {
   params: ScaleParams;
-  /** Each measured peak beside the model's prediction for this machine (one machine, every process on it). */
+  /** Every loaded window beside the model fitted on every point (in sample). */
   validation: ValidationRow[];
-  /** Leave-one-size-out: fitted on the smallest cluster's G = 1 alone, predicting the others. */
+  /** Each nodes × G point left out in turn: fitted on the others, predicting its windows. */
+  leave_one_out: ValidationRow[];
+  /** Fitted on the smallest cluster's points alone, predicting the larger clusters' windows. */
   validation_from_smallest: ValidationRow[];
-  /** The prediction for 9 machines of 16 cores, G chosen by the model. */
+  /** The error ranges of leave_one_out and validation_from_smallest. */
+  errors: {
+    leave_one_out: { cpu: ErrorRange; tps: ErrorRange };
+    from_smallest: { cpu: ErrorRange; tps: ErrorRange } | null;
+  };
+  /** The prediction for 9 machines of 16 cores, one node each, G chosen by the model. */
   nine_by_16: {
     groups: number;
-    assumptions: { fsync_ms: number; network_gbit_s: number };
+    assumptions: {
+      fsync_ms: number;
+      network_gbit_s: number;
+      cores_per_node: number;
+      latency_ms: number;
+      low_latency_ms: number;
+    };
     prediction: Prediction;
     at_g1: Prediction;
+    /** The same shape if a node kept every core of its machine busy: the bound the event loop keeps it from. */
+    every_core: { groups: number; prediction: Prediction };
+    /** The same with clients that accept only low_latency_ms: fewer in flight, smaller batches. */
+    low_latency: { groups: number; prediction: Prediction };
   };
 }
 
