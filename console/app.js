@@ -234,14 +234,17 @@ const pages = {
       c.groups?.length > 1 ? el('h2', { text: 'Decision groups' }) : '',
       c.groups?.length > 1
         ? table(
-            `Decision groups as seen from ${c.nodeId}`,
-            ['group', 'leader', 'term', 'commit', 'applied'],
+            `Decision groups as seen from ${c.nodeId}; in flight and unacked above are summed over the groups it leads`,
+            ['group', 'leader', 'term', 'commit', 'applied', 'in flight', 'unacked'],
             c.groups.map((g) => [
               String(g.group),
               g.leaderId || 'election',
               String(g.term),
               String(g.commitIndex),
               String(g.appliedIndex),
+              // A group's in-flight and unacked figures are its leader's: elsewhere the row says where.
+              g.inFlight === null ? `on ${g.leaderId || 'its leader'}` : String(g.inFlight),
+              g.unacked === null ? `on ${g.leaderId || 'its leader'}` : String(g.unacked),
             ]),
             'none',
           )

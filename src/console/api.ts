@@ -46,6 +46,9 @@ export interface ConsoleGroup {
   term: number;
   commitIndex: number;
   appliedIndex: number;
+  /** Transactions in flight and decisions not yet acknowledged in this group: its leader's to know, null elsewhere. */
+  inFlight: number | null;
+  unacked: number | null;
 }
 
 /** One decision group's replica on this node, as the pages of transactions, participants and TCC read it. */
@@ -312,6 +315,7 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
     });
     const phases = engine.phases();
     const isLeader = driver.isLeader();
+    const groups = ready().groups?.() ?? [];
     const allowed = actionsAllowed(req);
     // "make leader": from the leader's page, to a voter that answers and is caught up enough to be handed leadership.
     for (const m of members) {
@@ -330,19 +334,23 @@ export function consoleHandler(deps: ConsoleDeps): (req: IncomingMessage, res: S
       lastIndex: s.lastIndex,
       members,
       leaderChanges: deps.leaders.list(),
-      // In flight and unacked are the leader's to know: a follower says so (null) rather than show 0.
-      transactions: isLeader
-        ? {
-            inFlight: phases.begun + phases.preparing + phases.deciding,
-            unacked: phases.delivering,
-            decisions: table.decisions.size,
-            onLeader: false,
-          }
-        : { inFlight: null, unacked: null, decisions: table.decisions.size, onLeader: true },
+      // In flight and unacked are the leader's to know: a follower says so (null) rather than show 0. With decision
+      // groups, the sums over the groups this node leads (each group's own in `groups`), null when it leads none.
+      transactions:
+        groups.length > 1
+          ? summedOverLed(groups, table.decisions.size)
+          : isLeader
+            ? {
+                inFlight: phases.begun + phases.preparing + phases.deciding,
+                unacked: phases.delivering,
+                decisions: table.decisions.size,
+                onLeader: false,
+              }
+            : { inFlight: null, unacked: null, decisions: table.decisions.size, onLeader: true },
       leader: await leaderRef(leaderId),
       participants: table.participants.size,
       actions: allowed,
-      groups: ready().groups?.() ?? [],
+      groups,
       nowMs: Date.now(),
     };
   }
@@ -963,4 +971,19 @@ function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
       ok(v as Record<string, unknown>);
     });
   });
+}
+
+/** The cluster page's transaction figures at G > 1: summed over the groups led here, null when it leads none. */
+function summedOverLed(
+  groups: readonly ConsoleGroup[],
+  decisions: number,
+): { inFlight: number | null; unacked: number | null; decisions: number; onLeader: boolean } {
+  const led = groups.filter((g) => g.inFlight !== null);
+  if (led.length === 0) return { inFlight: null, unacked: null, decisions, onLeader: true };
+  return {
+    inFlight: led.reduce((n, g) => n + (g.inFlight ?? 0), 0),
+    unacked: led.reduce((n, g) => n + (g.unacked ?? 0), 0),
+    decisions,
+    onLeader: false,
+  };
 }

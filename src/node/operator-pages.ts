@@ -432,11 +432,15 @@ function certificateNotAfterAtMs(file: string): number {
 /** Group `group`'s row on the console's cluster page, from its core's Raft status. */
 function groupRow(group: number, core: NodeCore): ConsoleGroup {
   const s = core.driver.node.status();
+  const leads = core.driver.isLeader();
+  const p = core.engine.phases();
   return {
     group,
     leaderId: s.softState.leader,
     term: s.hardState.term,
     commitIndex: s.hardState.commit,
     appliedIndex: s.applied,
+    inFlight: leads ? p.begun + p.preparing + p.deciding : null,
+    unacked: leads ? p.delivering : null,
   };
 }

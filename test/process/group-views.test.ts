@@ -237,6 +237,25 @@ describe('what an operator sees of four decision groups', () => {
           return leases.every((name) => r.leases.some((l) => l.name === name && l.live)) ? r : undefined;
         });
         expect(ls.leases.filter((l) => leases.includes(l.name))).toHaveLength(GROUPS);
+        if (!afterRestart) {
+          // The cluster page: a group's in flight is its leader's figure (the transaction left open in it) and null on
+          // the other nodes; the summary sums the groups this node leads, null when it leads none.
+          type Page = {
+            transactions: { inFlight: number | null };
+            groups: { group: number; leaderId: string; inFlight: number | null }[];
+          };
+          const page = await waitFor(
+            `${n.id}'s cluster page shows each group's open transaction`,
+            WAIT_MS,
+            async () => {
+              const r = await json<Page>(n, '/api/cluster');
+              const right = r.groups.every((g) => (g.leaderId === n.id ? g.inFlight === 1 : g.inFlight === null));
+              return right && r.groups.length === GROUPS ? r : undefined;
+            },
+          );
+          const led = page.groups.filter((g) => g.leaderId === n.id).length;
+          expect(page.transactions.inFlight).toBe(led === 0 ? null : led);
+        }
       };
 
       for (const n of [lead0, follower]) await check(n, false);

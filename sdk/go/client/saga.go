@@ -84,13 +84,14 @@ type SagaStatus struct {
 // Ended says whether the saga finished or was compensated.
 func (s SagaStatus) Ended() bool { return s.State == SagaFinished || s.State == SagaCompensated }
 
-// CheckSagaID: 1-128 printable ASCII characters without '/' (the step keys use it as a separator).
+// CheckSagaID: 1-128 printable ASCII characters (0x21-0x7e, so no space) without '/' (the step keys use it as a
+// separator): the cluster's rule.
 func CheckSagaID(id string) error {
 	if id == "" || len(id) > SagaIDBytesMax {
 		return invalidArgument("saga id %q must be 1-%d characters", clipText(id, 40), SagaIDBytesMax)
 	}
 	for i := 0; i < len(id); i++ {
-		if id[i] < 0x20 || id[i] > 0x7e || id[i] == '/' {
+		if id[i] <= 0x20 || id[i] > 0x7e || id[i] == '/' {
 			return invalidArgument("saga id %q must be printable ASCII without '/'", clipText(id, 40))
 		}
 	}

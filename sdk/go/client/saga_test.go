@@ -105,6 +105,7 @@ func TestStartSagaRefusesABadDefinitionBeforeSendingIt(t *testing.T) {
 		"no steps":            {},
 		"too many steps":      {Steps: many},
 		"a slash in the id":   {ID: "a/b", Steps: []SagaStep{{Service: "shop", Name: "x"}}},
+		"a space in the id":   {ID: "a b", Steps: []SagaStep{{Service: "shop", Name: "x"}}},
 		"a pivot out of room": {Steps: []SagaStep{{Service: "shop", Name: "x"}}, Pivot: &bad},
 		"a bad service id":    {Steps: []SagaStep{{Service: "", Name: "x"}}},
 	} {

@@ -202,6 +202,10 @@ def test_end_sagas_takes_only_the_sagas_the_cluster_ended_confirmed_in_one_call_
             (spb.SagaEndsRequest(cluster_id="other", saga_ids=["o1"]), grpc.StatusCode.FAILED_PRECONDITION),
             (spb.SagaEndsRequest(cluster_id=C, saga_ids=[f"x{i}" for i in range(1_025)]), grpc.StatusCode.INVALID_ARGUMENT),
             (spb.SagaEndsRequest(cluster_id=C, saga_ids=[""]), grpc.StatusCode.INVALID_ARGUMENT),
+            # The cluster's saga id rule: no '/', no space, nothing outside printable ASCII.
+            (spb.SagaEndsRequest(cluster_id=C, saga_ids=["o1/0"]), grpc.StatusCode.INVALID_ARGUMENT),
+            (spb.SagaEndsRequest(cluster_id=C, saga_ids=["o 1"]), grpc.StatusCode.INVALID_ARGUMENT),
+            (spb.SagaEndsRequest(cluster_id=C, saga_ids=["o\u00e91"]), grpc.StatusCode.INVALID_ARGUMENT),
         ]:
             with pytest.raises(grpc.RpcError) as e:
                 stub.EndSagas(bad)

@@ -67,6 +67,13 @@ if TYPE_CHECKING:
 #: src/saga/commands.ts
 STEPS_MAX = 64
 SAGA_ID_BYTES_MAX = 128
+
+
+def saga_id_problem(saga_id: str) -> Optional[str]:
+    """Why `saga_id` is not a saga id (the cluster's rule: 1-128 printable ASCII characters, no space, no '/'), or None."""
+    if 0 < len(saga_id) <= SAGA_ID_BYTES_MAX and all(0x21 <= ord(c) <= 0x7E and c != "/" for c in saga_id):
+        return None
+    return f"saga id {saga_id[:40]!r} must be 1 to {SAGA_ID_BYTES_MAX} printable ASCII characters without '/'"
 #: Saga ids in one EndSagas or SagaStates call at most (src/transport/saga-rpc.ts).
 SAGA_IDS_PER_CALL_MAX = 1_024
 #: How long a cluster that answered SagaStates UNIMPLEMENTED is asked SagaStatus per saga instead (seconds).
@@ -264,8 +271,9 @@ class _StepServicer(saga_pb2_grpc.SagaStepServicer):
         svc = self.svc
         if r.cluster_id != svc.cluster_id:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f'the call is for cluster "{r.cluster_id[:64]}", this step service is in cluster "{svc.cluster_id}"')
-        if r.saga_id == "" or len(r.saga_id.encode()) > SAGA_ID_BYTES_MAX:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"saga id {r.saga_id[:40]!r} is not a saga id")
+        bad = saga_id_problem(r.saga_id)
+        if bad is not None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, bad)
         if r.step >= STEPS_MAX:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"saga {r.saga_id}: step {r.step} is beyond the limit of {STEPS_MAX} steps")
         key = f"{r.saga_id}/{r.step}/{kind}"
@@ -295,8 +303,9 @@ class _StepServicer(saga_pb2_grpc.SagaStepServicer):
         if request.cluster_id != svc.cluster_id:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f'the call is for cluster "{request.cluster_id[:64]}"')
         saga_id = request.saga_id
-        if saga_id == "" or len(saga_id.encode()) > SAGA_ID_BYTES_MAX:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"saga id {saga_id[:40]!r} is not a saga id")
+        bad = saga_id_problem(saga_id)
+        if bad is not None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, bad)
         try:
             state = svc.saga_state(saga_id)
         except VerdictError as err:
@@ -319,8 +328,9 @@ class _StepServicer(saga_pb2_grpc.SagaStepServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"EndSagas takes at most {SAGA_IDS_PER_CALL_MAX} saga ids; {len(request.saga_ids)} were sent")
         ids = list(dict.fromkeys(request.saga_ids))
         for saga_id in ids:
-            if saga_id == "" or len(saga_id.encode()) > SAGA_ID_BYTES_MAX:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"saga id {saga_id[:40]!r} is not a saga id")
+            bad = saga_id_problem(saga_id)
+            if bad is not None:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, bad)
         ended = [i for i in ids if svc.inbox.has_ended(i)]
         ask = [i for i in ids if i not in set(ended)]
         if not ask:
