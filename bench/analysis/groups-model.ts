@@ -128,7 +128,9 @@ function fitOrNull(points: GroupsPoint[]): ScaleParams | null {
   }
 }
 
-/** Each point's windows predicted by the model fitted to the other points (the points it cannot fit without, left out). */
+/**
+ * Each point's windows predicted by the model fitted to the other points (the points it cannot fit without, left out).
+ */
 function leaveOneOut(points: GroupsPoint[], cores: number): ValidationRow[] {
   return points.flatMap((p) => {
     const ps = fitOrNull(points.filter((q) => q !== p));

@@ -53,9 +53,45 @@ export function groupsSection(g: GroupsFigures, table: Table): string[] {
       }),
     ),
   ];
+  const equal = equalInFlightRows(g);
+  if (equal.length > 0)
+    out.push(
+      '',
+      "At equal transactions in flight per group: each window of G > 1 beside the same cluster's G = 1 window whose clients are its clients ÷ G, so each group's leader has as many transactions to batch as the one leader had. Each group batches alone (an append round, its persist, a participant batch): with the same clients in all, a group's batches at G > 1 are 1/G as big as at G = 1. Here that difference is taken out, and the ratio is what more groups cost at the same batch size (idle work, the groups' batches taking turns on the same cores).",
+      '',
+      table(
+        [
+          'nodes',
+          'G',
+          'clients (per group)',
+          'tx/s',
+          'G = 1 tx/s',
+          'CPU ms/tx: nodes',
+          'G = 1',
+          'G ÷ G = 1',
+          'all processes',
+          'G = 1',
+          'G ÷ G = 1',
+        ],
+        equal.map((r) => [
+          r.nodes,
+          r.groups,
+          `${r.clients} (${r.clients_per_group})`,
+          r.tps,
+          r.tps_g1,
+          r.cpu_nodes,
+          r.cpu_nodes_g1,
+          n2(r.cpu_nodes / r.cpu_nodes_g1),
+          r.cpu_all,
+          r.cpu_all_g1,
+          n2(r.cpu_all / r.cpu_all_g1),
+        ]),
+      ),
+    );
   const m = g.model;
   if (m === null) return out;
-  // A results file written before the batching term has the older model; `npm run bench -- groups-model FILE --write` fits it again.
+  // A results file written before the batching term has the older model; `npm run bench -- groups-model FILE --write`
+  // fits it again.
   if (m.leave_one_out === undefined)
     return [
       ...out,
@@ -136,4 +172,50 @@ export function modelLines(m: GroupsModel, table: Table): string[] {
     `Prediction for 9 machines of 16 cores, one node each, participants and clients elsewhere, fsync ${a.fsync_ms} ms (this disk's, under the load), ${a.network_gbit_s} Gbit/s links, a node keeping ${a.cores_per_node} core busy (one event loop), clients keeping enough in flight for a latency of ${a.latency_ms} ms (Little's law): G = ${x.groups} (the model's best, at most one group per machine) gives ${int(x.prediction.tps)} tx/s, bound by ${x.prediction.bound} (${ceilings(x.prediction)}); at G = 1, ${int(x.at_g1.tps)} tx/s, bound by ${x.at_g1.bound}. With clients that accept only ${a.low_latency_ms} ms (fewer in flight, smaller batches), G = ${x.low_latency.groups} gives ${int(x.low_latency.prediction.tps)} tx/s (${x.low_latency.prediction.bound}). If a node could keep all 16 cores busy, G = ${x.every_core.groups} would give ${int(x.every_core.prediction.tps)} tx/s (${x.every_core.prediction.bound}). Where the model stops holding: docs/operations.md, "The capacity model".`,
   );
   return out;
+}
+
+/** One window of G > 1 beside the G = 1 window of the same cluster with as many transactions in flight per group. */
+export interface EqualInFlightRow {
+  nodes: number;
+  groups: number;
+  clients: number;
+  clients_per_group: number;
+  tps: number;
+  tps_g1: number;
+  /** CPU ms per committed transaction, the node processes and every process (nodes, participants, load generator). */
+  cpu_nodes: number;
+  cpu_nodes_g1: number;
+  cpu_all: number;
+  cpu_all_g1: number;
+}
+
+const cpuAll = (w: GroupsFigures['points'][number]['windows'][number]): number =>
+  Math.round((w.cpu_ms_per_txn_nodes + w.cpu_ms_per_txn_participants + w.cpu_ms_per_txn_loadgen) * 1000) / 1000;
+
+/** The windows of G > 1 that have a G = 1 window (same nodes) with clients ÷ G clients; nodes, G, clients order. */
+export function equalInFlightRows(g: GroupsFigures): EqualInFlightRow[] {
+  const rows: EqualInFlightRow[] = [];
+  for (const p of g.points) {
+    if (p.groups <= 1) continue;
+    const one = g.points.find((q) => q.nodes === p.nodes && q.groups === 1);
+    if (one === undefined) continue;
+    for (const w of p.windows) {
+      if (w.clients % p.groups !== 0 || w.tps <= 0) continue;
+      const w1 = one.windows.find((x) => x.clients === w.clients / p.groups);
+      if (w1 === undefined || w1.tps <= 0) continue;
+      rows.push({
+        nodes: p.nodes,
+        groups: p.groups,
+        clients: w.clients,
+        clients_per_group: w1.clients,
+        tps: w.tps,
+        tps_g1: w1.tps,
+        cpu_nodes: w.cpu_ms_per_txn_nodes,
+        cpu_nodes_g1: w1.cpu_ms_per_txn_nodes,
+        cpu_all: cpuAll(w),
+        cpu_all_g1: cpuAll(w1),
+      });
+    }
+  }
+  return rows.sort((a, b) => a.nodes - b.nodes || a.groups - b.groups || a.clients - b.clients);
 }

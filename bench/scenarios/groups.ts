@@ -51,7 +51,7 @@ export function groupsPlan(quick: boolean): Omit<GroupsOptions, 'log'> {
     ? {
         nodes: [3],
         groups: [1, 2, 4],
-        clients: [16, 64],
+        clients: [16, 64, 256],
         warmupMs: 1_500,
         measureMs: 3_000,
         spreadWaitMs: 15_000,
@@ -60,7 +60,9 @@ export function groupsPlan(quick: boolean): Omit<GroupsOptions, 'log'> {
     : {
         nodes: [3, 5],
         groups: [1, 2, 4],
-        clients: [16, 64, 256],
+        // Up to 4 × 256: G = 4 gets windows with as many transactions in flight per group as G = 1 has at 16, 64
+        // and 256 (the comparison at equal load per group, bench/report/groups-section.ts).
+        clients: [16, 64, 256, 1024],
         warmupMs: 10_000,
         measureMs: 8_000,
         spreadWaitMs: 30_000,
@@ -126,7 +128,9 @@ export interface ScaleParams {
   leaderBaseMs: number;
   /** CPU per transaction of each follower, and of the leader for each follower it replicates to, ms. */
   perFollowerMs: number;
-  /** The leader's CPU per group batch apart from replication (participant batch, its persist, the engine's turn), ms. */
+  /**
+   * The leader's CPU per group batch apart from replication (participant batch, its persist, the engine's turn), ms.
+   */
   leaderBatchMs: number;
   /** CPU per group batch of each follower (append, persist, ack), and of the leader for each follower, ms. */
   perFollowerBatchMs: number;

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { alignedTable, parseResults } from '../../bench/analysis/groups-model-run.ts';
 import { fitPointOf, modelOf, withModel } from '../../bench/analysis/groups-model.ts';
 import { idleMsPerSec, nodeMsPerTxn, txnsPerBatch, type ScaleParams } from '../../bench/analysis/scale-model.ts';
-import { groupsSection } from '../../bench/report/groups-section.ts';
+import { equalInFlightRows, groupsSection } from '../../bench/report/groups-section.ts';
 import type { GroupsFigures, GroupsPoint, GroupsWindow } from '../../bench/scenarios/groups.ts';
 
 /** What the synthetic cluster costs. */
@@ -191,6 +191,31 @@ describe('the groups model and report section', () => {
     // A results file from before the batching term: the section says how to fit it again.
     const old = { ...FIGURES, model: { params: {} } as unknown as GroupsFigures['model'] };
     expect(groupsSection(old, table).join('\n')).toContain('npm run bench -- groups-model FILE --write');
+  });
+
+  it('sets each window of G > 1 beside the G = 1 window with as many in flight per group, and prints them', () => {
+    const rows = equalInFlightRows(FIGURES);
+    // G = 4 at 64 and 256 clients meet G = 1 at 16 and 64; G = 2's 32 and 128 per group have no G = 1 window.
+    expect(rows.map((r) => [r.nodes, r.groups, r.clients, r.clients_per_group])).toEqual([
+      [3, 4, 64, 16],
+      [3, 4, 256, 64],
+      [5, 4, 64, 16],
+      [5, 4, 256, 64],
+    ]);
+    const at = (nodes: number, groups: number, clients: number): GroupsWindow =>
+      POINTS.find((p) => p.nodes === nodes && p.groups === groups)?.windows.find(
+        (w) => w.clients === clients,
+      ) as GroupsWindow;
+    expect(rows[1].cpu_nodes).toBe(at(3, 4, 256).cpu_ms_per_txn_nodes);
+    expect(rows[1].cpu_nodes_g1).toBe(at(3, 1, 64).cpu_ms_per_txn_nodes);
+    expect(rows[1].tps_g1).toBe(at(3, 1, 64).tps);
+    const w1 = at(3, 1, 64);
+    expect(rows[1].cpu_all_g1).toBeCloseTo(w1.cpu_ms_per_txn_nodes + w1.cpu_ms_per_txn_participants, 3);
+    const table = (head: string[], body: (string | number)[][]): string =>
+      [head, ...body].map((r) => `| ${r.join(' | ')} |`).join('\n');
+    const text = groupsSection(FIGURES, table).join('\n');
+    expect(text).toContain('At equal transactions in flight per group');
+    expect(text).toContain('256 (64)');
   });
 
   it('reads a results file or a tool output after npm banner lines, and aligns its tables', () => {
