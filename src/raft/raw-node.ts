@@ -219,6 +219,19 @@ export class RawNode {
     this.raft.noticeCommit();
   }
 
+  /**
+   * Node `peer` was heard from since the last tick: a frame of any group came from it. A quiesced group takes it as
+   * the heartbeat it no longer gets (Raft.heard); any other ignores it.
+   */
+  heard(peer: NodeId): void {
+    this.raft.heard(peer);
+  }
+
+  /** Whether this group is quiesced here (RaftConfig.quiesce). */
+  quiesced(): boolean {
+    return this.raft.quiesced;
+  }
+
   reportUnreachable(peer: NodeId): void {
     this.raft.step(message({ type: MT.Unreachable, from: peer }));
   }

@@ -59,6 +59,11 @@ export interface GrpcTransportOptions {
    */
   groups?: number;
   onGroupMessages?: (messages: GroupMessage[]) => void;
+  /**
+   * A batch from `peer` passed the envelope and identity checks, with or without messages: its node is alive (the
+   * group host's node-level liveness for quiesced groups).
+   */
+  onHeard?: (peer: NodeId) => void;
   onUnreachable: UnreachableHandler;
   logger: Logger;
   /** Defaults to insecure; TLS plugs in here. */
@@ -182,6 +187,10 @@ export class GrpcTransport implements Transport {
   readonly groupTransport: GroupTransport = {
     send: (messages) => {
       for (const gm of messages) this.sendOne(gm.message, gm.group);
+    },
+    heartbeat: () => {
+      if (this.closePromise !== null) return;
+      for (const link of this.links.values()) link.heartbeat();
     },
   };
 
@@ -345,6 +354,7 @@ export class GrpcTransport implements Transport {
         return;
       }
       authorized = frame.from;
+      this.o.onHeard?.(frame.from);
       const messages = this.admit(frame, view);
       if (messages.length === 0) return;
       if (this.o.onGroupMessages !== undefined) this.o.onGroupMessages(messages);

@@ -54,6 +54,10 @@ export class PeerLink {
   private flushScheduled = false;
   /** Set once per overflow episode, cleared when the queue drains, so Raft hears of it once. */
   private overflowReported = false;
+  /** A batch of messages went to the stream since the last heartbeat(), which then sends none. */
+  private wroteSinceHeartbeat = false;
+  /** heartbeat() asked for a frame with no message; it goes with the next flush. */
+  private heartbeatDue = false;
 
   private call: grpc.ClientWritableStream<WireBatch> | null = null;
   private callOpenedAtMs = 0;
@@ -98,6 +102,20 @@ export class PeerLink {
     this.scheduleFlush();
   }
 
+  /**
+   * Node-level liveness (GroupTransport.heartbeat): a frame with no message, unless messages went (or are queued to
+   * go) to the peer since the last call. The peer takes any frame as "this node is alive".
+   */
+  heartbeat(): void {
+    if (this.closed) return;
+    if (this.wroteSinceHeartbeat || this.queue.length > 0) {
+      this.wroteSinceHeartbeat = false;
+      return;
+    }
+    this.heartbeatDue = true;
+    this.scheduleFlush();
+  }
+
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
@@ -109,9 +127,17 @@ export class PeerLink {
   }
 
   private flush(): void {
-    if (this.closed || this.queue.length === 0 || this.backoffTimer !== null || this.waitingDrain) return;
+    if (
+      this.closed ||
+      (this.queue.length === 0 && !this.heartbeatDue) ||
+      this.backoffTimer !== null ||
+      this.waitingDrain
+    )
+      return;
     const call = this.call ?? this.openStream();
-    while (this.queue.length > 0) {
+    while (this.queue.length > 0 || this.heartbeatDue) {
+      // A batch of messages is a heartbeat too; an empty queue makes a batch of none.
+      this.heartbeatDue = false;
       if (!call.write(this.takeBatch())) {
         this.waitingDrain = true;
         call.once('drain', () => {
@@ -139,6 +165,7 @@ export class PeerLink {
     this.queueBytes -= bytes;
     assert(this.queueBytes >= 0, 'queueBytes stays non-negative');
     this.o.onBatch?.(n, bytes);
+    if (n > 0) this.wroteSinceHeartbeat = true;
     if (this.groupsQueued.length === 0)
       return { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: taken.map(toWire) };
     const groups = this.groupsQueued.splice(0, n);
@@ -173,6 +200,7 @@ export class PeerLink {
     const dropped = this.queue.length;
     this.queue = [];
     this.groupsQueued = [];
+    this.heartbeatDue = false;
     this.queueBytes = 0;
     this.overflowReported = false;
     if (this.closed) return;
@@ -225,6 +253,7 @@ export class PeerLink {
     this.backoffTimer = null;
     this.queue = [];
     this.groupsQueued = [];
+    this.heartbeatDue = false;
     this.queueBytes = 0;
     const call = this.call;
     if (call !== null) {
