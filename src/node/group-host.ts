@@ -130,8 +130,11 @@ export interface GroupReplica {
   receive(messages: Message[]): void;
   /** The stream to `peer` broke (a killed process's sockets reset). */
   reportUnreachable(peer: NodeId): void;
-  /** These peers' nodes were heard from since the last tick (told just before the tick; G > 1 only). */
-  heard?(peers: readonly NodeId[]): void;
+  /**
+   * These peers' nodes were heard from since the last tick, and of them `leaders` said they lead this group quiesced
+   * (told just before the tick; G > 1 only).
+   */
+  heard?(peers: readonly NodeId[], leaders: readonly NodeId[]): void;
   /** Whether the group is quiesced here (src/raft/raft.ts, Raft.quiesced). */
   quiesced?(): boolean;
   tick(): void;
@@ -247,6 +250,8 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
   private readonly spread: SpreadOptions | null;
   /** The host's ticks so far (the clock of heardAtTick). */
   private ticks = 0;
+  /** The groups each peer said it leads quiesced, in the frames heard from it since the last tick. */
+  private readonly quiesceLeadersHeard = new Map<NodeId, Set<number>>();
   /** The tick at which each peer was last heard from, in any group. */
   private readonly heardAtTick = new Map<NodeId, number>();
   /** holds[g]: ticks in a row that group g's leader here has seen its preferred node ready. */
@@ -306,11 +311,17 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
   }
 
   /**
-   * A frame came from `peer` (the transport checked who sent it), with or without messages: its node is alive. Only
-   * G > 1 uses it (quiesced groups, and spreading's "heard from lately").
+   * A frame came from `peer` (the transport checked who sent it), with or without messages: its node is alive, and
+   * leads the groups `quiesced` quiesced (WireBatch.quiescedGroups). Only G > 1 uses it (quiesced groups, and
+   * spreading's "heard from lately").
    */
-  heard(peer: NodeId): void {
-    if (this.replicas.length > 1) this.heardAtTick.set(peer, this.ticks);
+  heard(peer: NodeId, quiesced: readonly number[] = []): void {
+    if (this.replicas.length === 1) return;
+    this.heardAtTick.set(peer, this.ticks);
+    if (quiesced.length === 0) return;
+    let led = this.quiesceLeadersHeard.get(peer);
+    if (led === undefined) this.quiesceLeadersHeard.set(peer, (led = new Set()));
+    for (const g of quiesced) led.add(g);
   }
 
   /** How many groups are quiesced here (src/raft/raft.ts, Raft.quiesced). */
@@ -320,13 +331,29 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     return n;
   }
 
+  /** The groups this node leads quiesced: every frame to a peer names them (WireBatch.quiescedGroups). */
+  quiescedLeading(): number[] {
+    const out: number[] = [];
+    for (let g = 0; g < this.replicas.length; g++) {
+      const r = this.replicas[g];
+      if (r.quiesced?.() === true && leaderHere(r) !== null) out.push(g);
+    }
+    return out;
+  }
+
   /** One tick of the node's clock, for every group in order. */
   tick(): void {
     if (this.replicas.length > 1) {
-      // Quiesced groups hear their members' nodes (heard since the last tick) in place of heartbeats.
+      // Quiesced groups hear their members' nodes (heard since the last tick) in place of heartbeats; a follower
+      // only its leader's node, and only while that node says it still leads the group quiesced.
       const heard: NodeId[] = [];
       for (const [peer, at] of this.heardAtTick) if (at === this.ticks) heard.push(peer);
-      if (heard.length > 0) for (const r of this.replicas) r.heard?.(heard);
+      if (heard.length > 0)
+        for (let g = 0; g < this.replicas.length; g++) {
+          const leaders = heard.filter((p) => this.quiesceLeadersHeard.get(p)?.has(g) === true);
+          this.replicas[g].heard?.(heard, leaders);
+        }
+      this.quiesceLeadersHeard.clear();
     }
     for (const r of this.replicas) r.tick();
     this.ticks += 1;
@@ -536,8 +563,8 @@ export function coreReplica(core: NodeCore): GroupReplica & { core: NodeCore } {
     },
     receive: (messages) => core.driver.receive(messages),
     reportUnreachable: (peer) => core.driver.reportUnreachable(peer),
-    heard: (peers) => {
-      for (const p of peers) core.driver.node.heard(p);
+    heard: (peers, leaders) => {
+      for (const p of peers) core.driver.node.heard(p, leaders.includes(p));
     },
     quiesced: () => core.driver.node.quiesced(),
     tick: () => core.tick(),

@@ -690,12 +690,14 @@ function raftTransport(
     peers: dialed(cfg, cfg.peers),
     onMessages: (msgs) => host()?.replicas[0].receive(msgs),
     // Every group's messages on one stream per peer; the edge refuses a group this node does not host.
-    // Any frame from a peer says its node is alive: quiesced groups hear that in place of heartbeats (./group-host.ts).
+    // Any frame from a peer says its node is alive, and names the groups it leads quiesced: their followers hear that
+    // in place of heartbeats (./group-host.ts).
     ...(groups > 1
       ? {
           groups,
           onGroupMessages: (gms: GroupMessage[]) => host()?.receive(gms),
-          onHeard: (peer: string) => host()?.heard(peer),
+          onHeard: (peer: string, quiesced: readonly number[]) => host()?.heard(peer, quiesced),
+          quiescedGroups: (): readonly number[] => host()?.quiescedLeading() ?? [],
         }
       : {}),
     onUnreachable: (peer) => host()?.reportUnreachable(peer),

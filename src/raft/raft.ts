@@ -75,9 +75,10 @@ export interface RaftConfig {
   /**
    * Quiescence (see Raft.quiesced): a leader with nothing to do stops its
    * heartbeats once every follower has agreed, and a quiesced follower takes
-   * any frame from its leader's node (heard()) as the heartbeat it no longer
-   * gets. Needs a transport that keeps every peer hearing from this node;
-   * the group host gives one to clusters of more than one group.
+   * any frame from its leader's node that names the group as led quiesced
+   * (heard()) as the heartbeat it no longer gets. Needs a transport that keeps
+   * every peer hearing from this node and that carries those names; the group
+   * host gives one to clusters of more than one group.
    */
   quiesce: boolean;
   /**
@@ -297,13 +298,14 @@ export class Raft {
    *    and matched by every member, no read, transfer or membership change
    *    under way): its heartbeats carry a quiesce request of the current
    *    round. A follower whose log ends at the leader's commit index takes
-   *    it and answers with the request; once every member answered this
+   *    it and answers so; once every member answered this
    *    round, the leader is quiesced too and sends no more heartbeats.
    *  - A quiesced follower's election timer is reset by any frame from its
-   *    leader's node (heard()), so it neither campaigns nor grants a vote
-   *    (the leader lease) while that node is alive; once the node falls
-   *    silent for an election timeout it campaigns as usual, and a broken
-   *    stream to it (Unreachable) wakes it at once.
+   *    leader's node that says the node still leads the group quiesced
+   *    (heard()), so it neither campaigns nor grants a vote (the leader
+   *    lease) while that holds; once the node falls silent, or restarted and
+   *    leads nothing, for an election timeout it campaigns as usual, and a
+   *    broken stream to it (Unreachable) wakes it at once.
    *  - A quiesced leader counts a member whose node it hears as active for
    *    CheckQuorum: it steps down, as usual, when it no longer hears a
    *    quorum. A member whose node falls silent for an election timeout
@@ -736,16 +738,18 @@ export class Raft {
 
   /**
    * Node `id` was heard from since the last tick: some frame of any group came from it (the group host reports it
-   * before the tick). Only a quiesced group takes it: its follower as its leader's heartbeat, its leader as the
-   * member's answer, for CheckQuorum.
+   * before the tick), and with `leads` the frame said that node leads this group quiesced. Only a quiesced group
+   * takes it: its leader as the member's answer, for CheckQuorum; its follower as its leader's heartbeat, only if
+   * the frame came from its leader and says it still leads: a leader's node that restarted (and so leads nothing)
+   * must not hold its followers in their lease while it lives.
    */
-  heard(id: NodeId): void {
+  heard(id: NodeId, leads: boolean): void {
     if (!this.quiet) return;
     if (this.role === Role.Leader) {
       const pr = this.progress.get(id);
       if (pr !== undefined) pr.recentActive = true;
       this.silentTicks.set(id, 0);
-    } else if (id === this.lead) {
+    } else if (leads && id === this.lead) {
       this.electionElapsedTicks = 0;
     }
   }

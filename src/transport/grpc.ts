@@ -60,10 +60,13 @@ export interface GrpcTransportOptions {
   groups?: number;
   onGroupMessages?: (messages: GroupMessage[]) => void;
   /**
-   * A batch from `peer` passed the envelope and identity checks, with or without messages: its node is alive (the
+   * A batch from `peer` passed the envelope and identity checks, with or without messages: its node is alive, and it
+   * leads `quiescedGroups` quiesced (the
    * group host's node-level liveness for quiesced groups).
    */
-  onHeard?: (peer: NodeId) => void;
+  onHeard?: (peer: NodeId, quiescedGroups: readonly number[]) => void;
+  /** The groups this node leads quiesced, named on every batch it sends (PeerLinkOptions.quiescedGroups). */
+  quiescedGroups?: () => readonly number[];
   onUnreachable: UnreachableHandler;
   logger: Logger;
   /** Defaults to insecure; TLS plugs in here. */
@@ -277,6 +280,7 @@ export class GrpcTransport implements Transport {
       random: this.o.random ?? Math.random,
       logger: this.log,
       reportUnreachable: (peer) => this.reportUnreachable(peer),
+      quiescedGroups: this.o.quiescedGroups,
       onBatch: (messages, bytes) => {
         this.sent.messages += messages;
         this.sent.batches += 1;
@@ -354,7 +358,7 @@ export class GrpcTransport implements Transport {
         return;
       }
       authorized = frame.from;
-      this.o.onHeard?.(frame.from);
+      this.o.onHeard?.(frame.from, frame.quiescedGroups ?? []);
       const messages = this.admit(frame, view);
       if (messages.length === 0) return;
       if (this.o.onGroupMessages !== undefined) this.o.onGroupMessages(messages);

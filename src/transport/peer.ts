@@ -33,6 +33,11 @@ export interface PeerLinkOptions {
   logger: Logger;
   /** Must not call back into the Raft core synchronously; the transport defers it. */
   reportUnreachable: (peer: NodeId) => void;
+  /**
+   * The decision groups this node leads quiesced, named on every batch (WireBatch.quiescedGroups): the peer's followers
+   * of those groups take the batch as their leader's heartbeat. Absent (one group): none.
+   */
+  quiescedGroups?: () => readonly number[];
   /** Counts what is handed to the stream (one batch of `messages` Raft messages, about `bytes` bytes). */
   onBatch?: (messages: number, bytes: number) => void;
 }
@@ -166,15 +171,16 @@ export class PeerLink {
     assert(this.queueBytes >= 0, 'queueBytes stays non-negative');
     this.o.onBatch?.(n, bytes);
     if (n > 0) this.wroteSinceHeartbeat = true;
-    if (this.groupsQueued.length === 0)
-      return { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: taken.map(toWire) };
-    const groups = this.groupsQueued.splice(0, n);
-    return {
-      clusterId: this.o.clusterId,
-      from: this.o.selfId,
-      to: this.o.peerId,
-      messages: taken.map((message, i) => toWireEnvelope({ group: groups[i], message })),
-    };
+    const batch: WireBatch = { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: [] };
+    if (this.groupsQueued.length === 0) batch.messages = taken.map(toWire);
+    else {
+      const groups = this.groupsQueued.splice(0, n);
+      batch.messages = taken.map((message, i) => toWireEnvelope({ group: groups[i], message }));
+    }
+    // Left out where none is (always at one group), so a cluster of one group sends the bytes it always sent.
+    const quiesced = this.o.quiescedGroups?.() ?? [];
+    if (quiesced.length > 0) batch.quiescedGroups = [...quiesced];
+    return batch;
   }
 
   private openStream(): grpc.ClientWritableStream<WireBatch> {

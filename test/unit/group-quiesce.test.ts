@@ -49,7 +49,11 @@ function quietCluster(G: number, quiesce = true, seed = 46) {
           for (const to of new Set(gms.map((gm) => gm.message.to))) {
             sent.add(to);
             const batch = gms.filter((gm) => gm.message.to === to);
-            deliver(id, to, () => hosts.get(to)?.receive(batch));
+            const quiesced = hosts.get(id)?.quiescedLeading() ?? [];
+            deliver(id, to, () => {
+              hosts.get(to)?.heard(id, quiesced);
+              hosts.get(to)?.receive(batch);
+            });
           }
         },
         heartbeat: () => {
@@ -57,7 +61,8 @@ function quietCluster(G: number, quiesce = true, seed = 46) {
           for (const to of ids) {
             if (to === id || sent.has(to)) continue;
             counts.heartbeats += 1;
-            deliver(id, to, () => hosts.get(to)?.heard(id));
+            const quiesced = hosts.get(id)?.quiescedLeading() ?? [];
+            deliver(id, to, () => hosts.get(to)?.heard(id, quiesced));
           }
           sent.clear();
         },
@@ -268,13 +273,13 @@ describe('quiescence only with more than one group', () => {
     expect(told).toEqual([]);
   });
 
-  it('at G = 2 the host sends a node heartbeat every tick and tells each replica who was heard since the last one', () => {
+  it('at G = 2 the host sends a node heartbeat every tick and tells each replica who was heard since the last one, and who said it leads that group quiesced', () => {
     let heartbeats = 0;
-    const told: string[][] = [];
-    const replica = (): GroupReplica => ({
+    const told: string[] = [];
+    const replica = (g: number): GroupReplica => ({
       receive: () => {},
       reportUnreachable: () => {},
-      heard: (peers) => told.push([...peers]),
+      heard: (peers, leaders) => told.push(`g${g}: ${peers.join(',')} leaders ${leaders.join(',')}`),
       tick: () => {},
       stop: () => {},
       crash: () => {},
@@ -285,13 +290,13 @@ describe('quiescence only with more than one group', () => {
       replica,
       transport: { send: () => {}, heartbeat: () => (heartbeats += 1) },
     });
-    host.heard('n2');
+    host.heard('n2', [1]);
     host.heard('n3');
     host.tick();
     host.tick();
-    host.heard('n3');
+    host.heard('n3', [0]);
     host.tick();
     expect(heartbeats).toBe(3);
-    expect(told).toEqual([['n2', 'n3'], ['n2', 'n3'], ['n3'], ['n3']]);
+    expect(told).toEqual(['g0: n2,n3 leaders ', 'g1: n2,n3 leaders n2', 'g0: n3 leaders n3', 'g1: n3 leaders ']);
   });
 });

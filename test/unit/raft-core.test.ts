@@ -1018,13 +1018,21 @@ describe("raft core: a broken stream to the leader (the transport's Unreachable)
 });
 
 describe('raft core: quiescence (RaftConfig.quiesce)', () => {
+  /** Whether `id`'s frames name the group as led quiesced (WireBatch.quiescedGroups): it leads it and is quiesced. */
+  function leadsQuiesced(net: Net, id: NodeId): boolean {
+    const n = net.node(id);
+    return n.raft.role === Role.Leader && n.quiesced();
+  }
+
   /**
    * Ticks `ids` `times` times; before each tick every node hears from the other nodes (the group host's report of any
-   * frame from them), except from those in `silent`.
+   * frame from them, with whether it names the group as led quiesced), except from those in `silent`.
    */
   function tickHeard(net: Net, times: number, silent: ReadonlySet<NodeId> = new Set(), ids = net.ids): void {
     for (let t = 0; t < times; t++) {
-      for (const id of ids) for (const peer of net.ids) if (peer !== id && !silent.has(peer)) net.node(id).heard(peer);
+      for (const id of ids)
+        for (const peer of net.ids)
+          if (peer !== id && !silent.has(peer)) net.node(id).heard(peer, leadsQuiesced(net, peer));
       net.tick(ids);
     }
   }
@@ -1101,6 +1109,20 @@ describe('raft core: quiescence (RaftConfig.quiesce)', () => {
     net.node('n1').campaign();
     net.stabilize();
     expect(net.leaders()).toEqual(['n1']);
+  });
+
+  // Found by the simulator (G = 2): the leader's node crashed and restarted at once with a disk that lost entries (so
+  // it may not campaign); its node was heard again at once, and a quiesced follower that took any frame of it as its
+  // heartbeat stayed in its lease for ever, refusing the third node's votes: no leader again.
+  it("a quiesced follower whose leader's node restarted (and leads nothing) campaigns after an election timeout, though that node is heard", () => {
+    const net = quietGroup(68);
+    const term = net.node('n1').raft.term;
+    net.crash('n1', false);
+    // n1 is heard every tick but does not tick itself (it would campaign, and its pre-vote would end the lease).
+    tickHeard(net, 3 * ELECTION_TICKS, new Set(), ['n2', 'n3']);
+    const leaders = net.leaders().filter((id) => id !== 'n1');
+    expect(leaders).toHaveLength(1);
+    expect(net.node(leaders[0]).raft.term).toBeGreaterThan(term);
   });
 
   it('a quiesced leader stays while its members are heard, and steps down (CheckQuorum) within two election timeouts once they are not', () => {
