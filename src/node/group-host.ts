@@ -43,6 +43,18 @@
 // operator hears how many and may retry or force it); a leader being removed
 // and an operator's forced transfer go ahead anyway, and the in-flight ones
 // may then abort.
+//
+// Idle groups cost nothing (G > 1): a group with nothing to do quiesces (its
+// Raft core stops heartbeats once every member agreed: src/raft/raft.ts,
+// Raft.quiesced). What keeps its followers from campaigning is the node:
+// on every tick the host has its transport send a frame with no message to
+// each peer it sent nothing else to since the last tick (GroupTransport.heartbeat),
+// and before each tick it tells every replica which peers were heard from
+// since the last one (any frame, of any group): a quiesced follower takes
+// its leader's node as alive, a quiesced leader its members' nodes as active.
+// So an idle node sends one small frame per peer per tick, whatever G is,
+// instead of a heartbeat and its answer per group; the first proposal,
+// read or message of a group wakes it.
 
 import { groupOf, groupsProblem } from '../domain/group.ts';
 import { Role, type Message, type NodeId } from '../raft/types.ts';
@@ -118,6 +130,13 @@ export interface GroupReplica {
   receive(messages: Message[]): void;
   /** The stream to `peer` broke (a killed process's sockets reset). */
   reportUnreachable(peer: NodeId): void;
+  /**
+   * These peers' nodes were heard from since the last tick, and of them `leaders` said they lead this group quiesced
+   * (told just before the tick; G > 1 only).
+   */
+  heard?(peers: readonly NodeId[], leaders: readonly NodeId[]): void;
+  /** Whether the group is quiesced here (src/raft/raft.ts, Raft.quiesced). */
+  quiesced?(): boolean;
   tick(): void;
   /** A shutdown: pending callers hear "node stopped". */
   stop(): void;
@@ -213,6 +232,7 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
       );
     }
     this.replicas = replicas;
+    this.transport = o.transport;
     this.onRefused = o.onRefused;
     this.onTransfer = o.onTransfer;
     this.spread = o.groups > 1 && o.spread !== false ? { ...SPREAD_DEFAULTS, ...o.spread } : null;
@@ -223,12 +243,15 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     this.calledOff = replicas.map(() => 0);
   }
 
+  private readonly transport: GroupTransport;
   private readonly onRefused: GroupHostOptions<R>['onRefused'];
   private readonly onTransfer: GroupHostOptions<R>['onTransfer'];
   /** Null: leaders are not spread (one group, or turned off). */
   private readonly spread: SpreadOptions | null;
   /** The host's ticks so far (the clock of heardAtTick). */
   private ticks = 0;
+  /** The groups each peer said it leads quiesced, in the frames heard from it since the last tick. */
+  private readonly quiesceLeadersHeard = new Map<NodeId, Set<number>>();
   /** The tick at which each peer was last heard from, in any group. */
   private readonly heardAtTick = new Map<NodeId, number>();
   /** holds[g]: ticks in a row that group g's leader here has seen its preferred node ready. */
@@ -287,8 +310,51 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
     for (const r of this.replicas) r.reportUnreachable(peer);
   }
 
+  /**
+   * A frame came from `peer` (the transport checked who sent it), with or without messages: its node is alive, and
+   * leads the groups `quiesced` quiesced (WireBatch.quiescedGroups). Only G > 1 uses it (quiesced groups, and
+   * spreading's "heard from lately").
+   */
+  heard(peer: NodeId, quiesced: readonly number[] = []): void {
+    if (this.replicas.length === 1) return;
+    this.heardAtTick.set(peer, this.ticks);
+    if (quiesced.length === 0) return;
+    let led = this.quiesceLeadersHeard.get(peer);
+    if (led === undefined) this.quiesceLeadersHeard.set(peer, (led = new Set()));
+    for (const g of quiesced) led.add(g);
+  }
+
+  /** How many groups are quiesced here (src/raft/raft.ts, Raft.quiesced). */
+  quiescedCount(): number {
+    let n = 0;
+    for (const r of this.replicas) if (r.quiesced?.() === true) n += 1;
+    return n;
+  }
+
+  /** The groups this node leads quiesced: every frame to a peer names them (WireBatch.quiescedGroups). */
+  quiescedLeading(): number[] {
+    const out: number[] = [];
+    for (let g = 0; g < this.replicas.length; g++) {
+      const r = this.replicas[g];
+      if (r.quiesced?.() === true && leaderHere(r) !== null) out.push(g);
+    }
+    return out;
+  }
+
   /** One tick of the node's clock, for every group in order. */
   tick(): void {
+    if (this.replicas.length > 1) {
+      // Quiesced groups hear their members' nodes (heard since the last tick) in place of heartbeats; a follower
+      // only its leader's node, and only while that node says it still leads the group quiesced.
+      const heard: NodeId[] = [];
+      for (const [peer, at] of this.heardAtTick) if (at === this.ticks) heard.push(peer);
+      if (heard.length > 0)
+        for (let g = 0; g < this.replicas.length; g++) {
+          const leaders = heard.filter((p) => this.quiesceLeadersHeard.get(p)?.has(g) === true);
+          this.replicas[g].heard?.(heard, leaders);
+        }
+      this.quiesceLeadersHeard.clear();
+    }
     for (const r of this.replicas) r.tick();
     this.ticks += 1;
     if (this.replicas.length > 1) {
@@ -297,6 +363,8 @@ export class GroupHost<R extends GroupReplica = GroupReplica> {
       if (o !== null) for (let g = 0; g < this.replicas.length; g++) this.balance(g, o);
     }
     for (let g = 0; g < this.replicas.length; g++) this.drain(g);
+    // Every peer hears this node each tick, whatever its groups sent (one frame, of no message, where none did).
+    if (this.replicas.length > 1) this.transport.heartbeat?.();
   }
 
   /**
@@ -495,6 +563,10 @@ export function coreReplica(core: NodeCore): GroupReplica & { core: NodeCore } {
     },
     receive: (messages) => core.driver.receive(messages),
     reportUnreachable: (peer) => core.driver.reportUnreachable(peer),
+    heard: (peers, leaders) => {
+      for (const p of peers) core.driver.node.heard(p, leaders.includes(p));
+    },
+    quiesced: () => core.driver.node.quiesced(),
     tick: () => core.tick(),
     stop: () => core.stop(),
     crash: () => core.crash(),

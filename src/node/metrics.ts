@@ -409,7 +409,7 @@ export class NodeMetrics {
       );
       counter(
         'verdict_raft_message_batches_sent_total',
-        'Batches those Raft messages went in: one write on a peer stream each.',
+        'Batches those Raft messages went in: one write on a peer stream each (with several groups, a node heartbeat of no message is one too).',
         (s) => s.batches,
       );
       counter(
@@ -554,5 +554,12 @@ function groupMetrics(r: Registry, groups: () => readonly MetricsGroup[]): void 
     labelNames: ['group'],
     registers: [r],
     collect: each((g) => g.driver.node.status().applied),
+  });
+  new Gauge({
+    name: 'verdict_group_quiesced',
+    help: 'Whether the decision group is quiesced here (1: idle, no heartbeats; 0: not), by group; never at one group.',
+    labelNames: ['group'],
+    registers: [r],
+    collect: each((g) => (g.driver.node.quiesced() ? 1 : 0)),
   });
 }

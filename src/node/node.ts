@@ -660,6 +660,8 @@ function restartRaft(cfg: NodeConfig, recovered: RecoveredState): RawNode {
       electionTicks: cfg.electionTicks,
       heartbeatTicks: cfg.heartbeatTicks,
       commitNoticeLazy: cfg.commitNoticeMs > 0,
+      // Idle groups quiesce (src/raft/raft.ts, Raft.quiesced); the group host keeps every peer hearing this node.
+      quiesce: clusterGroups(cfg) > 1,
     },
     recovered,
     // A joining node starts with no membership: it never campaigns and learns the cluster from the leader.
@@ -688,7 +690,16 @@ function raftTransport(
     peers: dialed(cfg, cfg.peers),
     onMessages: (msgs) => host()?.replicas[0].receive(msgs),
     // Every group's messages on one stream per peer; the edge refuses a group this node does not host.
-    ...(groups > 1 ? { groups, onGroupMessages: (gms: GroupMessage[]) => host()?.receive(gms) } : {}),
+    // Any frame from a peer says its node is alive, and names the groups it leads quiesced: their followers hear that
+    // in place of heartbeats (./group-host.ts).
+    ...(groups > 1
+      ? {
+          groups,
+          onGroupMessages: (gms: GroupMessage[]) => host()?.receive(gms),
+          onHeard: (peer: string, quiesced: readonly number[]) => host()?.heard(peer, quiesced),
+          quiescedGroups: (): readonly number[] => host()?.quiescedLeading() ?? [],
+        }
+      : {}),
     onUnreachable: (peer) => host()?.reportUnreachable(peer),
     // The edge (src/transport/raft-edge.ts) checks every inbound message against these before the core sees it:
     // who may send us Raft traffic (src/node/members.ts); the config file's peers until a configuration is known.

@@ -73,6 +73,15 @@ export interface RaftConfig {
    */
   commitNoticeLazy: boolean;
   /**
+   * Quiescence (see Raft.quiesced): a leader with nothing to do stops its
+   * heartbeats once every follower has agreed, and a quiesced follower takes
+   * any frame from its leader's node that names the group as led quiesced
+   * (heard()) as the heartbeat it no longer gets. Needs a transport that keeps
+   * every peer hearing from this node and that carries those names; the group
+   * host gives one to clusters of more than one group.
+   */
+  quiesce: boolean;
+  /**
    * Protocol-aware recovery (Alagappan et al., FAST 2018): on start the disk
    * held a shorter log than this node had already acknowledged, up to this
    * index. 0 (or absent): the log is whole. See Raft.recoverIndex.
@@ -100,6 +109,7 @@ export const defaultRaftConfig: RaftTuning = {
   preVote: true,
   checkQuorum: true,
   commitNoticeLazy: false,
+  quiesce: false,
 };
 
 export class ProposalDroppedError extends Error {
@@ -154,6 +164,32 @@ function rejoinContext(tag: number, nonce: Uint8Array): Uint8Array {
 /** The nonce in a context made by rejoinContext(tag, …); null for any other context. */
 function rejoinNonceIn(tag: number, context: Uint8Array): Uint8Array | null {
   return context.length === 1 + REJOIN_NONCE_BYTES && context[0] === tag ? context.subarray(1) : null;
+}
+
+/**
+ * A leader's heartbeat that asks its followers to quiesce carries
+ * [QUIESCE_TAG][the round, a float64]; a follower that takes it answers with
+ * [QUIESCED_TAG][the same round]. The round moves on whenever anything
+ * happens in the group (Raft.wake), so a late answer to an earlier request
+ * never counts for a later one; and a node built before quiescence, which
+ * echoes a heartbeat's context as it is, never counts as having agreed.
+ * Nine bytes: never a ReadIndex id (eight) nor a rejoin mark (its tags
+ * differ).
+ */
+const QUIESCE_TAG = 0x51;
+const QUIESCED_TAG = 0x71;
+
+function quiesceContext(tag: number, round: number): Uint8Array {
+  const c = new Uint8Array(9);
+  c[0] = tag;
+  new DataView(c.buffer).setFloat64(1, round);
+  return c;
+}
+
+/** The round in a context made by quiesceContext(tag, …); null for any other context. */
+function quiesceRoundIn(tag: number, context: Uint8Array): number | null {
+  if (context.length !== 9 || context[0] !== tag) return null;
+  return new DataView(context.buffer, context.byteOffset, 9).getFloat64(1);
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -253,6 +289,47 @@ export class Raft {
   private lostLeader: NodeId = NONE;
   /** Campaigns left at the ranked delay of leaderLostDelayTicks. */
   private quickCampaignsLeft = 0;
+
+  /**
+   * Quiesced (cfg.quiesce): this group has nothing to do, and its members
+   * agreed to stop heartbeats until something happens.
+   *
+   *  - A leader asks once it may (mayQuiesce: every entry committed, applied
+   *    and matched by every member, no read, transfer or membership change
+   *    under way): its heartbeats carry a quiesce request of the current
+   *    round. A follower whose log ends at the leader's commit index takes
+   *    it and answers so; once every member answered this
+   *    round, the leader is quiesced too and sends no more heartbeats.
+   *  - A quiesced follower's election timer is reset by any frame from its
+   *    leader's node that says the node still leads the group quiesced
+   *    (heard()), so it neither campaigns nor grants a vote (the leader
+   *    lease) while that holds; once the node falls silent, or restarted and
+   *    leads nothing, for an election timeout it campaigns as usual, and a
+   *    broken stream to it (Unreachable) wakes it at once.
+   *  - A quiesced leader counts a member whose node it hears as active for
+   *    CheckQuorum: it steps down, as usual, when it no longer hears a
+   *    quorum. A member whose node falls silent for an election timeout
+   *    wakes it (silentTicks): a group with a member down heartbeats.
+   *  - Anything else wakes the group (wakes): at the leader a proposal, a
+   *    read, a transfer, any other message; at a follower what comes from
+   *    its leader, or says it is gone. The round moves on, and the leader
+   *    sends heartbeats again at its next tick.
+   *
+   * Safety never depends on it: no vote, commit or read is decided by it; it
+   * only decides when heartbeats are sent, and how a follower times out.
+   * Invariant: quiet ⇒ role is Follower or Leader.
+   */
+  private quiet = false;
+  /** Leader: the current round of quiesce requests (see quiesceContext). */
+  private quiesceRound = 0;
+  /** Leader: the members that answered this round's quiesce request. */
+  private readonly quiesceAcks = new Set<NodeId>();
+  /**
+   * Leader, quiesced: ticks since each member's node was last heard (heard()). A member silent for an election
+   * timeout wakes the group: it may come back needing the leader (restarted, recovering, rejoining), and only a
+   * leader that heartbeats finds it; until then the group heartbeats as one with a member down does.
+   */
+  private readonly silentTicks = new Map<NodeId, number>();
 
   private stepRole: StepFn;
   private tickRole: () => void;
@@ -564,8 +641,130 @@ export class Raft {
 
   private bcastHeartbeat(): void {
     this.commitNoticePending = false;
-    const ctx = this.readOnly.lastPendingContext() ?? EMPTY;
+    const ctx =
+      this.readOnly.lastPendingContext() ??
+      (this.mayQuiesce() ? quiesceContext(QUIESCE_TAG, this.quiesceRound) : EMPTY);
     this.forEachPeer((id) => this.sendHeartbeat(id, ctx));
+  }
+
+  // ---- quiescence (see `quiet`) -------------------------------------------
+
+  /** Whether this group is quiesced here: no heartbeats go out or are expected while its nodes are heard. */
+  get quiesced(): boolean {
+    return this.quiet;
+  }
+
+  /**
+   * Leader: the group has nothing to do. Every entry is committed, applied
+   * and persisted here, and matched by every member that counts (a
+   * rejoining one does not quiesce); no read, transfer or membership change
+   * is under way.
+   */
+  private mayQuiesce(): boolean {
+    if (!this.cfg.quiesce || this.role !== Role.Leader) return false;
+    const last = this.log.lastIndex();
+    if (this.log.committed !== last || this.log.applied !== last || this.log.stableLastIndex() !== last) return false;
+    if (this.leadTransferee !== NONE || this.pendingConfIndex > this.log.applied || this.config.outgoing.size > 0)
+      return false;
+    if (this.pendingReads.length > 0 || this.readOnly.lastPendingContext() !== null) return false;
+    for (const [id, pr] of this.progress) if (id !== this.id && (pr.match !== last || !this.counts(id))) return false;
+    return true;
+  }
+
+  /**
+   * Follower, on its leader's quiesce request `m`: whether it may take it. Its log ends at the leader's commit index
+   * (which the leader sends only when this follower matched it), so nothing is left for it to receive or apply later.
+   */
+  private mayQuiesceFollowing(m: Message): boolean {
+    const last = this.log.lastIndex();
+    return (
+      this.cfg.quiesce &&
+      this.role === Role.Follower &&
+      m.from === this.lead &&
+      m.commit === last &&
+      this.log.committed === last &&
+      this.recoverIndex === 0 &&
+      this.log.pendingSnapshot() === null
+    );
+  }
+
+  /** Leader: `id` took this round's quiesce request; once every member has, the group is quiesced here. */
+  private quiesceAcked(id: NodeId): void {
+    if (!this.mayQuiesce()) return;
+    this.quiesceAcks.add(id);
+    for (const peer of this.progress.keys()) if (peer !== this.id && !this.quiesceAcks.has(peer)) return;
+    this.quiet = true;
+  }
+
+  /**
+   * Whether `m` wakes a quiesced group here (or ends the round of quiesce requests under way). A leader wakes on
+   * anything but its ticks' own messages and the answers to its quiesce requests. A follower wakes only on what
+   * says its leader is awake or gone: a message from it other than a quiesce request, a broken stream to it, its
+   * own campaign. A rival's vote request does not wake it: it still hears its leader's node and refuses the vote
+   * (the lease), as a follower that hears heartbeats does; woken, it would time out and depose a live leader that
+   * sends it nothing.
+   */
+  private wakes(m: Message): boolean {
+    const quiesceMessage =
+      (m.type === MT.Heartbeat && quiesceRoundIn(QUIESCE_TAG, m.context) !== null) ||
+      (m.type === MT.HeartbeatResp && quiesceRoundIn(QUIESCED_TAG, m.context) !== null);
+    switch (m.type) {
+      case MT.Beat:
+      case MT.CheckQuorum:
+        return false;
+      case MT.Hup:
+        return true;
+      case MT.Prop:
+      case MT.ReadIndex:
+        // A follower takes neither: a proposal is refused, a read goes to the leader, which wakes.
+        return this.role === Role.Leader;
+      default:
+        if (quiesceMessage) return false;
+        return this.role === Role.Leader || m.from === this.lead;
+    }
+  }
+
+  /** Something happened in the group: it is no longer quiesced, and the quiesce requests start a new round. */
+  private wake(m: Message | null): void {
+    // A quiesced follower whose leader asks for votes knows that node no longer leads: its lease ends.
+    if (this.quiet && this.role === Role.Follower && m !== null && m.from === this.lead) {
+      if (m.type === MT.PreVote || m.type === MT.Vote) this.electionElapsedTicks = this.cfg.electionTicks;
+    }
+    this.quiet = false;
+    this.quiesceRound += 1;
+    this.quiesceAcks.clear();
+    this.silentTicks.clear();
+  }
+
+  /**
+   * Node `id` was heard from since the last tick: some frame of any group came from it (the group host reports it
+   * before the tick), and with `leads` the frame said that node leads this group quiesced. Only a quiesced group
+   * takes it: its leader as the member's answer, for CheckQuorum; its follower as its leader's heartbeat, only if
+   * the frame came from its leader and says it still leads: a leader's node that restarted (and so leads nothing)
+   * must not hold its followers in their lease while it lives.
+   */
+  heard(id: NodeId, leads: boolean): void {
+    if (!this.quiet) return;
+    if (this.role === Role.Leader) {
+      const pr = this.progress.get(id);
+      if (pr !== undefined) pr.recentActive = true;
+      this.silentTicks.set(id, 0);
+    } else if (leads && id === this.lead) {
+      this.electionElapsedTicks = 0;
+    }
+  }
+
+  /** Leader, quiesced, on a tick: a member whose node was silent for an election timeout wakes the group (silentTicks). */
+  private countSilence(): void {
+    for (const id of this.progress.keys()) {
+      if (id === this.id) continue;
+      const ticks = (this.silentTicks.get(id) ?? 0) + 1;
+      this.silentTicks.set(id, ticks);
+      if (ticks >= this.cfg.electionTicks) {
+        this.wake(null);
+        return;
+      }
+    }
   }
 
   // ---- role changes ----------------------------------------------------
@@ -586,6 +785,7 @@ export class Raft {
     this.readOnly.reset();
     this.pendingReads = [];
     this.commitNoticePending = false;
+    this.wake(null);
   }
 
   becomeFollower(term: number, lead: NodeId): void {
@@ -609,6 +809,7 @@ export class Raft {
     this.votes.clear();
     this.lead = NONE;
     this.role = Role.PreCandidate;
+    this.wake(null);
   }
 
   private becomeCandidate(): void {
@@ -749,7 +950,9 @@ export class Raft {
       // A transfer that did not finish within an election timeout is abandoned.
       if (this.role === Role.Leader && this.leadTransferee !== NONE) this.leadTransferee = NONE;
     }
-    if (this.role !== Role.Leader) return;
+    if (this.quiet && this.role === Role.Leader) this.countSilence();
+    // A quiesced leader sends no heartbeats; its members hear its node instead (see `quiet`).
+    if (this.role !== Role.Leader || this.quiet) return;
     if (this.heartbeatElapsedTicks >= this.cfg.heartbeatTicks) {
       this.heartbeatElapsedTicks = 0;
       this.step(message({ type: MT.Beat, from: this.id }));
@@ -844,6 +1047,7 @@ export class Raft {
   }
 
   step(m: Message): void {
+    if (this.wakes(m)) this.wake(m);
     if (!this.stepTerm(m)) return;
     switch (m.type) {
       case MT.Hup:
@@ -950,6 +1154,7 @@ export class Raft {
   }
 
   private appendEntries(entries: Entry[]): void {
+    this.wake(null);
     let bytes = 0;
     for (const e of entries) bytes += e.data.byteLength;
     // Back-pressure: a leader that cannot commit (no quorum) must not buffer forever.
@@ -1090,6 +1295,11 @@ export class Raft {
     if (pr.match < this.log.lastIndex()) this.sendAppend(m.from);
     // A rejoining follower's answer confirms no read: it carries its mark, not the read's context.
     if (m.context.length === 0 || !this.counts(m.from)) return;
+    const round = quiesceRoundIn(QUIESCED_TAG, m.context);
+    if (round !== null) {
+      if (round === this.quiesceRound) this.quiesceAcked(m.from);
+      return;
+    }
     const acks = this.readOnly.recvAck(m.from, m.context);
     if (!acks || this.config.vote(acks) !== VoteResult.Won) return;
     for (const rs of this.readOnly.advance(m.context)) this.answerRead(rs.req, rs.index);
@@ -1269,9 +1479,16 @@ export class Raft {
     // may be of the log its disk lost, so the commit index comes only from appends, which check the log.
     if (!this.rejoining) this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
     // Rejoining, the answer carries the mark instead of the read's context: it must confirm no read.
-    this.send(
-      message({ type: MT.HeartbeatResp, to: m.from, context: this.rejoining ? this.answerContext(false) : m.context }),
-    );
+    let context = this.rejoining ? this.answerContext(false) : m.context;
+    const round = quiesceRoundIn(QUIESCE_TAG, m.context);
+    if (!this.rejoining && round !== null) {
+      // A quiesce request is answered as taken only by a follower that takes it.
+      if (this.mayQuiesceFollowing(m)) {
+        this.quiet = true;
+        context = quiesceContext(QUIESCED_TAG, round);
+      } else context = EMPTY;
+    }
+    this.send(message({ type: MT.HeartbeatResp, to: m.from, context }));
     if (this.recoverIndex > 0) {
       // The leader may still count acknowledgements this node's disk lost:
       // tell it where the log really ends, so it sends the missing entries

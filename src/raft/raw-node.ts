@@ -219,6 +219,20 @@ export class RawNode {
     this.raft.noticeCommit();
   }
 
+  /**
+   * Node `peer` was heard from since the last tick: a frame of any group came from it, and with `leads` it said it
+   * leads this group quiesced. A quiesced group takes it as the heartbeat it no longer gets (Raft.heard); any other
+   * ignores it.
+   */
+  heard(peer: NodeId, leads: boolean): void {
+    this.raft.heard(peer, leads);
+  }
+
+  /** Whether this group is quiesced here (RaftConfig.quiesce). */
+  quiesced(): boolean {
+    return this.raft.quiesced;
+  }
+
   reportUnreachable(peer: NodeId): void {
     this.raft.step(message({ type: MT.Unreachable, from: peer }));
   }

@@ -59,6 +59,14 @@ export interface GrpcTransportOptions {
    */
   groups?: number;
   onGroupMessages?: (messages: GroupMessage[]) => void;
+  /**
+   * A batch from `peer` passed the envelope and identity checks, with or without messages: its node is alive, and it
+   * leads `quiescedGroups` quiesced (the
+   * group host's node-level liveness for quiesced groups).
+   */
+  onHeard?: (peer: NodeId, quiescedGroups: readonly number[]) => void;
+  /** The groups this node leads quiesced, named on every batch it sends (PeerLinkOptions.quiescedGroups). */
+  quiescedGroups?: () => readonly number[];
   onUnreachable: UnreachableHandler;
   logger: Logger;
   /** Defaults to insecure; TLS plugs in here. */
@@ -183,6 +191,10 @@ export class GrpcTransport implements Transport {
     send: (messages) => {
       for (const gm of messages) this.sendOne(gm.message, gm.group);
     },
+    heartbeat: () => {
+      if (this.closePromise !== null) return;
+      for (const link of this.links.values()) link.heartbeat();
+    },
   };
 
   private sendOne(m: Message, group: number): void {
@@ -268,6 +280,7 @@ export class GrpcTransport implements Transport {
       random: this.o.random ?? Math.random,
       logger: this.log,
       reportUnreachable: (peer) => this.reportUnreachable(peer),
+      quiescedGroups: this.o.quiescedGroups,
       onBatch: (messages, bytes) => {
         this.sent.messages += messages;
         this.sent.batches += 1;
@@ -345,6 +358,7 @@ export class GrpcTransport implements Transport {
         return;
       }
       authorized = frame.from;
+      this.o.onHeard?.(frame.from, frame.quiescedGroups ?? []);
       const messages = this.admit(frame, view);
       if (messages.length === 0) return;
       if (this.o.onGroupMessages !== undefined) this.o.onGroupMessages(messages);

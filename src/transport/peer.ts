@@ -33,6 +33,11 @@ export interface PeerLinkOptions {
   logger: Logger;
   /** Must not call back into the Raft core synchronously; the transport defers it. */
   reportUnreachable: (peer: NodeId) => void;
+  /**
+   * The decision groups this node leads quiesced, named on every batch (WireBatch.quiescedGroups): the peer's followers
+   * of those groups take the batch as their leader's heartbeat. Absent (one group): none.
+   */
+  quiescedGroups?: () => readonly number[];
   /** Counts what is handed to the stream (one batch of `messages` Raft messages, about `bytes` bytes). */
   onBatch?: (messages: number, bytes: number) => void;
 }
@@ -54,6 +59,10 @@ export class PeerLink {
   private flushScheduled = false;
   /** Set once per overflow episode, cleared when the queue drains, so Raft hears of it once. */
   private overflowReported = false;
+  /** A batch of messages went to the stream since the last heartbeat(), which then sends none. */
+  private wroteSinceHeartbeat = false;
+  /** heartbeat() asked for a frame with no message; it goes with the next flush. */
+  private heartbeatDue = false;
 
   private call: grpc.ClientWritableStream<WireBatch> | null = null;
   private callOpenedAtMs = 0;
@@ -98,6 +107,20 @@ export class PeerLink {
     this.scheduleFlush();
   }
 
+  /**
+   * Node-level liveness (GroupTransport.heartbeat): a frame with no message, unless messages went (or are queued to
+   * go) to the peer since the last call. The peer takes any frame as "this node is alive".
+   */
+  heartbeat(): void {
+    if (this.closed) return;
+    if (this.wroteSinceHeartbeat || this.queue.length > 0) {
+      this.wroteSinceHeartbeat = false;
+      return;
+    }
+    this.heartbeatDue = true;
+    this.scheduleFlush();
+  }
+
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
@@ -109,9 +132,17 @@ export class PeerLink {
   }
 
   private flush(): void {
-    if (this.closed || this.queue.length === 0 || this.backoffTimer !== null || this.waitingDrain) return;
+    if (
+      this.closed ||
+      (this.queue.length === 0 && !this.heartbeatDue) ||
+      this.backoffTimer !== null ||
+      this.waitingDrain
+    )
+      return;
     const call = this.call ?? this.openStream();
-    while (this.queue.length > 0) {
+    while (this.queue.length > 0 || this.heartbeatDue) {
+      // A batch of messages is a heartbeat too; an empty queue makes a batch of none.
+      this.heartbeatDue = false;
       if (!call.write(this.takeBatch())) {
         this.waitingDrain = true;
         call.once('drain', () => {
@@ -139,15 +170,17 @@ export class PeerLink {
     this.queueBytes -= bytes;
     assert(this.queueBytes >= 0, 'queueBytes stays non-negative');
     this.o.onBatch?.(n, bytes);
-    if (this.groupsQueued.length === 0)
-      return { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: taken.map(toWire) };
-    const groups = this.groupsQueued.splice(0, n);
-    return {
-      clusterId: this.o.clusterId,
-      from: this.o.selfId,
-      to: this.o.peerId,
-      messages: taken.map((message, i) => toWireEnvelope({ group: groups[i], message })),
-    };
+    if (n > 0) this.wroteSinceHeartbeat = true;
+    const batch: WireBatch = { clusterId: this.o.clusterId, from: this.o.selfId, to: this.o.peerId, messages: [] };
+    if (this.groupsQueued.length === 0) batch.messages = taken.map(toWire);
+    else {
+      const groups = this.groupsQueued.splice(0, n);
+      batch.messages = taken.map((message, i) => toWireEnvelope({ group: groups[i], message }));
+    }
+    // Left out where none is (always at one group), so a cluster of one group sends the bytes it always sent.
+    const quiesced = this.o.quiescedGroups?.() ?? [];
+    if (quiesced.length > 0) batch.quiescedGroups = [...quiesced];
+    return batch;
   }
 
   private openStream(): grpc.ClientWritableStream<WireBatch> {
@@ -173,6 +206,7 @@ export class PeerLink {
     const dropped = this.queue.length;
     this.queue = [];
     this.groupsQueued = [];
+    this.heartbeatDue = false;
     this.queueBytes = 0;
     this.overflowReported = false;
     if (this.closed) return;
@@ -225,6 +259,7 @@ export class PeerLink {
     this.backoffTimer = null;
     this.queue = [];
     this.groupsQueued = [];
+    this.heartbeatDue = false;
     this.queueBytes = 0;
     const call = this.call;
     if (call !== null) {

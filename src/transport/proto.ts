@@ -72,7 +72,11 @@ export type WireSnapshot = Wire<GenSnapshot>;
  * a reader takes an absent one as 0.
  */
 export type WireMessage = Omit<Wire<GenMessage>, 'group'> & { group?: number };
-export type WireBatch = Omit<Wire<GenBatch>, 'messages'> & { messages: WireMessage[] };
+/** A batch on the wire; `quiescedGroups` may be absent (a cluster of one group never sets it). */
+export type WireBatch = Omit<Wire<GenBatch>, 'messages' | 'quiescedGroups'> & {
+  messages: WireMessage[];
+  quiescedGroups?: number[];
+};
 export type WireStreamAck = Wire<GenStreamAck>;
 export type StatusRequest = Wire<GenStatusRequest>;
 export type PeerStatus = Wire<GenPeerStatus>;

@@ -164,6 +164,30 @@ export function checkEnvelope(
       'messages',
       `${b.messages.length} messages in one batch (at most ${lim.messagesPerBatchMax})`,
     );
+  return quiescedGroupsProblem(b, view);
+}
+
+/**
+ * The groups a batch says its sender leads quiesced (docs/architecture.md, "Idle groups quiesce"): a list of this
+ * node's groups, each at most once. A follower takes the batch as its leader's heartbeat for each.
+ */
+function quiescedGroupsProblem(b: WireBatch, view: RaftEdgeView): Refusal | null {
+  const qg: unknown = b.quiescedGroups ?? [];
+  const groups = view.groups ?? 1;
+  if (!Array.isArray(qg)) return refusal('group', 'quiescedGroups', 'is not a list');
+  if (qg.length > groups)
+    return refusal('group', 'quiescedGroups', `${qg.length} groups named (this node has ${groups})`);
+  const seen = new Set<number>();
+  for (let i = 0; i < qg.length; i++) {
+    const g: unknown = qg[i];
+    if (typeof g !== 'number' || !Number.isInteger(g) || g < 0 || g >= groups || seen.has(g))
+      return refusal(
+        'group',
+        `quiescedGroups[${i}]`,
+        `${clip(g)} is not a group of this node named once (it has ${groups})`,
+      );
+    seen.add(g);
+  }
   return null;
 }
 

@@ -25,4 +25,9 @@ export interface GroupMessage {
 /** Node-to-node delivery for every group a node hosts: one stream per peer carries them all. */
 export interface GroupTransport {
   send(messages: GroupMessage[]): void;
+  /**
+   * Node-level liveness for quiesced groups (src/node/group-host.ts): a frame with no message to every peer that was
+   * sent nothing since the last call. The receiver takes any frame from a peer as "its node is alive".
+   */
+  heartbeat?(): void;
 }

@@ -15,6 +15,8 @@ export interface FaultWorld {
   /** Once true, faults have stopped: nothing a fault scheduled acts any more. */
   readonly healed: boolean;
   partitions: number;
+  /** Counts a fault that strikes any of these nodes while it leads a quiesced group (system-world.ts). */
+  countQuietFault?(ids: readonly string[]): void;
   leaderId(): string | null;
   /** Crash (losing unsynced writes) or restart a node or a participant, by id. */
   crash(id: string): void;
@@ -48,6 +50,8 @@ export function scheduleFault(w: FaultWorld, f: SysFault, t0: number): void {
   const cut = (pairs: [string, string][], durMs: number): void => {
     if (pairs.length === 0) return;
     w.partitions++;
+    // A cut between nodes may leave a quiesced group's followers without its leader's node.
+    w.countQuietFault?.(pairs.filter(([a, b]) => nodes.includes(a) && nodes.includes(b)).flat());
     for (const [a, b] of pairs) w.net.block(a, b), w.net.block(b, a);
     later(durMs, () => {
       for (const [a, b] of pairs) w.net.unblock(a, b), w.net.unblock(b, a);
@@ -108,6 +112,7 @@ export function scheduleFault(w: FaultWorld, f: SysFault, t0: number): void {
       during(
         () => {
           w.partitions++;
+          if (nodes.includes(a) && nodes.includes(b)) w.countQuietFault?.([a]);
           w.net.block(a, b);
         },
         () => w.net.unblock(a, b),

@@ -22,6 +22,8 @@ const MUTANT = process.env.VERDICT_AC_MUTANT as Mutant | undefined;
 export interface ShardOutcome {
   failed: boolean;
   line: string;
+  /** Crashes and partitions that struck a node leading a quiesced group (SystemResult.quietFaults), over the shard. */
+  quietFaults: number;
 }
 
 /**
@@ -46,6 +48,7 @@ export function runShard(shard: number, family?: ShardFamily): ShardOutcome {
   let diskFaults = 0;
   let refusals = 0;
   let partitions = 0;
+  let quietFaults = 0;
   let violations = 0;
   let txns = 0;
   let committed = 0;
@@ -64,6 +67,7 @@ export function runShard(shard: number, family?: ShardFamily): ShardOutcome {
       diskFaults += r.diskFaults;
       refusals += r.refusals;
       partitions += r.partitions;
+      quietFaults += r.quietFaults;
       txns += r.txns;
       committed += r.committed;
       steps += r.steps;
@@ -76,7 +80,7 @@ export function runShard(shard: number, family?: ShardFamily): ShardOutcome {
   );
   const cpu = process.cpuUsage(started);
   const secs = (cpu.user + cpu.system) / 1e6;
-  const line = `${family?.label ?? 'ac'}: seeds=${runs} crashes=${crashes} partitions=${partitions} violations=${violations} (shard ${shard + 1}/${shards}: txns=${txns} committed=${committed} diskFaults=${diskFaults} refusedStarts=${refusals} steps=${steps} ${secs.toFixed(1)} s CPU, ${Math.round((runs / secs) * 60)} seeds/min)`;
+  const line = `${family?.label ?? 'ac'}: seeds=${runs} crashes=${crashes} partitions=${partitions} violations=${violations} (shard ${shard + 1}/${shards}: txns=${txns} committed=${committed} diskFaults=${diskFaults} refusedStarts=${refusals}${quietFaults > 0 ? ` quietFaults=${quietFaults}` : ''} steps=${steps} ${secs.toFixed(1)} s CPU, ${Math.round((runs / secs) * 60)} seeds/min)`;
   console.log(line);
   if (out.failed) {
     const cmd = `${MUTANT ? `VERDICT_AC_MUTANT=${MUTANT} ` : ''}VERDICT_AC_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run ${family?.replayFile ?? REPLAY_FILE}`;
@@ -84,7 +88,7 @@ export function runShard(shard: number, family?: ShardFamily): ShardOutcome {
       `whole-system simulation failed; replay with:\n  ${cmd}\n(add VERDICT_AC_TRACE=1 to print every protocol event)\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`,
     );
   }
-  return { failed: out.failed, line };
+  return { failed: out.failed, line, quietFaults };
 }
 
 /**

@@ -30,7 +30,10 @@ export interface SagaFamily {
  * Runs shard `shard` of SAGA_SEEDS schedules (or the replay), prints the `saga:` line and, on failure, how to replay
  * it.
  */
-export function runSagaShard(shard: number, family?: SagaFamily): { failed: boolean; line: string } {
+export function runSagaShard(
+  shard: number,
+  family?: SagaFamily,
+): { failed: boolean; line: string; quietFaults: number } {
   const shards = family === undefined ? SAGA_SHARDS : 1;
   const seeds = family?.seeds ?? SAGA_SEEDS;
   const n = Math.floor(seeds / shards) + (shard < seeds % shards ? 1 : 0);
@@ -39,6 +42,7 @@ export function runSagaShard(shard: number, family?: SagaFamily): { failed: bool
     violations: 0,
     crashes: 0,
     partitions: 0,
+    quietFaults: 0,
     sagas: 0,
     finished: 0,
     compensated: 0,
@@ -67,6 +71,7 @@ export function runSagaShard(shard: number, family?: SagaFamily): { failed: bool
       t.runs++;
       t.crashes += r.crashes;
       t.partitions += r.partitions;
+      t.quietFaults += r.quietFaults;
       t.sagas += r.sagas;
       t.finished += r.finished;
       t.compensated += r.compensated;
@@ -85,7 +90,7 @@ export function runSagaShard(shard: number, family?: SagaFamily): { failed: bool
   );
   const cpu = process.cpuUsage(started);
   const secs = (cpu.user + cpu.system) / 1e6;
-  const line = `${family?.label ?? 'saga'}: seeds=${t.runs} sagas=${t.sagas} finished=${t.finished} compensated=${t.compensated} stuckFlagged=${t.stuck} crashes=${t.crashes} partitions=${t.partitions} violations=${t.violations} (shard ${shard + 1}/${shards}: txns=${t.txns} committed=${t.committed} endBatches=${t.endBatches} endBatchedSagas=${t.endBatchedSagas} endSingles=${t.endSingles} ${secs.toFixed(1)} s CPU)`;
+  const line = `${family?.label ?? 'saga'}: seeds=${t.runs} sagas=${t.sagas} finished=${t.finished} compensated=${t.compensated} stuckFlagged=${t.stuck} crashes=${t.crashes} partitions=${t.partitions}${t.quietFaults > 0 ? ` quietFaults=${t.quietFaults}` : ''} violations=${t.violations} (shard ${shard + 1}/${shards}: txns=${t.txns} committed=${t.committed} endBatches=${t.endBatches} endBatchedSagas=${t.endBatchedSagas} endSingles=${t.endSingles} ${secs.toFixed(1)} s CPU)`;
   console.log(line);
   if (out.failed) {
     const cmd = `${MUTANT ? `VERDICT_SAGA_MUTANT=${MUTANT} ` : ''}VERDICT_SAGA_REPLAY='${out.seed}:${out.counterexamplePath}' npx vitest run ${family?.replayFile ?? 'test/sim/system-saga.sim.test.ts'}`;
@@ -93,5 +98,5 @@ export function runSagaShard(shard: number, family?: SagaFamily): { failed: bool
       `saga simulation failed; replay with:\n  ${cmd}\n(add VERDICT_SAGA_TRACE=1 to print every protocol event)\ncounterexample: ${JSON.stringify(out.counterexample)}\n${out.errorInstance instanceof Error ? out.errorInstance.message : String(out.errorInstance)}`,
     );
   }
-  return { failed: out.failed, line };
+  return { failed: out.failed, line, quietFaults: t.quietFaults };
 }

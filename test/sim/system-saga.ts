@@ -780,6 +780,8 @@ export interface SagaRunResult {
   violations: string[];
   crashes: number;
   partitions: number;
+  /** Crashes and partitions that struck a node leading a quiesced group (SystemResult.quietFaults). */
+  quietFaults: number;
   sagas: number;
   finished: number;
   compensated: number;
@@ -803,6 +805,7 @@ export function runSagaWorld(sc: SagaScenario, trace?: (line: string) => void): 
     violations: r.violations,
     crashes: r.crashes,
     partitions: r.partitions,
+    quietFaults: r.quietFaults,
     sagas: sc.sagas.length,
     finished: e?.sagasFinished ?? 0,
     compensated: e?.sagasCompensated ?? 0,

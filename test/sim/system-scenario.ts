@@ -190,4 +190,6 @@ export interface SystemResult extends RunResult {
   /** Lost synced tails and corrupted records injected; starts refused for a corrupted record (then repaired). */
   diskFaults: number;
   refusals: number;
+  /** Crashes and partitions that struck a node while it led a quiesced group (G > 1; system-world.ts). */
+  quietFaults: number;
 }

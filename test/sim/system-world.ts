@@ -258,6 +258,13 @@ export class SystemWorld implements FaultWorld {
   refusals = 0;
   private diskFaultNode: SysNode | null = null;
   partitions = 0;
+  /**
+   * Faults (a crash, a partition) that struck a node while it led a quiesced group (G > 1): the schedules that test
+   * quiescence's liveness (the followers must notice the node is gone without heartbeats).
+   */
+  quietFaults = 0;
+  /** Per node, the peers its groups sent a message to since its last node heartbeat (GroupTransport.heartbeat). */
+  private readonly sentSinceHeartbeat = new Map<NodeId, Set<NodeId>>();
   crashPointsFired = 0;
   /** Replays only: a line per protocol event, with virtual time. */
   trace: ((line: string) => void) | null = null;
@@ -341,7 +348,10 @@ export class SystemWorld implements FaultWorld {
       groups: this.groups,
       // Leaders spread at G > 1 (the host never spreads one group), as in the node process.
       spread: this.sc.spreadCheck === false ? false : {},
-      transport: { send: (gms) => inc.alive && this.sendRaft(n.id, gms) },
+      transport: {
+        send: (gms) => inc.alive && this.sendRaft(n.id, gms),
+        heartbeat: () => inc.alive && this.raftHeartbeat(n.id),
+      },
       replica: (g, transport) => {
         const r = this.startReplica(n, inc, g, transport);
         groups.push(r);
@@ -380,6 +390,8 @@ export class SystemWorld implements FaultWorld {
         electionTicks: ELECTION_TICKS,
         ...SIM_RAFT_TUNING,
         commitNoticeLazy: this.commitNoticeMs() > 0,
+        // Idle groups quiesce, as in the node process (G > 1 only: one group runs as it always did).
+        quiesce: this.groups > 1,
       },
       disk.recover(),
       this.conf,
@@ -636,6 +648,7 @@ export class SystemWorld implements FaultWorld {
   private crashNode(n: SysNode): void {
     if (!n.up) return;
     this.log(() => `${n.id} crashes`);
+    this.countQuietFault([n.id]);
     this.connectionsBroke(n);
     this.crashes++;
     n.up = false;
@@ -777,13 +790,50 @@ export class SystemWorld implements FaultWorld {
    * process.
    */
   private sendRaft(from: NodeId, gms: GroupMessage[]): void {
+    // Every frame names the groups its sender leads quiesced (src/transport/peer.ts, WireBatch.quiescedGroups).
+    const quiesced = this.quiescedLeading(from);
+    let sent = this.sentSinceHeartbeat.get(from);
+    if (sent === undefined) this.sentSinceHeartbeat.set(from, (sent = new Set()));
     for (const gm of gms) {
       const to = this.nodes.find((x) => x.id === gm.message.to);
       if (!to) continue;
+      sent.add(to.id);
       this.net.send(from, to.id, () => {
-        if (to.up && to.host) to.host.receive([gm]);
+        if (!to.up || !to.host) return;
+        to.host.heard(from, quiesced);
+        to.host.receive([gm]);
       });
     }
+  }
+
+  /**
+   * The node-level heartbeat (src/transport/peer.ts, PeerLink.heartbeat): a frame with no message to every other node
+   * that was sent nothing since the last one; the receiving host hears the node alive.
+   */
+  private raftHeartbeat(from: NodeId): void {
+    const sent = this.sentSinceHeartbeat.get(from);
+    const quiesced = this.quiescedLeading(from);
+    for (const to of this.nodes) {
+      if (to.id === from || sent?.has(to.id)) continue;
+      this.net.send(from, to.id, () => {
+        if (to.up && to.host) to.host.heard(from, quiesced);
+      });
+    }
+    sent?.clear();
+  }
+
+  /** The groups node `id` leads quiesced, as its frames name them (GroupHost.quiescedLeading). */
+  private quiescedLeading(id: NodeId): number[] {
+    return this.nodes.find((x) => x.id === id)?.host?.quiescedLeading() ?? [];
+  }
+
+  /** Counts a fault (a crash, a partition) that strikes any of `ids` while it leads a quiesced group. */
+  countQuietFault(ids: readonly NodeId[]): void {
+    const struck = this.nodes.some(
+      (n) =>
+        ids.includes(n.id) && n.up && n.groups.some((r) => r.core.driver.isLeader() && r.core.driver.node.quiesced()),
+    );
+    if (struck) this.quietFaults++;
   }
 
   // ---- participants: the production wiring of src/participant/runtime.ts --
@@ -1160,6 +1210,7 @@ export class SystemWorld implements FaultWorld {
       virtualMs: this.q.now,
       diskFaults: this.diskFaults,
       refusals: this.refusals,
+      quietFaults: this.quietFaults,
     };
   }
 

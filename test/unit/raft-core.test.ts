@@ -1017,6 +1017,162 @@ describe("raft core: a broken stream to the leader (the transport's Unreachable)
   });
 });
 
+describe('raft core: quiescence (RaftConfig.quiesce)', () => {
+  /** Whether `id`'s frames name the group as led quiesced (WireBatch.quiescedGroups): it leads it and is quiesced. */
+  function leadsQuiesced(net: Net, id: NodeId): boolean {
+    const n = net.node(id);
+    return n.raft.role === Role.Leader && n.quiesced();
+  }
+
+  /**
+   * Ticks `ids` `times` times; before each tick every node hears from the other nodes (the group host's report of any
+   * frame from them, with whether it names the group as led quiesced), except from those in `silent`.
+   */
+  function tickHeard(net: Net, times: number, silent: ReadonlySet<NodeId> = new Set(), ids = net.ids): void {
+    for (let t = 0; t < times; t++) {
+      for (const id of ids)
+        for (const peer of net.ids)
+          if (peer !== id && !silent.has(peer)) net.node(id).heard(peer, leadsQuiesced(net, peer));
+      net.tick(ids);
+    }
+  }
+
+  /** n1 leads three nodes that quiesce, and the group has gone quiet. */
+  function quietGroup(seed: number): Net {
+    const net = new Net(['n1', 'n2', 'n3'], seed, { quiesce: true });
+    net.elect('n1');
+    tickHeard(net, 3);
+    for (const id of net.ids) expect(net.node(id).quiesced(), `${id} quiesced`).toBe(true);
+    return net;
+  }
+
+  it('an idle group quiesces within a few ticks, then sends nothing at all while its nodes are heard', () => {
+    const net = quietGroup(60);
+    const mark = net.sent.length;
+    tickHeard(net, 5 * ELECTION_TICKS);
+    expect(net.sentSince(mark, () => true)).toEqual([]);
+    expect(net.leaders()).toEqual(['n1']);
+  });
+
+  it('control: without quiescence the same group sends a heartbeat and an answer per follower per tick', () => {
+    const net = new Net(['n1', 'n2', 'n3'], 60);
+    net.elect('n1');
+    tickHeard(net, 3);
+    const mark = net.sent.length;
+    tickHeard(net, 10);
+    expect(net.sentSince(mark, () => true).length).toBeGreaterThanOrEqual(10 * 2 * 2);
+    for (const id of net.ids) expect(net.node(id).quiesced()).toBe(false);
+  });
+
+  it('a proposal wakes the group: its entry is applied on every node, then the group quiesces again', () => {
+    const net = quietGroup(61);
+    net.propose('n1', 'x');
+    expect(net.node('n1').quiesced()).toBe(false);
+    tickHeard(net, 3);
+    for (const id of net.ids) expect(net.appliedData(id)).toEqual(['x']);
+    for (const id of net.ids) expect(net.node(id).quiesced(), `${id} quiesced again`).toBe(true);
+  });
+
+  it('no election while quiesced and the leader node is heard: a rival pre-vote is refused (the leader lease), nobody changes term', () => {
+    const net = quietGroup(62);
+    const term = net.node('n1').raft.term;
+    tickHeard(net, 5 * ELECTION_TICKS);
+    net.node('n3').campaign();
+    net.stabilize();
+    tickHeard(net, 3 * ELECTION_TICKS);
+    expect(net.leaders()).toEqual(['n1']);
+    for (const id of net.ids) expect(net.node(id).raft.term).toBe(term);
+  });
+
+  it('followers of a quiesced group whose leader node falls silent campaign after an election timeout and elect one leader', () => {
+    const net = quietGroup(63);
+    const term = net.node('n1').raft.term;
+    net.isolate('n1');
+    tickHeard(net, 3 * ELECTION_TICKS, new Set(['n1']), ['n2', 'n3']);
+    const leaders = net.leaders().filter((id) => id !== 'n1');
+    expect(leaders).toHaveLength(1);
+    expect(net.node(leaders[0]).raft.term).toBeGreaterThan(term);
+  });
+
+  it('a quiesced follower told that the stream to its leader broke (Unreachable) campaigns within a few ticks', () => {
+    const net = quietGroup(64);
+    net.isolate('n1');
+    for (const id of ['n2', 'n3']) net.node(id).reportUnreachable('n1');
+    tickHeard(net, LEADER_LOST_JITTER_TICKS + 2, new Set(['n1']), ['n2', 'n3']);
+    expect(net.leaders().filter((id) => id !== 'n1')).toHaveLength(1);
+  });
+
+  it('a quiesced follower whose leader asks for votes grants them at once: that node no longer leads (the lease ends)', () => {
+    const net = quietGroup(65);
+    // n1 restarted quickly (its node is heard again at once) and campaigns; its followers still hear its node.
+    net.crash('n1', false);
+    net.node('n1').campaign();
+    net.stabilize();
+    expect(net.leaders()).toEqual(['n1']);
+  });
+
+  // Found by the simulator (G = 2): the leader's node crashed and restarted at once with a disk that lost entries (so
+  // it may not campaign); its node was heard again at once, and a quiesced follower that took any frame of it as its
+  // heartbeat stayed in its lease for ever, refusing the third node's votes: no leader again.
+  it("a quiesced follower whose leader's node restarted (and leads nothing) campaigns after an election timeout, though that node is heard", () => {
+    const net = quietGroup(68);
+    const term = net.node('n1').raft.term;
+    net.crash('n1', false);
+    // n1 is heard every tick but does not tick itself (it would campaign, and its pre-vote would end the lease).
+    tickHeard(net, 3 * ELECTION_TICKS, new Set(), ['n2', 'n3']);
+    const leaders = net.leaders().filter((id) => id !== 'n1');
+    expect(leaders).toHaveLength(1);
+    expect(net.node(leaders[0]).raft.term).toBeGreaterThan(term);
+  });
+
+  it('a quiesced leader stays while its members are heard, and steps down (CheckQuorum) within two election timeouts once they are not', () => {
+    const net = quietGroup(66);
+    tickHeard(net, 5 * ELECTION_TICKS);
+    expect(net.leaders()).toEqual(['n1']);
+    net.isolate('n1');
+    let ticks = 0;
+    while (net.node('n1').raft.role === Role.Leader && ticks < 5 * ELECTION_TICKS) {
+      tickHeard(net, 1, new Set(['n2', 'n3']), ['n1']);
+      ticks++;
+    }
+    expect(net.node('n1').raft.role).toBe(Role.Follower);
+    expect(ticks).toBeLessThanOrEqual(2 * ELECTION_TICKS);
+  });
+
+  it("a late answer to an earlier round's quiesce request does not count: only this round's answers quiesce the leader", () => {
+    const net = new Net(['n1', 'n2', 'n3'], 67, { quiesce: true });
+    net.elect('n1');
+    net.stabilize();
+    const isAnswer = (from: NodeId) => (m: Message) => m.type === MT.HeartbeatResp && m.from === from;
+    /** One tick of n1: its quiesce requests reach both followers; their answers stay on the wire. */
+    const requestRound = (): void => {
+      net.node('n1').tick();
+      net.pump();
+      expect(net.inflight.filter((m) => m.type === MT.Heartbeat).every((m) => m.context.length === 9)).toBe(true);
+      net.deliver((m) => m.type === MT.Heartbeat);
+    };
+    requestRound();
+    const late = net.inflight.filter(isAnswer('n2'));
+    expect(late).toHaveLength(1);
+    net.inflight = net.inflight.filter((m) => !isAnswer('n2')(m));
+    // Something happens (a proposal) and is done with: every node has it, the followers are awake again.
+    net.propose('n1', 'x');
+    net.stabilize();
+    expect(net.node('n2').quiesced()).toBe(false);
+    // The next round: n3's answer arrives, n2's answer to the earlier round arrives late.
+    requestRound();
+    const current = net.inflight.filter(isAnswer('n2'));
+    net.inflight = net.inflight.filter((m) => !isAnswer('n2')(m));
+    net.deliver();
+    net.node('n1').step(late[0]);
+    net.pump();
+    expect(net.node('n1').quiesced(), 'a late answer quiesced the leader').toBe(false);
+    net.inflight.push(...current);
+    net.deliver();
+    expect(net.node('n1').quiesced()).toBe(true);
+  });
+});
+
 describe('raft core: elections with uneven logs and stale leaders', () => {
   it('a node whose log is behind cannot win an election (its pre-votes are refused)', () => {
     const net = new Net(['n1', 'n2', 'n3'], 30);

@@ -148,6 +148,19 @@ describe('Raft edge: every field, every reason', () => {
     expectRefused(checkEnvelope(b, view), 'cluster', 'clusterId', /cluster id mismatch: message for cluster "c2"/);
   });
 
+  it('group: a batch that names as led quiesced a group this node does not host, or one twice, or a non-number', () => {
+    const four = { ...view, groups: 4 };
+    const named = (quiescedGroups: unknown): WireBatch => ({ ...batch(), quiescedGroups }) as unknown as WireBatch;
+    expect(checkEnvelope(named([0, 3]), four)).toBeNull();
+    // A frame of no message, only liveness: what an idle node of several groups sends each tick.
+    expect(checkEnvelope(named([]), four)).toBeNull();
+    expectRefused(checkEnvelope(named([4]), four), 'group', 'quiescedGroups[0]', /4 is not a group of this node/);
+    expectRefused(checkEnvelope(named([1, 1]), four), 'group', 'quiescedGroups[1]');
+    expectRefused(checkEnvelope(named([0, 1, 2, 3, 0]), four), 'group', 'quiescedGroups', /5 groups named/);
+    expectRefused(checkEnvelope(named(['x']), four), 'group', 'quiescedGroups[0]');
+    expectRefused(checkEnvelope(named([1]), view), 'group', 'quiescedGroups[0]', /it has 1/);
+  });
+
   it('destination: a batch or a message for another node', () => {
     expectRefused(
       checkEnvelope({ ...batch(good(MT.Heartbeat)), to: 'n3' }, view),

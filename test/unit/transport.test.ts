@@ -269,6 +269,40 @@ describe('GrpcTransport', () => {
     expect(Buffer.from(b.received[9].entries[0].data).equals(bytes(400 * 1024, 10))).toBe(true);
   });
 
+  it('(f) node heartbeats (G > 1): a frame of no message to a peer sent nothing since the last call, and every frame names the groups the sender leads quiesced', async () => {
+    const heard: string[] = [];
+    const got: number[] = [];
+    const a = await startNode('n1', { groups: 4, onGroupMessages: () => {}, quiescedGroups: () => [1, 3] });
+    const b = await startNode('n2', {
+      groups: 4,
+      onGroupMessages: (gms) => got.push(...gms.map((gm) => gm.group)),
+      onHeard: (peer, groups) => heard.push(`${peer} leads ${groups.join(',')}`),
+    });
+    mesh(a, b);
+    const heartbeat = (): void => a.transport.groupTransport.heartbeat?.();
+    heartbeat();
+    await waitFor(() => heard.length === 1, 'a node heartbeat at n2');
+    expect(heard).toEqual(['n1 leads 1,3']);
+    expect(got).toEqual([]);
+    // A message goes in this tick: the heartbeat adds no frame, and the message's frame names the groups.
+    a.transport.groupTransport.send([
+      { group: 2, message: message({ type: MessageType.Heartbeat, from: 'n1', to: 'n2', term: 1 }) },
+    ]);
+    heartbeat();
+    await waitFor(() => got.length === 1, 'the message at n2');
+    // The next call finds a message sent since the last one: no frame; the one after sends one.
+    heartbeat();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(heard).toEqual(['n1 leads 1,3', 'n1 leads 1,3']);
+    heartbeat();
+    await waitFor(() => heard.length === 3, 'a third frame at n2');
+    expect(got).toEqual([2]);
+    expect({ messages: a.transport.sent.messages, batches: a.transport.sent.batches }).toEqual({
+      messages: 1,
+      batches: 3,
+    });
+  });
+
   it('(c) R7: rejects batches from another cluster, delivers nothing, and says why', async () => {
     const b = await startNode('n2');
     const intruder = await startNode('n1', { clusterId: 'c2' }, { listen: false });

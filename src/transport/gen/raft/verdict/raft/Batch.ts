@@ -7,6 +7,7 @@ export interface Batch {
   'from'?: (string);
   'to'?: (string);
   'messages'?: (_verdict_raft_Message)[];
+  'quiescedGroups'?: (number)[];
 }
 
 export interface Batch__Output {
@@ -14,4 +15,5 @@ export interface Batch__Output {
   'from': (string);
   'to': (string);
   'messages': (_verdict_raft_Message__Output)[];
+  'quiescedGroups': (number)[];
 }
