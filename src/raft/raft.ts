@@ -754,7 +754,9 @@ export class Raft {
     }
   }
 
-  /** Leader, quiesced, on a tick: a member whose node was silent for an election timeout wakes the group (silentTicks). */
+  /**
+   * Leader, quiesced, on a tick: a member whose node was silent for an election timeout wakes the group (silentTicks).
+   */
   private countSilence(): void {
     for (const id of this.progress.keys()) {
       if (id === this.id) continue;

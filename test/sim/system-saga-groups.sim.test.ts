@@ -43,7 +43,8 @@ for (const groups of GROUPS) {
       label: `saga groups G=${groups}`,
     });
     expect(failed, `a schedule at G = ${groups} broke a saga rule (see the replay command above)`).toBe(false);
-    // Idle groups quiesce (src/raft/raft.ts, Raft.quiesced): some schedules must strike a node leading a quiesced group.
+    // Idle groups quiesce (src/raft/raft.ts, Raft.quiesced): some schedules must strike a node leading a quiesced
+    // group.
     if (!SAGA_REPLAY) expect(quietFaults, 'no schedule struck a node leading a quiesced group').toBeGreaterThan(0);
   }, 1_800_000);
 }
