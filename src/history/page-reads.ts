@@ -36,7 +36,7 @@ export class PageReads {
   async find(
     ids: readonly string[],
     decidedAtMs: (id: string) => number,
-    pageOf: ReadonlyMap<string, number>,
+    pageOf: Pick<RecentPages, 'get'>,
   ): Promise<Map<string, HistoryRecord>> {
     const found = new Map<string, HistoryRecord>();
     const pages = new Map<number, Map<string, { page: Page; line: PageLine }> | null>();
@@ -119,5 +119,34 @@ export class PageReads {
     if (fromPages.length === 0) return [];
     const own = await this.db.getMany(fromPages.map((r) => rKey(r.txnId)));
     return fromPages.filter((_, i) => own[i] === undefined);
+  }
+}
+
+/**
+ * The page of each transaction written recently, so a late change (an ACK, the Forget, a status question, an act)
+ * finds it at once: two generations of at most half of `max` each, the older dropped whole when the newer fills (no
+ * eviction one by one, which in a Map costs a walk over the deleted entries at its front).
+ */
+export class RecentPages {
+  private current = new Map<string, number>();
+  private previous = new Map<string, number>();
+
+  constructor(private readonly max: number) {}
+
+  get(txnId: string): number | undefined {
+    return this.current.get(txnId) ?? this.previous.get(txnId);
+  }
+
+  set(txnId: string, seq: number): void {
+    this.current.set(txnId, seq);
+    if (this.current.size >= this.max / 2) {
+      this.previous = this.current;
+      this.current = new Map();
+    }
+  }
+
+  delete(txnId: string): void {
+    this.current.delete(txnId);
+    this.previous.delete(txnId);
   }
 }

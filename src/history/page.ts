@@ -110,12 +110,12 @@ export function buildPage(
     }
     return n;
   };
-  const items: PageItem[] = [];
+  const groups: Groups = new Map();
   let body = '';
   for (const t of txns) {
     let line = t.txnId;
     const cs = t.changes;
-    let ids: string[] | null = null;
+    const g = groupOf(groups, t.txnId, t.atMs);
     for (let i = 0; i < cs.length; ) {
       const c = cs[i];
       if (typeof c === 'number') {
@@ -125,7 +125,7 @@ export function buildPage(
         const detail = raw.length > DETAIL_CHARS_MAX ? raw.slice(0, DETAIL_CHARS_MAX) : raw;
         const code = KIND_CODES.get(kind) ?? `~${encodeURIComponent(kind)}`;
         line += `\tS${code},${t.t0 + c - base},${pid === '' ? '' : numberOf(pid)},${detail === '' ? '' : enc(detail)}`;
-        if (pid !== '') (ids ??= []).push(pid);
+        if (pid !== '') g.participants.add(pid);
         i += 4;
         continue;
       }
@@ -135,7 +135,7 @@ export function buildPage(
         case 'decide': {
           let ps = '';
           for (const p of c.participants) ps += ps === '' ? String(numberOf(p)) : `.${numberOf(p)}`;
-          (ids ??= []).push(...c.participants);
+          for (const p of c.participants) g.participants.add(p);
           line += `\tD${c.outcome === 'commit' ? 'c' : 'a'}${c.first ? 1 : 0},${c.index},${rel(c.atMs, base)},${ps},${c.reason === '' ? '' : enc(c.reason)}`;
           break;
         }
@@ -151,9 +151,8 @@ export function buildPage(
       }
     }
     body += `\n${line}`;
-    items.push({ txnId: t.txnId, atMs: t.atMs, participants: ids ?? [] });
   }
-  return assemble(seq, pageKey, base, participants, body, items);
+  return assemble(seq, pageKey, base, participants, body, groups);
 }
 
 /** A page of the lines kept (a prune), with the items they index: the header as it was, less the index it had. */
@@ -164,15 +163,29 @@ export function rebuildPage(
   kept: readonly { line: PageLine; item: PageItem }[],
 ): { value: string; ops: Batch[]; cost: number } {
   let body = '';
-  for (const k of kept) body += `\n${k.line.text}`;
-  return assemble(
-    seq,
-    pageKey,
-    page.baseAtMs,
-    page.participants,
-    body,
-    kept.map((k) => k.item),
-  );
+  const groups: Groups = new Map();
+  for (const k of kept) {
+    body += `\n${k.line.text}`;
+    const g = groupOf(groups, k.item.txnId, k.item.atMs);
+    for (const p of k.item.participants) g.participants.add(p);
+  }
+  return assemble(seq, pageKey, page.baseAtMs, page.participants, body, groups);
+}
+
+/** A page's transactions by the time bucket they fall in: their ids, participants and oldest time (its index). */
+type Groups = Map<number, { ids: string[]; participants: Set<string>; oldestAtMs: number }>;
+
+/** The group of a transaction decided at `atMs`, with its id added. */
+function groupOf(groups: Groups, txnId: string, atMs: number): { participants: Set<string> } {
+  const b = bucketOf(atMs);
+  let g = groups.get(b);
+  if (g === undefined) {
+    g = { ids: [], participants: new Set(), oldestAtMs: atMs };
+    groups.set(b, g);
+  }
+  g.ids.push(txnId);
+  if (atMs < g.oldestAtMs) g.oldestAtMs = atMs;
+  return g;
 }
 
 function assemble(
@@ -181,38 +194,20 @@ function assemble(
   base: number,
   participants: readonly string[],
   body: string,
-  items: readonly PageItem[],
+  groups: Groups,
 ): { value: string; ops: Batch[]; cost: number } {
-  const ops = indexOps(seq, items);
-  let indexBytes = 0;
-  for (const op of ops) indexBytes += op.key.length + (op.type === 'put' ? op.value.length : 0);
-  const buckets = [...new Set(items.map((x) => bucketOf(x.atMs)))];
-  let head = `H${PAGE_FORM},${base},${indexBytes},${buckets.join('.')}`;
-  for (const p of participants) head += `,${enc(p)}`;
-  const value = head + body;
-  return { value, ops, cost: pageKey.length + value.length + indexBytes };
-}
-
-/** The index of a page's items: per bucket, its oldest time and a Bloom filter of its ids; its participants. */
-function indexOps(seq: number, items: readonly PageItem[]): Batch[] {
-  const byBucket = new Map<number, { ids: string[]; participants: Set<string>; oldestAtMs: number }>();
-  for (const x of items) {
-    const b = bucketOf(x.atMs);
-    let g = byBucket.get(b);
-    if (g === undefined) {
-      g = { ids: [], participants: new Set(), oldestAtMs: x.atMs };
-      byBucket.set(b, g);
-    }
-    g.ids.push(x.txnId);
-    if (x.atMs < g.oldestAtMs) g.oldestAtMs = x.atMs;
-    for (const p of x.participants) g.participants.add(p);
-  }
+  // Per bucket, its oldest time and a Bloom filter of its ids; its participants.
   const ops: Batch[] = [];
-  for (const [b, g] of byBucket) {
+  for (const [b, g] of groups) {
     ops.push({ type: 'put', key: gKey(b, seq), value: `${g.oldestAtMs},${bloomOf(g.ids)}` });
     for (const p of g.participants) ops.push({ type: 'put', key: qKey(p, b, seq), value: '' });
   }
-  return ops;
+  let indexBytes = 0;
+  for (const op of ops) indexBytes += op.key.length + (op.type === 'put' ? op.value.length : 0);
+  let head = `H${PAGE_FORM},${base},${indexBytes},${[...groups.keys()].join('.')}`;
+  for (const p of participants) head += `,${enc(p)}`;
+  const value = head + body;
+  return { value, ops, cost: pageKey.length + value.length + indexBytes };
 }
 
 /** The deletions of every index key a page had (from its header: buckets × participants; a missing key is no harm). */

@@ -80,7 +80,7 @@ import {
   rebuildPage,
   replayLine,
 } from './page.ts';
-import { PageReads } from './page-reads.ts';
+import { PageReads, RecentPages } from './page-reads.ts';
 import {
   addSighting,
   applyChange,
@@ -143,7 +143,7 @@ const HOT_MAX = 2_000;
 const PENDING_MAX = 10_000;
 const PRUNE_EVERY_MS = 60_000;
 const LACKS_MAX = 100;
-/** Transactions written recently, remembered with their page (a late change finds it at once). */
+/** Transactions written before they settled, remembered with their page (a late change finds it at once). */
 const PAGE_OF_MAX = 100_000;
 
 /** What is on disk of a record: where its index keys are and what it costs. */
@@ -185,8 +185,8 @@ export class HistoryStore {
   private readonly open = new Map<string, OpenTxn>();
   /** What this node saw of transactions not decided yet, kept as it came; the decision makes it open. */
   private readonly pending = new Map<string, OpenTxn>();
-  /** The page of each transaction written recently (bounded by PAGE_OF_MAX, the oldest leave). */
-  private readonly pageOf = new Map<string, number>();
+  /** The page of each transaction written before it settled (bounded by PAGE_OF_MAX). */
+  private readonly pageOf = new RecentPages(PAGE_OF_MAX);
   /** The highest log index applied here (in memory). */
   private applied: number;
   /** Every change of the log up to this index is on disk (invariant: durable <= applied). */
@@ -585,11 +585,8 @@ export class HistoryStore {
       this.count(ops, taken.size + paged.length);
       this.durable = Math.max(this.durable, floor);
       this.written = writtenTo;
-      // A late change (an ACK, the Forget, a status question, an act) finds a recent transaction's page at once.
-      for (const t of paged) {
-        this.pageOf.set(t.txnId, pageSeq);
-        if (this.pageOf.size > PAGE_OF_MAX) this.pageOf.delete(this.pageOf.keys().next().value as string);
-      }
+      // One written before it settled will change again (its ACKs, its Forget, retries): its page is remembered.
+      for (const t of paged) if (!t.settled) this.pageOf.set(t.txnId, pageSeq);
       paged = [];
       // A settled record rarely changes again (a late operator's act reads it back from disk): it leaves memory at
       // once.
