@@ -26,7 +26,11 @@ import type { Level } from 'level';
 import { indexAtMs } from './codec.ts';
 import type { HistoryRecord } from './record.ts';
 
-export type Batch = { type: 'put'; key: string; value: string } | { type: 'del'; key: string };
+/** A LevelDB op; a page is written as bytes (./page.ts), everything else as text. */
+export type Batch =
+  | { type: 'put'; key: string; value: string }
+  | { type: 'put'; key: string; value: Buffer; valueEncoding: 'buffer' }
+  | { type: 'del'; key: string };
 
 /** Keys of the first index form turned into bucket lines per batch. */
 const UPGRADE_KEYS = 10_000;
@@ -149,8 +153,13 @@ export async function upgradeIndexKeys(db: Level<string, string>, seqAtOpen: num
       for (const [list, lines] of lists)
         ops.push({ type: 'put', key: `${list}${seq12(++seq)}`, value: lines.join(ENTRY_SEP) });
       ops.push({ type: 'put', key: M_SEQ, value: String(seq) });
-      await db.batch(ops);
+      await writeBatch(db, ops);
     }
   }
   return seq;
+}
+
+/** Writes `ops` as one LevelDB batch (a page's value is bytes: the store's values are text otherwise). */
+export function writeBatch(db: Level<string, string>, ops: readonly Batch[]): Promise<void> {
+  return (db as unknown as Level<string, string | Buffer>).batch(ops as Batch[]);
 }

@@ -87,7 +87,6 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 function dec(s: string): string {
   return s.includes('%') ? decodeURIComponent(s) : s;
 }
-const rel = (atMs: number, base: number): string => (atMs === 0 ? '' : String(atMs - base));
 
 /**
  * The page `seq` of `txns`: its value, its index ops and what it costs (key, value and index). Every transaction is
@@ -97,7 +96,7 @@ export function buildPage(
   seq: number,
   pageKey: string,
   txns: readonly OpenTxn[],
-): { value: string; ops: Batch[]; cost: number } {
+): { value: Buffer; ops: Batch[]; cost: number } {
   const base = txns[0]?.atMs ?? 0;
   const numbers = new Map<string, number>();
   const participants: string[] = [];
@@ -111,9 +110,11 @@ export function buildPage(
     return n;
   };
   const groups: Groups = new Map();
-  let body = '';
+  // Written as bytes, not built as strings: every node writes every transaction, and a leader's has a dozen changes.
+  const w = new TextWriter(txns.length * 200);
   for (const t of txns) {
-    let line = t.txnId;
+    w.byte(NL);
+    w.text(t.txnId);
     const cs = t.changes;
     const g = groupOf(groups, t.txnId, t.atMs);
     for (let i = 0; i < cs.length; ) {
@@ -122,10 +123,20 @@ export function buildPage(
         const kind = cs[i + 1] as string;
         const pid = cs[i + 2] as string;
         const raw = cs[i + 3] as string;
-        const detail = raw.length > DETAIL_CHARS_MAX ? raw.slice(0, DETAIL_CHARS_MAX) : raw;
-        const code = KIND_CODES.get(kind) ?? `~${encodeURIComponent(kind)}`;
-        line += `\tS${code},${t.t0 + c - base},${pid === '' ? '' : numberOf(pid)},${detail === '' ? '' : enc(detail)}`;
-        if (pid !== '') g.participants.add(pid);
+        w.byte(TAB);
+        w.byte(S);
+        const code = KIND_CODES.get(kind);
+        if (code !== undefined) w.text(code);
+        else w.text(`~${encodeURIComponent(kind)}`);
+        w.byte(COMMA);
+        w.int(t.t0 + c - base);
+        w.byte(COMMA);
+        if (pid !== '') {
+          w.int(numberOf(pid));
+          g.participants.add(pid);
+        }
+        w.byte(COMMA);
+        if (raw !== '') w.text(enc(raw.length > DETAIL_CHARS_MAX ? raw.slice(0, DETAIL_CHARS_MAX) : raw));
         i += 4;
         continue;
       }
@@ -133,26 +144,38 @@ export function buildPage(
       if (c === undefined || typeof c === 'string') continue;
       switch (c.t) {
         case 'decide': {
-          let ps = '';
-          for (const p of c.participants) ps += ps === '' ? String(numberOf(p)) : `.${numberOf(p)}`;
-          for (const p of c.participants) g.participants.add(p);
-          line += `\tD${c.outcome === 'commit' ? 'c' : 'a'}${c.first ? 1 : 0},${c.index},${rel(c.atMs, base)},${ps},${c.reason === '' ? '' : enc(c.reason)}`;
+          w.text(c.outcome === 'commit' ? (c.first ? '\tDc1,' : '\tDc0,') : c.first ? '\tDa1,' : '\tDa0,');
+          w.int(c.index);
+          w.byte(COMMA);
+          if (c.atMs !== 0) w.int(c.atMs - base);
+          w.byte(COMMA);
+          for (let k = 0; k < c.participants.length; k++) {
+            const p = c.participants[k] as string;
+            if (k > 0) w.byte(DOT);
+            w.int(numberOf(p));
+            g.participants.add(p);
+          }
+          w.byte(COMMA);
+          if (c.reason !== '') w.text(enc(c.reason));
           break;
         }
         case 'forget':
-          line += `\tF,${c.index},${rel(c.atMs, base)}`;
+          w.text('\tF,');
+          w.int(c.index);
+          w.byte(COMMA);
+          if (c.atMs !== 0) w.int(c.atMs - base);
           break;
         case 'act':
-          line += `\tA,${encodeURIComponent(JSON.stringify(c.act))}`;
+          w.text('\tA,');
+          w.text(encodeURIComponent(JSON.stringify(c.act)));
           break;
         default:
           // A row goes in as a sighting, a saga never into a page (./store.ts keeps sagas as records).
           throw new Error(`a page holds no ${c.t} change`);
       }
     }
-    body += `\n${line}`;
   }
-  return assemble(seq, pageKey, base, participants, body, groups);
+  return assemble(seq, pageKey, base, participants, w.done(), groups);
 }
 
 /** A page of the lines kept (a prune), with the items they index: the header as it was, less the index it had. */
@@ -161,15 +184,83 @@ export function rebuildPage(
   pageKey: string,
   page: Page,
   kept: readonly { line: PageLine; item: PageItem }[],
-): { value: string; ops: Batch[]; cost: number } {
-  let body = '';
+): { value: Buffer; ops: Batch[]; cost: number } {
+  const w = new TextWriter(kept.length * 200);
   const groups: Groups = new Map();
   for (const k of kept) {
-    body += `\n${k.line.text}`;
+    w.byte(NL);
+    w.text(k.line.text);
     const g = groupOf(groups, k.item.txnId, k.item.atMs);
     for (const p of k.item.participants) g.participants.add(p);
   }
-  return assemble(seq, pageKey, page.baseAtMs, page.participants, body, groups);
+  return assemble(seq, pageKey, page.baseAtMs, page.participants, w.done(), groups);
+}
+
+const NL = 0x0a;
+const TAB = 0x09;
+const COMMA = 0x2c;
+const DOT = 0x2e;
+const S = 0x53;
+
+/** Text written into one growing buffer: ASCII a byte a character (ids, codes, plain or URI-encoded texts), else UTF-8. */
+class TextWriter {
+  private buf: Buffer;
+  private n = 0;
+
+  constructor(bytes: number) {
+    this.buf = Buffer.allocUnsafe(Math.max(256, bytes));
+  }
+
+  private room(bytes: number): void {
+    if (this.n + bytes <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.n + bytes));
+    this.buf.copy(next, 0, 0, this.n);
+    this.buf = next;
+  }
+
+  byte(b: number): void {
+    this.room(1);
+    this.buf[this.n++] = b;
+  }
+
+  text(s: string): void {
+    this.room(s.length);
+    const start = this.n;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) {
+        this.n = start;
+        this.room(Buffer.byteLength(s));
+        this.n += this.buf.write(s, this.n, 'utf8');
+        return;
+      }
+      this.buf[this.n++] = c;
+    }
+  }
+
+  /** A whole number in decimal. */
+  int(x: number): void {
+    if (x < 0) {
+      this.byte(0x2d);
+      x = -x;
+    }
+    this.room(16);
+    if (x < 10) {
+      this.buf[this.n++] = 0x30 + x;
+      return;
+    }
+    let digits = 1;
+    for (let y = x; y >= 10; y = Math.floor(y / 10)) digits++;
+    for (let k = digits - 1; k >= 0; k--) {
+      this.buf[this.n + k] = 0x30 + (x % 10);
+      x = Math.floor(x / 10);
+    }
+    this.n += digits;
+  }
+
+  done(): Buffer {
+    return this.buf.subarray(0, this.n);
+  }
 }
 
 /** A page's transactions by the time bucket they fall in: their ids, participants and oldest time (its index). */
@@ -193,9 +284,9 @@ function assemble(
   pageKey: string,
   base: number,
   participants: readonly string[],
-  body: string,
+  body: Buffer,
   groups: Groups,
-): { value: string; ops: Batch[]; cost: number } {
+): { value: Buffer; ops: Batch[]; cost: number } {
   // Per bucket, its oldest time and a Bloom filter of its ids; its participants.
   const ops: Batch[] = [];
   for (const [b, g] of groups) {
@@ -206,7 +297,7 @@ function assemble(
   for (const op of ops) indexBytes += op.key.length + (op.type === 'put' ? op.value.length : 0);
   let head = `H${PAGE_FORM},${base},${indexBytes},${[...groups.keys()].join('.')}`;
   for (const p of participants) head += `,${enc(p)}`;
-  const value = head + body;
+  const value = Buffer.concat([Buffer.from(head, 'utf8'), body]);
   return { value, ops, cost: pageKey.length + value.length + indexBytes };
 }
 

@@ -67,6 +67,7 @@ import {
   seqOfKey,
   tPrefix,
   upgradeIndexKeys,
+  writeBatch,
 } from './keys.ts';
 import {
   buildPage,
@@ -567,7 +568,7 @@ export class HistoryStore {
         pageSeq = ++this.seq;
         const key = pageKey(pageSeq);
         const p = buildPage(pageSeq, key, paged);
-        ops.push({ type: 'put', key, value: p.value });
+        ops.push({ type: 'put', key, value: p.value, valueEncoding: 'buffer' });
         for (const op of p.ops) ops.push(op);
         pageCost = p.cost;
         this.bytes += pageCost;
@@ -581,7 +582,7 @@ export class HistoryStore {
         { type: 'put', key: M_SEQ, value: String(this.seq) },
       );
       if (lacksChanged) ops.push({ type: 'put', key: M_LACKS, value: JSON.stringify(this.lacks) });
-      await this.db.batch(ops);
+      await writeBatch(this.db, ops);
       this.count(ops, taken.size + paged.length);
       this.durable = Math.max(this.durable, floor);
       this.written = writtenTo;
@@ -826,13 +827,13 @@ export class HistoryStore {
         continue;
       }
       const next = rebuildPage(seq, key, p.page, kept);
-      ops.push({ type: 'put', key, value: next.value });
+      ops.push({ type: 'put', key, value: next.value, valueEncoding: 'buffer' });
       for (const op of next.ops) ops.push(op);
       this.bytes += next.cost - oldCost;
     }
     this.bytes = Math.max(0, this.bytes - freedRecords);
     ops.push({ type: 'put', key: M_BYTES, value: String(this.bytes) });
-    await this.db.batch(ops);
+    await writeBatch(this.db, ops);
     // A bucket of stale lines only counts as one deletion, so pruning goes on to the next.
     return Math.max(deleted, 1);
   }

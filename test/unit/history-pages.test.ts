@@ -130,8 +130,9 @@ describe('history pages', () => {
       if (c.t === 'row') t.changes.push(c.atMs - t.t0, c.kind, c.participantId, c.detail);
       else t.changes.push(c);
     const built = buildPage(1, 'g', [t]);
-    expect(built.value).not.toMatch(/\n.*\n/);
-    const page = decodePage(built.value);
+    const value = built.value.toString('utf8');
+    expect(value).not.toMatch(/\n.*\n/);
+    const page = decodePage(value);
     if (typeof page === 'string') throw new Error(page);
     const back = replayLine(page, page.lines[0] as (typeof page.lines)[0]);
     const want = folded(changes);
@@ -145,7 +146,7 @@ describe('history pages', () => {
     });
     // Malformed bytes are refused with the reason, never taken as a record.
     expect(decodePage('H9,0,0,')).toMatch(/not a page of form 4/);
-    const broken = decodePage(built.value.replace('\tF,', '\tF,x'));
+    const broken = decodePage(value.replace('\tF,', '\tF,x'));
     if (typeof broken === 'string') throw new Error(broken);
     expect(replayLine(broken, broken.lines[0] as (typeof broken.lines)[0])).toMatch(/Forget is malformed/);
   });
