@@ -9,10 +9,12 @@
 // and, about 300 ms later, the Forget. It prints the process's CPU per
 // transaction (user + system, LevelDB's threads included) with the store
 // and without it (the same feed, no store), LevelDB writes and bytes written
-// per transaction, and the records' bytes per transaction. Unlike
+// per transaction, the records' bytes per transaction, and the heap bytes
+// allocated and GC pause per transaction (V8's GC profiler). Unlike
 // throughput on a shared machine, these figures barely move with the load.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
+import { GCProfiler, type GCProfilerResult, getHeapStatistics } from 'node:v8';
 import { join } from 'node:path';
 import type { HistoryChange } from '../../src/history/record.ts';
 import { HistoryStore } from '../../src/history/store.ts';
@@ -41,6 +43,9 @@ interface Figures {
   batchOpsPerTxn: number;
   bytesWrittenPerTxn: number;
   recordBytesPerTxn: number;
+  /** Heap bytes allocated per transaction, the feed's own taken out, and GC pause per transaction (V8's GC profiler). */
+  allocBytesPerTxn: number;
+  gcMsPerTxn: number;
 }
 
 /**
@@ -66,6 +71,22 @@ function threadCpuMs(): { main: number; all: number } {
   return { main, all };
 }
 
+/**
+ * Bytes the heap allocated over a run and the GC pauses in it: the growth between collections (each one's heap before,
+ * less the previous one's after), plus the growth since the last.
+ */
+function allocated(heap0: number, r: GCProfilerResult): { allocBytes: number; gcMs: number } {
+  let after = heap0;
+  let allocBytes = 0;
+  let gcMs = 0;
+  for (const s of r.statistics) {
+    allocBytes += s.beforeGC.heapStatistics.usedHeapSize - after;
+    after = s.afterGC.heapStatistics.usedHeapSize;
+    gcMs += s.cost / 1000;
+  }
+  return { allocBytes: allocBytes + getHeapStatistics().used_heap_size - after, gcMs };
+}
+
 type Sink = ((index: number, changes: HistoryChange[]) => void) | null;
 /** A sighting, as the node process hands it over (src/node/history-feed.ts historyRow). */
 type Seen = ((txnId: string, atMs: number, kind: string, participantId: string, detail: string) => void) | null;
@@ -76,7 +97,7 @@ async function feed(
   seen: Seen,
   leader: boolean,
   onEntry: (index: number) => void,
-): Promise<{ cpuMs: number; mainMs: number; txns: number }> {
+): Promise<{ cpuMs: number; mainMs: number; txns: number; allocBytes: number; gcMs: number }> {
   const perTick = (RATE * TICK_MS) / 1000;
   let index = 0;
   let started = 0;
@@ -85,6 +106,9 @@ async function feed(
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   const th0 = threadCpuMs();
+  const heap0 = getHeapStatistics().used_heap_size;
+  const gc = new GCProfiler();
+  gc.start();
   const end = t0 + SECONDS * 1000;
   let tick = 0;
   while (performance.now() < end) {
@@ -143,7 +167,8 @@ async function feed(
   }
   const c = process.cpuUsage(cpu0);
   const th = threadCpuMs();
-  return { cpuMs: (c.user + c.system) / 1000, mainMs: th.main - th0.main, txns: started };
+  const { allocBytes, gcMs } = allocated(heap0, gc.stop());
+  return { cpuMs: (c.user + c.system) / 1000, mainMs: th.main - th0.main, txns: started, allocBytes, gcMs };
 }
 
 async function measure(leader: boolean): Promise<Figures & { baseCpuMsPerTxn: number; baseMainCpuMsPerTxn: number }> {
@@ -178,6 +203,8 @@ async function measure(leader: boolean): Promise<Figures & { baseCpuMsPerTxn: nu
       batchOpsPerTxn: w.ops / r.txns,
       bytesWrittenPerTxn: w.bytes / r.txns,
       recordBytesPerTxn: bytes / r.txns,
+      allocBytesPerTxn: r.allocBytes / r.txns - base.allocBytes / base.txns,
+      gcMsPerTxn: r.gcMs / r.txns - base.gcMs / base.txns,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -190,7 +217,7 @@ for (const role of ROLE === 'both' ? ['leader', 'follower'] : [ROLE]) {
   const f = await measure(role === 'leader');
   const cost = f.cpuMsPerTxn - f.baseCpuMsPerTxn;
   process.stderr.write(
-    `${role}: ${r3(cost)} ms CPU / txn for the history, ${r3(f.mainCpuMsPerTxn - f.baseMainCpuMsPerTxn)} of it on the main thread (${r3(f.cpuMsPerTxn)} with it, ${r3(f.baseCpuMsPerTxn)} the feed alone); ${r3(f.writesPerTxn)} record writes, ${r3(f.batchOpsPerTxn)} LevelDB ops and ${Math.round(f.bytesWrittenPerTxn)} bytes written per txn; ${Math.round(f.recordBytesPerTxn)} bytes of records per txn kept (load average ${loadavg()[0].toFixed(2)})\n`,
+    `${role}: ${r3(cost)} ms CPU / txn for the history, ${r3(f.mainCpuMsPerTxn - f.baseMainCpuMsPerTxn)} of it on the main thread (${r3(f.cpuMsPerTxn)} with it, ${r3(f.baseCpuMsPerTxn)} the feed alone); ${r3(f.writesPerTxn)} record writes, ${r3(f.batchOpsPerTxn)} LevelDB ops and ${Math.round(f.bytesWrittenPerTxn)} bytes written per txn; ${Math.round(f.recordBytesPerTxn)} bytes of records per txn kept; ${Math.round(f.allocBytesPerTxn)} bytes allocated and ${r3(f.gcMsPerTxn * 1000)} µs of GC per txn (load average ${loadavg()[0].toFixed(2)})\n`,
   );
   out[role] = { historyCpuMsPerTxn: r3(cost), ...Object.fromEntries(Object.entries(f).map(([k, v]) => [k, r3(v)])) };
 }

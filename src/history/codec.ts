@@ -37,7 +37,7 @@ const VOTES = ['', 'yes', 'no'] as const;
  * The row kinds a node records (src/node/history-feed.ts), a letter each; any other kind is written out (never one
  * letter long).
  */
-const KIND_CODES = new Map([
+export const KIND_CODES = new Map([
   ['begin', 'b'],
   ['prepare', 'p'],
   ['vote', 'v'],
@@ -47,7 +47,7 @@ const KIND_CODES = new Map([
   ['no-ack', 'n'],
   ['status', 's'],
 ]);
-const KINDS = new Map([...KIND_CODES].map(([k, c]) => [c, k]));
+export const KINDS = new Map([...KIND_CODES].map(([k, c]) => [c, k]));
 
 /**
  * The time a record is indexed by: its decision's, else its first act's or row's (a transaction known only by a

@@ -1,24 +1,36 @@
 // The history store's keys (./store.ts), utf8:
-//   r␀<txnId>                              the record (./codec.ts)
-//   T␀<bucket, 16 digits>␀<seq> by time: "<time> <txnId>" lines, the records of one write whose time (the decision's)
-//   falls in the bucket
+//   g␀<seq>                                a page: the transactions one write turn wrote, as the changes that reached
+//                                          them (./page.ts); most transactions are only here
+//   G␀<bucket, 16 digits>␀<seq>            page <seq> holds transactions of this time bucket: the value is the oldest
+//                                          one's time and a Bloom filter of their ids
+//   Q␀<participant>␀<bucket>␀<seq>         the same, by participant
+//   r␀<txnId>                              a record (./codec.ts): a saga's, a transaction changed after its page was
+//                                          written (it then replaces the page's copy), one known only by an act, and
+//                                          every record of a store written before pages
+//   T␀<bucket>␀<seq> by time: "<time> <txnId>" lines, the records of one write whose time (the decision's) falls in
+//   the bucket
 //   P␀<participant>␀<bucket>␀<seq>         the same, by participant
+//   m␀form                                 the store's form: 4 once it writes pages (./page.ts)
 //   m␀applied                              every change of the log up to this index is on disk
 //   m␀written                              no record on disk holds a change of the log above this index
-//   m␀bytes  m␀lacks  m␀seq                the records' bytes, the lacking ranges, the last index key's number
+//   m␀bytes  m␀lacks  m␀seq                the bytes kept, the lacking ranges, the last page or index key's number
 //
-// A write turn adds one index key per time bucket (BUCKET_MS) and per
-// participant and bucket, not one per record: a transaction costs one
-// LevelDB op (its record), its index a few per turn. A record whose time
-// moved (a heuristic report's record that learns its decision) leaves a
-// stale line behind, which a read skips (the record's time no longer
-// matches) and pruning drops.
+// A write turn adds one page, one G key per time bucket and one Q key per
+// participant and bucket, and for records one index key per time bucket
+// (BUCKET_MS) and per participant and bucket, not one per record. A record
+// whose time moved (a heuristic report's record that learns its decision)
+// leaves a stale line behind, which a read skips (the record's time no
+// longer matches) and pruning drops.
 
 import type { Level } from 'level';
 import { indexAtMs } from './codec.ts';
 import type { HistoryRecord } from './record.ts';
 
-export type Batch = { type: 'put'; key: string; value: string } | { type: 'del'; key: string };
+/** A LevelDB op; a page is written as bytes (./page.ts), everything else as text. */
+export type Batch =
+  | { type: 'put'; key: string; value: string }
+  | { type: 'put'; key: string; value: Buffer; valueEncoding: 'buffer' }
+  | { type: 'del'; key: string };
 
 /** Keys of the first index form turned into bucket lines per batch. */
 const UPGRADE_KEYS = 10_000;
@@ -35,6 +47,17 @@ export const pPrefix = (p: string, bucket: number): string => `P${SEP}${p}${SEP}
 /** An index entry: the record's time and id, one a line. */
 export const entryOf = (atMs: number, id: string): string => `${atMs} ${id}`;
 export const ENTRY_SEP = '\n';
+/** A page (./page.ts): the transactions of one write turn, one value. */
+export const pageKey = (seq: number): string => `g${SEP}${seq12(seq)}`;
+/** A page's time index, per bucket its transactions fall in (the value: the oldest time and a Bloom filter of ids). */
+export const gPrefix = (bucket: number): string => `G${SEP}${ms16(bucket)}${SEP}`;
+export const gKey = (bucket: number, seq: number): string => `${gPrefix(bucket)}${seq12(seq)}`;
+/** A page's participant index, per participant and bucket. */
+export const qPrefix = (p: string, bucket: number): string => `Q${SEP}${p}${SEP}${ms16(bucket)}${SEP}`;
+export const qKey = (p: string, bucket: number, seq: number): string => `${qPrefix(p, bucket)}${seq12(seq)}`;
+/** The page number at the end of a G or Q key. */
+export const seqOfKey = (key: string): number => Number(key.slice(-12));
+export const M_FORM = `m${SEP}form`;
 export const M_APPLIED = `m${SEP}applied`;
 export const M_WRITTEN = `m${SEP}written`;
 export const M_BYTES = `m${SEP}bytes`;
@@ -130,8 +153,13 @@ export async function upgradeIndexKeys(db: Level<string, string>, seqAtOpen: num
       for (const [list, lines] of lists)
         ops.push({ type: 'put', key: `${list}${seq12(++seq)}`, value: lines.join(ENTRY_SEP) });
       ops.push({ type: 'put', key: M_SEQ, value: String(seq) });
-      await db.batch(ops);
+      await writeBatch(db, ops);
     }
   }
   return seq;
+}
+
+/** Writes `ops` as one LevelDB batch (a page's value is bytes: the store's values are text otherwise). */
+export function writeBatch(db: Level<string, string>, ops: readonly Batch[]): Promise<void> {
+  return (db as unknown as Level<string, string | Buffer>).batch(ops as Batch[]);
 }

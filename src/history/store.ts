@@ -1,28 +1,40 @@
 // The node's transaction history on disk: a LevelDB of its own in
 // `<dataDir>/history/`, apart from the Raft log and its snapshots, so the
-// commit path never waits for it. Changes (./record.ts) are applied to
-// records in memory and written in batches, one LevelDB batch at most every
-// FLUSH_MS, off the commit path. A record is written once its transaction
-// is settled (the Forget: every participant acknowledged), so the decision,
-// the leader's sightings and the ACKs cost one write, not one each; a record
-// not settled within HOLD_TURNS flushes, or past HELD_MAX held records, is
-// written anyway (and again when it changes). Each batch also writes the
-// highest log index below which every change is on disk: the lowest log
-// index a held record has not written yet, less one. A crash loses at most
-// what was not written, and that comes back on start: the node re-applies
-// its retained log after its snapshot, and the changes of entries above
-// that index are applied again (a change seen twice leaves a record as
-// once; a decision at or below the highest index ever written is merged
-// into the record on disk, never written over it). What a node applied only
-// by installing a snapshot never passed through here: the store records
-// that range of the log as lacking and says so in every answer.
+// commit path never waits for it. Changes (./record.ts) are kept in memory
+// and written in batches, one LevelDB batch at most every FLUSH_MS, off the
+// commit path.
+//
+// A transaction costs almost nothing as it goes: what reaches it — its
+// decision, the leader's sightings, its Forget — is appended as it comes to
+// a list of its own (./page.ts OpenTxn), and no record is built. It is
+// written once its transaction is settled (the Forget: every participant
+// acknowledged), or past HOLD_TURNS flushes or HELD_MAX waiting, as a line
+// of one page: the LevelDB value that holds the transactions of a write
+// turn, indexed per time bucket (a Bloom filter of the ids) and per
+// participant, not per transaction. Its record is built only when it is
+// read, by replaying its line. A transaction changed after its page was
+// written (a late Forget or ACK, a retry, an operator's act), a saga, and a
+// transaction known only by an operator's act are records (./codec.ts) under
+// keys of their own, built in memory and written as before; a record
+// replaces the copy of a page, and one read from a page comes back whole.
+//
+// Each batch also writes the highest log index below which every change is
+// on disk: the lowest log index a held transaction or record has not
+// written yet, less one. A crash loses at most what was not written, and
+// that comes back on start: the node re-applies its retained log after its
+// snapshot, and the changes of entries above that index are applied again
+// (a change seen twice leaves a record as once; a decision at or below the
+// highest index ever written is merged into what is on disk, never written
+// over it). What a node applied only by installing a snapshot never passed
+// through here: the store records that range of the log as lacking and says
+// so in every answer.
 //
 // Keys: ./keys.ts. A saga's record is under the id `saga/<id>` (./record.ts),
 // which no transaction id can be.
 //
 // Bounded by age and by bytes (retentionMs, bytesMax): the oldest records go
-// first. `bytes` counts the records' keys and values as written; LevelDB's
-// files hold them compressed, plus compaction's slack.
+// first. `bytes` counts the keys and values as written; LevelDB's files hold
+// them compressed, plus compaction's slack.
 
 import { mkdir } from 'node:fs/promises';
 import { Level } from 'level';
@@ -35,25 +47,44 @@ import {
   ENTRY_SEP,
   entriesOf,
   entryOf,
+  gPrefix,
   indexIds,
   type IndexLines,
   indexPuts,
   M_APPLIED,
   M_BYTES,
+  M_FORM,
   M_LACKS,
   M_SEQ,
   M_WRITTEN,
+  pageKey,
   pPrefix,
+  qKey,
+  qPrefix,
   rKey,
   SEP,
   seq12,
+  seqOfKey,
   tPrefix,
   upgradeIndexKeys,
+  writeBatch,
 } from './keys.ts';
+import {
+  buildPage,
+  type OpenTxn,
+  type Page,
+  type PageItem,
+  type PageLine,
+  pageIndexDels,
+  PAGE_FORM,
+  parseBucketValue,
+  rebuildPage,
+  replayLine,
+} from './page.ts';
+import { PageReads, RecentPages } from './page-reads.ts';
 import {
   addSighting,
   applyChange,
-  emptyRecord,
   HISTORY_LIMIT_DEFAULT,
   HISTORY_LIMIT_MAX,
   type HistoryAnswer,
@@ -62,7 +93,7 @@ import {
   type HistoryRecord,
   type LogRange,
 } from './record.ts';
-import { kindOf, startsRecord, withSightingRows } from './record.ts';
+import { kindOf, SAGA_KEY_PREFIX, startsRecord } from './record.ts';
 
 export {
   HISTORY_BYTES_MAX_DEFAULT,
@@ -113,6 +144,8 @@ const HOT_MAX = 2_000;
 const PENDING_MAX = 10_000;
 const PRUNE_EVERY_MS = 60_000;
 const LACKS_MAX = 100;
+/** Transactions written before they settled, remembered with their page (a late change finds it at once). */
+const PAGE_OF_MAX = 100_000;
 
 /** What is on disk of a record: where its index keys are and what it costs. */
 interface Stored {
@@ -147,10 +180,14 @@ export class HistoryStore {
   /** The lowest log index among the deferred changes; 0 when all were sightings. */
   private deferredMinIndex = 0;
   /**
-   * What this node saw of transactions not decided yet, folded into a record each (./record.ts addSighting) that their
-   * decision joins.
+   * Decided transactions not written yet, in the order of their decisions: what reached each, as it came (no record
+   * is built for them; ./page.ts).
    */
-  private readonly pending = new Map<string, HistoryRecord>();
+  private readonly open = new Map<string, OpenTxn>();
+  /** What this node saw of transactions not decided yet, kept as it came; the decision makes it open. */
+  private readonly pending = new Map<string, OpenTxn>();
+  /** The page of each transaction written before it settled (bounded by PAGE_OF_MAX). */
+  private readonly pageOf = new RecentPages(PAGE_OF_MAX);
   /** The highest log index applied here (in memory). */
   private applied: number;
   /** Every change of the log up to this index is on disk (invariant: durable <= applied). */
@@ -174,6 +211,7 @@ export class HistoryStore {
   private readonly stats = { batches: 0, records: 0, ops: 0, bytes: 0 };
   /** The number of the last index key written (keys of one bucket are told apart by it). */
   private seq = 0;
+  private readonly pages: PageReads;
 
   private constructor(
     private readonly db: Level<string, string>,
@@ -185,14 +223,31 @@ export class HistoryStore {
     this.written = Math.max(meta.applied, meta.written);
     this.bytes = meta.bytes;
     this.lacks = meta.lacks;
+    this.pages = new PageReads(db, o.onError);
   }
 
-  /** Opens (or creates) the store in `dir`. */
+  /**
+   * Opens (or creates) the store in `dir`. A store of a form newer than this version writes is refused: this version
+   * would not see what it holds.
+   */
   static async open(dir: string, o: HistoryOptions): Promise<HistoryStore> {
     await mkdir(dir, { recursive: true });
     const db = new Level<string, string>(dir, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
     await db.open({ createIfMissing: true });
-    const [applied, written, bytes, lacks, seq] = await db.getMany([M_APPLIED, M_WRITTEN, M_BYTES, M_LACKS, M_SEQ]);
+    const [applied, written, bytes, lacks, seq, form] = await db.getMany([
+      M_APPLIED,
+      M_WRITTEN,
+      M_BYTES,
+      M_LACKS,
+      M_SEQ,
+      M_FORM,
+    ]);
+    if (form !== undefined && !(Number(form) <= PAGE_FORM)) {
+      await db.close();
+      throw new Error(
+        `the history in ${dir} is of form ${form}, written by a newer version of Verdict than this one (form ${PAGE_FORM}); run that version, or stop the node and move the folder aside to start a new history`,
+      );
+    }
     const s = new HistoryStore(db, o, {
       applied: Number(applied ?? 0) || 0,
       written: Number(written ?? 0) || 0,
@@ -201,6 +256,8 @@ export class HistoryStore {
     });
     s.seq = Number(seq ?? 0) || 0;
     s.seq = await upgradeIndexKeys(db, s.seq);
+    // Records of an older form are read as they are; from now on the store writes pages too.
+    if (form === undefined) await db.put(M_FORM, String(PAGE_FORM));
     s.pruneTimer = setInterval(() => void s.prune(), PRUNE_EVERY_MS);
     s.pruneTimer.unref();
     return s;
@@ -227,9 +284,8 @@ export class HistoryStore {
 
   /**
    * What this node saw itself of `txnId` (a row of the leader's timeline,
-   * not in the log): folded into its record in memory as it arrives
-   * (./record.ts addSighting), with no change value made for it — the
-   * leader sees about ten per transaction.
+   * not in the log): appended to what reached the transaction, with no
+   * change value made for it — the leader sees about ten per transaction.
    */
   sighting(txnId: string, atMs: number, kind: string, participantId: string, detail: string): void {
     if (this.closed) return;
@@ -241,7 +297,7 @@ export class HistoryStore {
   private due(): void {
     if (
       this.settled >= FLUSH_RECORDS ||
-      this.dirty.size > (this.o.heldMax ?? HELD_MAX) ||
+      this.open.size + this.dirty.size > (this.o.heldMax ?? HELD_MAX) ||
       this.deferred.size >= FLUSH_RECORDS
     )
       void this.write(false);
@@ -249,6 +305,11 @@ export class HistoryStore {
   }
 
   private seen(txnId: string, atMs: number, kind: string, participantId: string, detail: string): void {
+    const o = this.open.get(txnId) ?? this.pending.get(txnId);
+    if (o !== undefined) {
+      o.changes.push(atMs - o.t0, kind, participantId, detail);
+      return;
+    }
     const r = this.hot.get(txnId);
     if (r !== undefined) {
       addSighting(r, atMs, kind, participantId, detail);
@@ -256,14 +317,18 @@ export class HistoryStore {
       return;
     }
     if (!this.o.decided(txnId)) {
-      // Not decided yet (PREPARE, votes): kept until the decision, which joins them.
-      let p = this.pending.get(txnId);
-      if (p === undefined) {
-        p = emptyRecord(txnId);
-        this.pending.set(txnId, p);
-        if (this.pending.size > PENDING_MAX) this.pending.delete(this.pending.keys().next().value as string);
-      }
-      addSighting(p, atMs, kind, participantId, detail);
+      // Not decided yet (begin, PREPARE, votes): kept until the decision, which joins them.
+      const p: OpenTxn = {
+        txnId,
+        changes: [0, kind, participantId, detail],
+        t0: atMs,
+        atMs: 0,
+        minIndex: 0,
+        turn: 0,
+        settled: false,
+      };
+      this.pending.set(txnId, p);
+      if (this.pending.size > PENDING_MAX) this.pending.delete(this.pending.keys().next().value as string);
       return;
     }
     this.defer(txnId, [{ t: 'row', txnId, atMs, kind, participantId, detail }]);
@@ -273,8 +338,8 @@ export class HistoryStore {
    * The state machine was restored from a snapshot at `index`: the entries
    * from the last one applied here up to it never pass through apply(), so
    * the range is recorded as lacking (unless it is already on disk).
-   * `decisions`: the snapshot's live decisions, kept as records so what the
-   * snapshot still holds is served.
+   * `decisions`: the snapshot's live decisions, kept so what the snapshot
+   * still holds is served.
    */
   restored(index: number, decisions: readonly HistoryChange[]): void {
     if (this.closed || index <= this.applied) return;
@@ -293,7 +358,26 @@ export class HistoryStore {
     else h.minIndex = minIndexOf(h.minIndex, index);
   }
 
+  /** A change of log entry `index` (0: a sighting) appended to an open transaction. */
+  private append(o: OpenTxn, c: HistoryChange, index: number): void {
+    if (c.t === 'row') {
+      o.changes.push(c.atMs - o.t0, c.kind, c.participantId, c.detail);
+      return;
+    }
+    o.changes.push(c);
+    o.minIndex = minIndexOf(o.minIndex, index);
+    if (c.t === 'forget' && !o.settled) {
+      o.settled = true;
+      this.settled++;
+    }
+  }
+
   private change(c: HistoryChange, index: number): void {
+    const o = this.open.get(c.txnId);
+    if (o !== undefined) {
+      this.append(o, c, index);
+      return;
+    }
     const r = this.hot.get(c.txnId);
     if (r !== undefined) {
       const wasSettled = r.forgottenIndex > 0;
@@ -306,13 +390,24 @@ export class HistoryStore {
       const seen = this.pending.get(c.txnId);
       this.pending.delete(c.txnId);
       if (c.index <= this.written) {
-        // Replayed after a restart (or a snapshot's): a record may be on disk already; the change is merged into it.
+        // Replayed after a restart (or a snapshot's): it may be on disk already; the change is merged into it.
         this.defer(c.txnId, seen === undefined ? [c] : [c, ...rowChanges(seen)], index);
         return;
       }
       // A new decision: what this node saw before it (PREPARE, votes) joins it.
-      this.hot.set(c.txnId, applyChange(seen ?? null, c));
-      this.touch(c.txnId, index);
+      const t: OpenTxn = seen ?? {
+        txnId: c.txnId,
+        changes: [],
+        t0: c.atMs,
+        atMs: 0,
+        minIndex: 0,
+        turn: 0,
+        settled: false,
+      };
+      t.atMs = c.atMs;
+      t.turn = this.turn;
+      this.open.set(c.txnId, t);
+      this.append(t, c, index);
       return;
     }
     if (c.t === 'row') {
@@ -331,7 +426,12 @@ export class HistoryStore {
 
   /** Starts the next write turn in FLUSH_MS, if anything waits to be written. */
   private arm(): void {
-    if (this.timer !== null || this.closed || (this.dirty.size === 0 && this.deferred.size === 0)) return;
+    if (
+      this.timer !== null ||
+      this.closed ||
+      (this.dirty.size === 0 && this.deferred.size === 0 && this.open.size === 0)
+    )
+      return;
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.write(false);
@@ -373,7 +473,13 @@ export class HistoryStore {
   private async writeOnce(all: boolean): Promise<void> {
     this.turn++;
     this.settled = 0;
-    if (this.dirty.size === 0 && this.deferred.size === 0 && this.durable === this.applied && !this.lacksChanged)
+    if (
+      this.dirty.size === 0 &&
+      this.deferred.size === 0 &&
+      this.open.size === 0 &&
+      this.durable === this.applied &&
+      !this.lacksChanged
+    )
       return;
     const deferred = this.deferred;
     const deferredMinIndex = this.deferredMinIndex;
@@ -385,30 +491,32 @@ export class HistoryStore {
     let deferredTaken = false;
     const taken = new Map<string, Held>();
     const undo = new Map<string, Stored | undefined>();
+    let paged: OpenTxn[] = [];
+    let pageCost = 0;
     try {
-      // Records changed while not in memory: read, changed, written (a record that is gone — pruned, or lacking — takes
-      // only a decision or an act).
-      const ids = [...deferred.keys()].filter((id) => !this.hot.has(id));
+      // Changed while not in memory: read (a record, else a page's copy), changed, written as a record (one that is
+      // gone — pruned, or lacking — takes only a decision or an act).
+      const ids = [...deferred.keys()].filter((id) => !this.hot.has(id) && !this.open.has(id));
       const values = ids.length > 0 ? await this.db.getMany(ids.map(rKey)) : [];
+      const missing = ids.filter((_, i) => values[i] === undefined);
+      const fromPages =
+        missing.length > 0 ? await this.pages.find(missing, (id) => decidedAtOf(deferred.get(id)), this.pageOf) : null;
       deferredTaken = true;
       const now = new Set<string>();
       for (let i = 0; i < ids.length; i++) {
-        const id = ids[i];
+        const id = ids[i] as string;
         const cs = deferred.get(id) ?? [];
-        // Changed in memory while it was read (a decision applied meanwhile): that record takes the changes.
-        const meanwhile = this.hot.get(id);
-        if (meanwhile !== undefined) {
-          for (const c of cs) applyChange(meanwhile, c);
-          this.touch(id, deferredMinIndex);
+        if (this.takeMeanwhile(id, cs, deferredMinIndex)) {
           now.add(id);
           continue;
         }
         const v = values[i];
-        const rec = v === undefined ? null : this.decode(id, v);
-        if (rec !== null) {
+        const rec = v === undefined ? (fromPages?.get(id) ?? null) : this.decode(id, v);
+        if (rec !== null && v !== undefined) {
           const ids = indexIds(rec);
-          this.stored.set(id, { atMs: indexAtMs(rec), participants: ids, cost: costOf(rec, v as string, ids) });
+          this.stored.set(id, { atMs: indexAtMs(rec), participants: ids, cost: costOf(rec, v, ids) });
         }
+        this.pageOf.delete(id);
         let r = rec;
         for (const c of cs) if (r !== null || startsRecord(c)) r = applyChange(r, c);
         if (r === null) continue;
@@ -417,20 +525,20 @@ export class HistoryStore {
         now.add(id);
       }
       const read = new Set(ids);
-      for (const [id, cs] of deferred) {
-        if (read.has(id)) continue;
-        const r = this.hot.get(id);
-        if (r === undefined) continue;
-        for (const c of cs) applyChange(r, c);
-        this.touch(id, deferredMinIndex);
-        now.add(id);
-      }
+      for (const [id, cs] of deferred) if (!read.has(id) && this.takeMeanwhile(id, cs, deferredMinIndex)) now.add(id);
       // Due: settled, held long enough, the oldest past the bound, read back just now, or all of them (a flush).
       const ops: Batch[] = [];
       const index: IndexLines = new Map();
       let floor = appliedIndex;
-      let overflow = this.dirty.size - (this.o.heldMax ?? HELD_MAX);
+      let overflow = this.open.size + this.dirty.size - (this.o.heldMax ?? HELD_MAX);
       const holdTurns = this.o.holdTurns ?? HOLD_TURNS;
+      // Open transactions (the oldest decisions first) go into this turn's page.
+      for (const [id, t] of this.open) {
+        if (all || overflow-- > 0 || t.settled || this.turn - t.turn >= holdTurns) {
+          this.open.delete(id);
+          paged.push(t);
+        } else if (t.minIndex > 0 && t.minIndex - 1 < floor) floor = t.minIndex - 1;
+      }
       for (const [id, h] of this.dirty) {
         const r = this.hot.get(id);
         if (r === undefined) {
@@ -455,7 +563,17 @@ export class HistoryStore {
         this.putOps(r, ops, index);
       }
       this.seq = indexPuts(index, this.seq, ops);
-      // The records just encoded hold every change applied so far, and none later.
+      let pageSeq = 0;
+      if (paged.length > 0) {
+        pageSeq = ++this.seq;
+        const key = pageKey(pageSeq);
+        const p = buildPage(pageSeq, key, paged);
+        ops.push({ type: 'put', key, value: p.value, valueEncoding: 'buffer' });
+        for (const op of p.ops) ops.push(op);
+        pageCost = p.cost;
+        this.bytes += pageCost;
+      }
+      // The records and the page just encoded hold every change applied so far, and none later.
       const writtenTo = Math.max(this.written, this.applied);
       ops.push(
         { type: 'put', key: M_APPLIED, value: String(Math.max(this.durable, floor)) },
@@ -464,10 +582,13 @@ export class HistoryStore {
         { type: 'put', key: M_SEQ, value: String(this.seq) },
       );
       if (lacksChanged) ops.push({ type: 'put', key: M_LACKS, value: JSON.stringify(this.lacks) });
-      await this.db.batch(ops);
-      this.count(ops, taken.size);
+      await writeBatch(this.db, ops);
+      this.count(ops, taken.size + paged.length);
       this.durable = Math.max(this.durable, floor);
       this.written = writtenTo;
+      // One written before it settled will change again (its ACKs, its Forget, retries): its page is remembered.
+      for (const t of paged) if (!t.settled) this.pageOf.set(t.txnId, pageSeq);
+      paged = [];
       // A settled record rarely changes again (a late operator's act reads it back from disk): it leaves memory at
       // once.
       for (const id of taken.keys()) {
@@ -479,12 +600,14 @@ export class HistoryStore {
       if (this.bytes > this.o.bytesMax) await this.prune();
     } catch (err) {
       // Written again with the next batch: the records as changed, their index keys and byte counts as they were on
-      // disk.
+      // disk; the page's transactions open again.
       for (const [id, prev] of undo) {
         this.bytes += (prev?.cost ?? 0) - (this.stored.get(id)?.cost ?? 0);
         if (prev === undefined) this.stored.delete(id);
         else this.stored.set(id, prev);
       }
+      this.bytes -= pageCost;
+      for (const t of paged) this.open.set(t.txnId, t);
       for (const [id, h] of taken) this.touch(id, h.minIndex);
       if (!deferredTaken)
         for (const [id, cs] of deferred) {
@@ -494,6 +617,23 @@ export class HistoryStore {
       this.lacksChanged ||= lacksChanged;
       this.o.onError(err as Error, 'write');
     }
+  }
+
+  /**
+   * Changes read for `id` while it came back into memory (a decision applied meanwhile, a page that failed to write):
+   * that record or open transaction takes them. Whether it did.
+   */
+  private takeMeanwhile(id: string, cs: readonly HistoryChange[], minIndex: number): boolean {
+    const o = this.open.get(id);
+    if (o !== undefined) {
+      for (const c of cs) this.append(o, c, minIndex);
+      return true;
+    }
+    const r = this.hot.get(id);
+    if (r === undefined) return false;
+    for (const c of cs) applyChange(r, c);
+    this.touch(id, minIndex);
+    return true;
   }
 
   /**
@@ -554,9 +694,7 @@ export class HistoryStore {
     try {
       for (;;) {
         const cutoff = this.o.nowMs() - this.o.retentionMs;
-        let bucket = -1;
-        for await (const k of this.db.keys({ gte: `T${SEP}`, lt: `T${SEP}\uffff`, limit: 1 }))
-          bucket = Number(k.slice(2, 18));
+        const bucket = await this.oldestBucket();
         if (bucket < 0 || (bucket >= cutoff && this.bytes <= this.o.bytesMax)) break;
         const n = await this.pruneBucket(bucket, cutoff);
         if (n === 0) break;
@@ -568,9 +706,20 @@ export class HistoryStore {
     return deleted;
   }
 
+  /** The oldest time bucket of the records' index and of the pages'; -1 when both are empty. */
+  private async oldestBucket(): Promise<number> {
+    let bucket = -1;
+    for (const prefix of [`T${SEP}`, `G${SEP}`])
+      for await (const k of this.db.keys({ gte: prefix, lt: `${prefix}\uffff`, limit: 1 })) {
+        const b = Number(k.slice(2, 18));
+        if (bucket < 0 || b < bucket) bucket = b;
+      }
+    return bucket;
+  }
+
   /**
-   * Deletes the records of the oldest bucket past the retention, then the oldest while over the byte bound; rewrites
-   * its index keys with what is kept.
+   * Deletes the records and page lines of the oldest bucket past the retention, then the oldest while over the byte
+   * bound; rewrites its index keys and its pages with what is kept.
    */
   private async pruneBucket(bucket: number, cutoffAtMs: number): Promise<number> {
     const tKeys: string[] = [];
@@ -581,34 +730,124 @@ export class HistoryStore {
     }
     const ids = [...listed];
     const values = ids.length > 0 ? await this.db.getMany(ids.map(rKey)) : [];
-    const live: { id: string; atMs: number; participants: string[]; cost: number }[] = [];
+    // seq 0: a record of its own; else the page whose line it is.
+    const live: { id: string; atMs: number; participants: string[]; cost: number; seq: number }[] = [];
     for (let i = 0; i < ids.length; i++) {
       const v = values[i];
-      const rec = v === undefined ? null : this.decode(ids[i], v);
+      const id = ids[i] as string;
+      const rec = v === undefined ? null : this.decode(id, v);
       // Gone, or moved to another bucket (listed there): a stale line.
       if (rec === null || bucketOf(indexAtMs(rec)) !== bucket) continue;
       const pids = indexIds(rec);
-      live.push({ id: ids[i], atMs: indexAtMs(rec), participants: pids, cost: costOf(rec, v as string, pids) });
+      live.push({ id, atMs: indexAtMs(rec), participants: pids, cost: costOf(rec, v as string, pids), seq: 0 });
+    }
+    const gKeys: string[] = [];
+    for await (const k of this.db.keys({ gte: gPrefix(bucket), lt: `${gPrefix(bucket)}\uffff` })) gKeys.push(k);
+    const seqs = gKeys.map(seqOfKey);
+    const pageValues = seqs.length > 0 ? await this.db.getMany(seqs.map(pageKey)) : [];
+    const pages = new Map<number, { value: string; page: Page; lines: { line: PageLine; item: PageItem | null }[] }>();
+    const ops: Batch[] = [];
+    for (let i = 0; i < seqs.length; i++) {
+      const seq = seqs[i] as number;
+      const v = pageValues[i];
+      const page = v === undefined ? null : this.pages.decode(seq, v);
+      if (v === undefined || page === null) {
+        // Gone, or unreadable: its key in this bucket goes (and an unreadable page with it).
+        ops.push({ type: 'del', key: gKeys[i] as string });
+        if (v !== undefined) {
+          ops.push({ type: 'del', key: pageKey(seq) });
+          this.bytes = Math.max(0, this.bytes - pageKey(seq).length - v.length);
+        }
+        continue;
+      }
+      const lines = page.lines.map((line) => {
+        const rec = replayLine(page, line);
+        if (typeof rec === 'string') {
+          this.o.onError(new Error(`the history page ${seq} is malformed (${rec}); the line is dropped`), 'read');
+          return { line, item: null };
+        }
+        return { line, item: { txnId: line.txnId, atMs: indexAtMs(rec), participants: indexIds(rec) } };
+      });
+      pages.set(seq, { value: v, page, lines });
+      let here = 0;
+      for (const { line, item } of lines)
+        if (item !== null && bucketOf(item.atMs) === bucket) {
+          live.push({ id: item.txnId, atMs: item.atMs, participants: [], cost: line.text.length + 1, seq });
+          here++;
+        }
+      // Listed here with nothing of this bucket (a time read back otherwise): a stale key, which goes.
+      if (here === 0) {
+        ops.push({ type: 'del', key: gKeys[i] as string });
+        for (const p of page.participants) ops.push({ type: 'del', key: qKey(p, bucket, seq) });
+      }
     }
     live.sort((a, b) => a.atMs - b.atMs || (a.id < b.id ? -1 : 1));
-    const ops: Batch[] = [];
     const keep: typeof live = [];
+    const gone = new Map<number, Set<string>>();
     let freed = 0;
+    let deleted = 0;
+    let freedRecords = 0;
     for (const x of live) {
       // Past the age bound, or over the byte bound: the oldest goes.
       if (x.atMs < cutoffAtMs || this.bytes - freed > this.o.bytesMax) {
-        ops.push({ type: 'del', key: rKey(x.id) });
         freed += x.cost;
+        deleted++;
         this.hot.delete(x.id);
+        this.pageOf.delete(x.id);
+        if (x.seq > 0) {
+          const g = gone.get(x.seq);
+          if (g === undefined) gone.set(x.seq, new Set([x.id]));
+          else g.add(x.id);
+          continue;
+        }
+        ops.push({ type: 'del', key: rKey(x.id) });
+        freedRecords += x.cost;
         this.stored.delete(x.id);
         this.dirty.delete(x.id);
-      } else keep.push(x);
+      } else if (x.seq === 0) keep.push(x);
     }
-    const deleted = live.length - keep.length;
     // Only stale lines left: the bucket's keys go too.
-    if (deleted === 0 && live.length > 0) return 0;
+    if (deleted === 0 && live.length > 0 && ops.length === 0) return 0;
+    await this.pruneRecordIndex(bucket, tKeys, live, keep, ops);
+    // Pages that lost lines are written again with the rest (or go): their index with them.
+    for (const [seq, p] of pages) {
+      const g = gone.get(seq);
+      const dropped = p.lines.some((l) => l.item === null);
+      if (g === undefined && !dropped) continue;
+      const kept = p.lines.filter((l) => l.item !== null && !g?.has(l.line.txnId)) as {
+        line: PageLine;
+        item: PageItem;
+      }[];
+      const key = pageKey(seq);
+      for (const op of pageIndexDels(seq, p.page)) ops.push(op);
+      const oldCost = key.length + p.value.length + p.page.indexBytes;
+      if (kept.length === 0) {
+        ops.push({ type: 'del', key });
+        this.bytes -= oldCost;
+        continue;
+      }
+      const next = rebuildPage(seq, key, p.page, kept);
+      ops.push({ type: 'put', key, value: next.value, valueEncoding: 'buffer' });
+      for (const op of next.ops) ops.push(op);
+      this.bytes += next.cost - oldCost;
+    }
+    this.bytes = Math.max(0, this.bytes - freedRecords);
+    ops.push({ type: 'put', key: M_BYTES, value: String(this.bytes) });
+    await writeBatch(this.db, ops);
+    // A bucket of stale lines only counts as one deletion, so pruning goes on to the next.
+    return Math.max(deleted, 1);
+  }
+
+  /** The records' index keys of a pruned bucket: deleted, and what is kept written under one key each. */
+  private async pruneRecordIndex(
+    bucket: number,
+    tKeys: readonly string[],
+    live: readonly { id: string; atMs: number; participants: string[]; seq: number }[],
+    keep: readonly { id: string; atMs: number; participants: string[] }[],
+    ops: Batch[],
+  ): Promise<void> {
     for (const k of tKeys) ops.push({ type: 'del', key: k });
-    const participants = new Set(live.flatMap((x) => x.participants));
+    const participants = new Set(live.filter((x) => x.seq === 0).flatMap((x) => x.participants));
     for (const p of participants)
       for await (const k of this.db.keys({ gte: pPrefix(p, bucket), lt: `${pPrefix(p, bucket)}\uffff` }))
         ops.push({ type: 'del', key: k });
@@ -625,11 +864,6 @@ export class HistoryStore {
           ops.push({ type: 'put', key: `${pPrefix(p, bucket)}${seq12(0)}`, value: lines.join(ENTRY_SEP) });
       }
     }
-    this.bytes = Math.max(0, this.bytes - freed);
-    ops.push({ type: 'put', key: M_BYTES, value: String(this.bytes) });
-    await this.db.batch(ops);
-    // A bucket of stale lines only counts as one deletion, so pruning goes on to the next.
-    return Math.max(deleted, 1);
   }
 
   /**
@@ -646,80 +880,128 @@ export class HistoryStore {
     };
     if (q.txnId !== undefined && q.txnId !== '') {
       const v = await this.db.get(rKey(q.txnId));
-      const rec = v === undefined ? null : this.decode(q.txnId, v);
+      let rec = v === undefined ? null : this.decode(q.txnId, v);
+      // Not a record of its own: a transaction's is in a page.
+      if (v === undefined && !q.txnId.startsWith(SAGA_KEY_PREFIX))
+        rec = (await this.pages.find([q.txnId], () => 0, this.pageOf)).get(q.txnId) ?? null;
       return { ...base, records: rec ? [rec] : [], truncated: false };
     }
     const limit = Math.min(Math.max(1, q.limit ?? HISTORY_LIMIT_DEFAULT), HISTORY_LIMIT_MAX);
     const sinceAtMs = q.sinceAtMs ?? 0;
     const untilAtMs = Math.min(q.untilAtMs || Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
     const pid = q.participantId;
-    const prefixOf = (bucket: number): string => (pid ? pPrefix(pid, bucket) : tPrefix(bucket));
+    const first = bucketOf(sinceAtMs);
+    const last = bucketOf(untilAtMs - 1);
+    // Records (T, or P of the participant) and pages (G, or Q), each bucket by bucket, newest first.
+    const recordPrefix = (b: number): string => (pid ? pPrefix(pid, b) : tPrefix(b));
+    const pagePrefix = (b: number): string => (pid ? qPrefix(pid, b) : gPrefix(b));
     const bucketAt = pid ? `P${SEP}${pid}${SEP}`.length : 2;
+    const recordGroups = byBucket<[string, string]>(
+      this.db.iterator({ gte: recordPrefix(first), lt: `${recordPrefix(last)}\uffff`, reverse: true }),
+      ([k]) => Number(k.slice(bucketAt, bucketAt + 16)),
+    );
+    // Sagas are records only.
+    const pageGroups = byBucket<string>(
+      q.kind === 'saga'
+        ? emptyKeys()
+        : this.db.keys({ gte: pagePrefix(first), lt: `${pagePrefix(last)}\uffff`, reverse: true }),
+      (k) => Number(k.slice(bucketAt, bucketAt + 16)),
+    );
     const records: HistoryRecord[] = [];
     let truncated = false;
     let scanned = 0;
     const seen = new Set<string>();
-    let lines: { atMs: number; id: string }[] = [];
-    // One bucket's lines, newest first: the records that are still at that time and match.
-    const drain = async (): Promise<boolean> => {
-      lines.sort((a, b) => b.atMs - a.atMs || (a.id < b.id ? 1 : -1));
-      for (let i = 0; i < lines.length; i += 256) {
-        const chunk = lines.slice(i, i + 256);
-        const values = await this.db.getMany(chunk.map((e) => rKey(e.id)));
-        for (let j = 0; j < chunk.length; j++) {
-          const v = values[j];
-          const rec = v === undefined ? null : this.decode(chunk[j].id, v);
-          if (
-            rec === null ||
-            indexAtMs(rec) !== chunk[j].atMs ||
-            (q.outcome && rec.outcome !== q.outcome) ||
-            (q.kind && kindOf(rec) !== q.kind)
-          )
-            continue;
+    try {
+      let a = await recordGroups.next();
+      let b = await pageGroups.next();
+      while (!a.done || !b.done) {
+        const bucket = Math.max(a.done ? -1 : a.value.bucket, b.done ? -1 : b.value.bucket);
+        const lines: { atMs: number; id: string }[] = [];
+        const seqs: number[] = [];
+        if (!a.done && a.value.bucket === bucket) {
+          for (const [, v] of a.value.items) {
+            scanned++;
+            for (const e of entriesOf(v)) {
+              if (e.atMs < sinceAtMs || e.atMs >= untilAtMs || seen.has(e.id)) continue;
+              seen.add(e.id);
+              lines.push(e);
+            }
+          }
+          a = await recordGroups.next();
+        }
+        if (!b.done && b.value.bucket === bucket) {
+          for (const k of b.value.items) seqs.push(seqOfKey(k));
+          scanned += seqs.length;
+          b = await pageGroups.next();
+        }
+        const found = await this.bucketRecords(bucket, lines, seqs, q, sinceAtMs, untilAtMs, seen);
+        found.sort((x, y) => indexAtMs(y) - indexAtMs(x) || (x.txnId < y.txnId ? 1 : -1));
+        for (const rec of found) {
           if (records.length >= limit) {
             truncated = true;
-            return true;
+            break;
           }
           records.push(rec);
         }
-      }
-      lines = [];
-      return false;
-    };
-    let current = -1;
-    let done = false;
-    for await (const [k, v] of this.db.iterator({
-      gte: prefixOf(bucketOf(sinceAtMs)),
-      lt: `${prefixOf(bucketOf(untilAtMs - 1))}\uffff`,
-      reverse: true,
-    })) {
-      const bucket = Number(k.slice(bucketAt, bucketAt + 16));
-      if (bucket !== current) {
-        if (await drain()) {
-          done = true;
+        if (truncated) break;
+        if (seen.size >= SCAN_KEYS_MAX || scanned >= SCAN_KEYS_MAX) {
+          truncated = true;
           break;
         }
-        current = bucket;
       }
-      for (const e of entriesOf(v)) {
-        if (e.atMs < sinceAtMs || e.atMs >= untilAtMs || seen.has(e.id)) continue;
-        seen.add(e.id);
-        lines.push(e);
-      }
-      scanned++;
-      if (seen.size >= SCAN_KEYS_MAX || scanned >= SCAN_KEYS_MAX) {
-        truncated = true;
-        break;
-      }
+    } finally {
+      await recordGroups.return(undefined);
+      await pageGroups.return(undefined);
     }
-    if (!done) await drain();
     return { ...base, records, truncated };
   }
 
+  /**
+   * The records of one bucket that match `q`: those of their own its index lines name (still at that time), and the
+   * transactions of its pages (a record of its own replaces a page's copy).
+   */
+  private async bucketRecords(
+    bucket: number,
+    lines: readonly { atMs: number; id: string }[],
+    seqs: readonly number[],
+    q: HistoryQuery,
+    sinceAtMs: number,
+    untilAtMs: number,
+    seen: Set<string>,
+  ): Promise<HistoryRecord[]> {
+    const out: HistoryRecord[] = [];
+    const matches = (rec: HistoryRecord): boolean =>
+      !(q.outcome && rec.outcome !== q.outcome) && !(q.kind && kindOf(rec) !== q.kind);
+    for (let i = 0; i < lines.length; i += 256) {
+      const chunk = lines.slice(i, i + 256);
+      const values = await this.db.getMany(chunk.map((e) => rKey(e.id)));
+      for (let j = 0; j < chunk.length; j++) {
+        const v = values[j];
+        const e = chunk[j] as { atMs: number; id: string };
+        const rec = v === undefined ? null : this.decode(e.id, v);
+        if (rec !== null && indexAtMs(rec) === e.atMs && matches(rec)) out.push(rec);
+      }
+    }
+    if (seqs.length === 0) return out;
+    const inRange = (rec: HistoryRecord): boolean => {
+      const at = indexAtMs(rec);
+      // A page may hold transactions of other buckets too: each is taken in its own.
+      if (at < sinceAtMs || at >= untilAtMs || bucketOf(at) !== bucket || !matches(rec)) return false;
+      return !q.participantId || rec.participants.some((p) => p.participantId === q.participantId);
+    };
+    for (const rec of await this.pages.inBucket(seqs, inRange, seen)) out.push(rec);
+    return out;
+  }
+
   private async oldestAtMs(): Promise<number> {
+    let oldest = 0;
     for await (const v of this.db.values({ gte: `T${SEP}`, lt: `T${SEP}\uffff`, limit: 1 }))
-      return entriesOf(v).reduce((m, e) => Math.min(m, e.atMs), Number.MAX_SAFE_INTEGER) % Number.MAX_SAFE_INTEGER;
-    return 0;
+      oldest = entriesOf(v).reduce((m, e) => Math.min(m, e.atMs), Number.MAX_SAFE_INTEGER) % Number.MAX_SAFE_INTEGER;
+    for await (const v of this.db.values({ gte: `G${SEP}`, lt: `G${SEP}\uffff`, limit: 1 })) {
+      const b = parseBucketValue(v);
+      if (b !== null && (oldest === 0 || b.oldestAtMs < oldest)) oldest = b.oldestAtMs;
+    }
+    return oldest;
   }
 
   /** Writes what is left, then closes. */
@@ -733,17 +1015,55 @@ export class HistoryStore {
   }
 }
 
-/** A pending record's sightings as changes, to merge into a record read from disk. */
-function rowChanges(r: HistoryRecord): HistoryChange[] {
-  return withSightingRows(r).rows.map((w) => ({
-    t: 'row',
-    txnId: r.txnId,
-    atMs: w.atMs,
-    kind: w.kind,
-    participantId: w.participantId,
-    detail: w.detail,
-  }));
+/** A pending transaction's sightings as changes, to merge into what is on disk. */
+function rowChanges(t: OpenTxn): HistoryChange[] {
+  const out: HistoryChange[] = [];
+  for (let i = 0; i < t.changes.length; ) {
+    const c = t.changes[i];
+    if (typeof c === 'number') {
+      out.push({
+        t: 'row',
+        txnId: t.txnId,
+        atMs: t.t0 + c,
+        kind: t.changes[i + 1] as string,
+        participantId: t.changes[i + 2] as string,
+        detail: t.changes[i + 3] as string,
+      });
+      i += 4;
+    } else {
+      if (typeof c !== 'string') out.push(c);
+      i++;
+    }
+  }
+  return out;
 }
+
+/** The time of the decision among `cs`, 0 when none says it (the bucket of the page that may hold the transaction). */
+function decidedAtOf(cs: readonly HistoryChange[] | undefined): number {
+  for (const c of cs ?? []) if (c.t === 'decide' && c.atMs > 0) return c.atMs;
+  return 0;
+}
+
+/** An index read in reverse, grouped by the time bucket each key names. */
+async function* byBucket<T>(
+  it: AsyncIterable<T>,
+  bucketOfItem: (x: T) => number,
+): AsyncGenerator<{ bucket: number; items: T[] }, void, undefined> {
+  let bucket = -1;
+  let items: T[] = [];
+  for await (const x of it) {
+    const b = bucketOfItem(x);
+    if (b !== bucket && items.length > 0) {
+      yield { bucket, items };
+      items = [];
+    }
+    bucket = b;
+    items.push(x);
+  }
+  if (items.length > 0) yield { bucket, items };
+}
+
+async function* emptyKeys(): AsyncGenerator<string, void, undefined> {}
 
 function parseLacks(v: string | undefined): LogRange[] {
   if (v === undefined) return [];

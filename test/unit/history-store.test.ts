@@ -488,12 +488,12 @@ describe('history store', () => {
     nowMs += 0;
     const before = (await store.query({})).bytes;
     expect(before).toBeGreaterThan(0);
-    const small = await open(undefined, { bytesMax: 2_000 });
+    const small = await open(undefined, { bytesMax: 1_000 });
     for (let i = 1; i <= 40; i++) small.store.apply(i, [decide(`b${i}`, i, NOW_MS - (41 - i) * 1000)]);
     await small.store.flush();
     await small.store.prune();
     const left = await small.store.query({ limit: 1000 });
-    expect(left.bytes).toBeLessThanOrEqual(2_000);
+    expect(left.bytes).toBeLessThanOrEqual(1_000);
     expect(left.records.length).toBeGreaterThan(0);
     expect(left.records.length).toBeLessThan(40);
     // Newest kept, oldest gone.
