@@ -43,7 +43,9 @@ interface Figures {
   batchOpsPerTxn: number;
   bytesWrittenPerTxn: number;
   recordBytesPerTxn: number;
-  /** Heap bytes allocated per transaction, the feed's own taken out, and GC pause per transaction (V8's GC profiler). */
+  /**
+   * Heap bytes allocated per transaction, the feed's own taken out, and GC pause per transaction (V8's GC profiler).
+   */
   allocBytesPerTxn: number;
   gcMsPerTxn: number;
 }

@@ -202,7 +202,9 @@ const COMMA = 0x2c;
 const DOT = 0x2e;
 const S = 0x53;
 
-/** Text written into one growing buffer: ASCII a byte a character (ids, codes, plain or URI-encoded texts), else UTF-8. */
+/**
+ * Text written into one growing buffer: ASCII a byte a character (ids, codes, plain or URI-encoded texts), else UTF-8.
+ */
 class TextWriter {
   private buf: Buffer;
   private n = 0;
