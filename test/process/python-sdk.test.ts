@@ -36,13 +36,15 @@ describe('the Python SDK on a real cluster', () => {
     }
     const ts = new VerdictClient({ endpoints: nodes, insecure: true, callTimeoutMs: 30_000 });
     try {
-      for (const txnId of ids) await ts.begin({ txnId, timeoutMs: 300_000 });
       // Leaders spread over the nodes (group g prefers node g mod 3), so group 0's leader alone does not know them all.
+      // Waited for before the transactions begin: a hand-over waits for a group's transactions to end, and these stay
+      // open, so a node that won every election first would keep every group.
       await waitFor('the groups led by more than one node', WAIT_MS, async () => {
         const s = await ts.status({ callTimeoutMs: 2_000 }).catch(() => undefined);
         const leaders = new Set(s?.groups.map((g) => g.leaderId));
         return s?.groups.length === groups && !leaders.has('') && leaders.size > 1 ? true : undefined;
       });
+      for (const txnId of ids) await ts.begin({ txnId, timeoutMs: 300_000 });
     } finally {
       ts.close();
     }
