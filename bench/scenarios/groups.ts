@@ -411,7 +411,9 @@ async function measurePoint(dir: string, nodes: number, groups: number, o: Group
   const cluster = await BenchCluster.start(join(dir, tag), nodes, tag, 'warn', {
     groups,
     metrics: true,
-    config: { spreadLeaders: true },
+    // The load generator is one client: at 1,024 in flight it would pass the per-client bound (clientInFlightMax,
+    // 1,000 by default) and measure refusals, not commits.
+    config: { spreadLeaders: true, clientInFlightMax: 2_048 },
   });
   try {
     await cluster.startParticipants(['p1', 'p2']);
