@@ -9,62 +9,19 @@
 // late change to a transaction already in a page makes its record, which
 // replaces the page's copy; a store of a newer form is refused.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newTxnId } from '../../src/domain/txn-id.ts';
 import { bloomHas, bloomOf, buildPage, decodePage, replayLine, type OpenTxn } from '../../src/history/page.ts';
 import { applyChange, withSightingRows, type HistoryChange, type HistoryRecord } from '../../src/history/record.ts';
 import { encodeRecord } from '../../src/history/codec.ts';
-import { HistoryStore, type HistoryOptions } from '../../src/history/store.ts';
+import { DAY_MS, decide, historyStores, NOW_MS } from './history-fixture.ts';
 
-const DAY_MS = 86_400_000;
-const NOW_MS = Date.UTC(2026, 11, 5, 12, 0, 0);
-const dirs: string[] = [];
-const stores: HistoryStore[] = [];
+const { open, stores, dirs } = historyStores('verdict-history-pages-');
 
-afterEach(async () => {
-  for (const s of stores.splice(0)) await s.close().catch(() => {});
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
-});
-
-async function open(
-  dir?: string,
-  o: Partial<HistoryOptions> = {},
-): Promise<{ store: HistoryStore; dir: string; errors: string[] }> {
-  const d = dir ?? (await mkdtemp(join(tmpdir(), 'verdict-history-pages-')));
-  if (dir === undefined) dirs.push(d);
-  const errors: string[] = [];
-  const store = await HistoryStore.open(d, {
-    retentionMs: 7 * DAY_MS,
-    bytesMax: 1 << 30,
-    nowMs: () => NOW_MS,
-    decided: () => false,
-    onError: (err) => errors.push(err.message),
-    ...o,
-  });
-  stores.push(store);
-  return { store, dir: d, errors };
-}
-
-const decide = (
-  txnId: string,
-  index: number,
-  atMs: number,
-  participants = ['shop', 'bank'],
-  outcome: 'commit' | 'abort' = 'commit',
-): Extract<HistoryChange, { t: 'decide' }> => ({
-  t: 'decide',
-  txnId,
-  outcome,
-  reason: outcome === 'abort' ? 'bank voted NO' : '',
-  participants,
-  index,
-  atMs,
-  first: true,
-});
 const row = (txnId: string, atMs: number, kind: string, participantId = '', detail = ''): HistoryChange => ({
   t: 'row',
   txnId,

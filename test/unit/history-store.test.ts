@@ -6,48 +6,21 @@
 // table forgets them, and forced participant removals on the decisions
 // they were owed (src/node/history-feed.ts, history-sagas.ts).
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applyChange, sagaKey, withSightingRows, type HistoryChange } from '../../src/history/record.ts';
 import { HistoryQueryError, parseHistorySearch, parseTimeArg } from '../../src/history/query.ts';
 import { decodeRecord, encodeRecord } from '../../src/history/codec.ts';
-import { HistoryStore, type HistoryOptions } from '../../src/history/store.ts';
+import { DAY_MS, decide, historyStores, NOW_MS } from './history-fixture.ts';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { HistoriedMachine, historyObserver } from '../../src/node/history-feed.ts';
 import { SagaTable, type SagaCommand } from '../../src/saga/state.ts';
 import { EntryType } from '../../src/raft/types.ts';
 
-const DAY_MS = 86_400_000;
-const NOW_MS = Date.UTC(2026, 11, 5, 12, 0, 0);
-const dirs: string[] = [];
-const stores: HistoryStore[] = [];
-
-afterEach(async () => {
-  for (const s of stores.splice(0)) await s.close().catch(() => {});
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
-});
-
-async function open(
-  dir?: string,
-  o: Partial<HistoryOptions> = {},
-): Promise<{ store: HistoryStore; dir: string; errors: string[] }> {
-  const d = dir ?? (await mkdtemp(join(tmpdir(), 'verdict-history-')));
-  if (dir === undefined) dirs.push(d);
-  const errors: string[] = [];
-  const store = await HistoryStore.open(d, {
-    retentionMs: 7 * DAY_MS,
-    bytesMax: 1 << 30,
-    nowMs: () => NOW_MS,
-    decided: () => false,
-    onError: (err) => errors.push(err.message),
-    ...o,
-  });
-  stores.push(store);
-  return { store, dir: d, errors };
-}
+const { open, stores, dirs } = historyStores('verdict-history-');
 
 async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -56,23 +29,6 @@ async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void>
     await new Promise((r) => setTimeout(r, 5));
   }
 }
-
-const decide = (
-  txnId: string,
-  index: number,
-  atMs: number,
-  participants = ['shop', 'bank'],
-  outcome: 'commit' | 'abort' = 'commit',
-): Extract<HistoryChange, { t: 'decide' }> => ({
-  t: 'decide',
-  txnId,
-  outcome,
-  reason: outcome === 'abort' ? 'bank voted NO' : '',
-  participants,
-  index,
-  atMs,
-  first: true,
-});
 
 describe('history records', () => {
   it("a TCC participant's YES with its reserve TTL is kept as its vote row, with the TTL, through the codec; a plain YES still folds", () => {
