@@ -6,7 +6,6 @@
 
 import { describe, expect, it } from 'vitest';
 import { encodeCommand } from '../../src/commit/state.ts';
-import { NodeCore } from '../../src/node/core.ts';
 import {
   coreReplica,
   GroupHost,
@@ -23,6 +22,7 @@ import { Rng } from '../../src/raft/rng.ts';
 import { message, MessageType as MT, type Message } from '../../src/raft/types.ts';
 import type { GroupMessage, Transport } from '../../src/transport/types.ts';
 import { EventQueue } from '../sim/event-queue.ts';
+import { queueCore } from './core-fixture.ts';
 import { SimDisk } from '../sim/sim-disk.ts';
 
 const hb = (term: number): Message => message({ type: MT.Heartbeat, from: 'n1', to: 'n2', term });
@@ -600,35 +600,7 @@ function coreCluster(G: number, spread: boolean) {
           disk.recover(),
           { voters: ids, learners: [], votersOutgoing: [] },
         );
-        return coreReplica(
-          new NodeCore({
-            id,
-            node,
-            machine: sm,
-            io: {
-              nowMs: () => q.now,
-              random: () => 0.5,
-              endOfTurn: (fn) => q.after(0, fn),
-              after: (ms2, fn) => {
-                q.after(ms2, fn);
-                return () => {};
-              },
-              store: disk,
-              transport,
-              links: { sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} },
-            },
-            seedPeers: new Map(ids.map((x) => [x, x])),
-            selfAddress: id,
-            driver: { snapshotEntries: 1_000_000, snapshotKeepEntries: 2, waitersMax: 100 },
-            engine: {},
-            proposeTimeoutMs: 3_000,
-            observe: {
-              onFatal: (err) => {
-                throw err;
-              },
-            },
-          }),
-        );
+        return coreReplica(queueCore({ id, ids, node, machine: sm, disk, q, transport }));
       },
     });
     hosts.set(id, host);

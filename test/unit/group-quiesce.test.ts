@@ -5,13 +5,13 @@
 // the usual election bound, and a cut-off quiesced leader steps down (CheckQuorum).
 
 import { describe, expect, it } from 'vitest';
-import { NodeCore } from '../../src/node/core.ts';
 import { coreReplica, GroupHost, type GroupReplica } from '../../src/node/group-host.ts';
 import { encodeProbe, NodeStateMachine } from '../../src/node/machine.ts';
 import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { GroupMessage } from '../../src/transport/types.ts';
 import { EventQueue } from '../sim/event-queue.ts';
+import { queueCore } from './core-fixture.ts';
 import { SimDisk } from '../sim/sim-disk.ts';
 
 const TICK_MS = 100;
@@ -75,35 +75,7 @@ function quietCluster(G: number, quiesce = true, seed = 46) {
           disk.recover(),
           { voters: ids, learners: [], votersOutgoing: [] },
         );
-        return coreReplica(
-          new NodeCore({
-            id,
-            node,
-            machine: new NodeStateMachine(),
-            io: {
-              nowMs: () => q.now,
-              random: () => 0.5,
-              endOfTurn: (fn) => q.after(0, fn),
-              after: (ms, fn) => {
-                q.after(ms, fn);
-                return () => {};
-              },
-              store: disk,
-              transport,
-              links: { sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} },
-            },
-            seedPeers: new Map(ids.map((x) => [x, x])),
-            selfAddress: id,
-            driver: { snapshotEntries: 1_000_000, snapshotKeepEntries: 2, waitersMax: 100 },
-            engine: {},
-            proposeTimeoutMs: 3_000,
-            observe: {
-              onFatal: (err) => {
-                throw err;
-              },
-            },
-          }),
-        );
+        return coreReplica(queueCore({ id, ids, node, machine: new NodeStateMachine(), disk, q, transport }));
       },
     });
     hosts.set(id, host);

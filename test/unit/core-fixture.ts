@@ -1,0 +1,49 @@
+// A node core on the simulator's event queue and disk (test/sim/), as the
+// group host's tests build one per group replica: the time is the queue's,
+// randomness fixed, no participant links, a fatal error thrown.
+
+import { NodeCore } from '../../src/node/core.ts';
+import type { NodeStateMachine } from '../../src/node/machine.ts';
+import type { RawNode } from '../../src/raft/raw-node.ts';
+import type { Transport } from '../../src/transport/types.ts';
+import type { EventQueue } from '../sim/event-queue.ts';
+import type { SimDisk } from '../sim/sim-disk.ts';
+
+export function queueCore(o: {
+  id: string;
+  ids: readonly string[];
+  node: RawNode;
+  machine: NodeStateMachine;
+  disk: SimDisk;
+  q: EventQueue;
+  transport: Transport;
+}): NodeCore {
+  const { q } = o;
+  return new NodeCore({
+    id: o.id,
+    node: o.node,
+    machine: o.machine,
+    io: {
+      nowMs: () => q.now,
+      random: () => 0.5,
+      endOfTurn: (fn) => q.after(0, fn),
+      after: (ms, fn) => {
+        q.after(ms, fn);
+        return () => {};
+      },
+      store: o.disk,
+      transport: o.transport,
+      links: { sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} },
+    },
+    seedPeers: new Map(o.ids.map((x) => [x, x])),
+    selfAddress: o.id,
+    driver: { snapshotEntries: 1_000_000, snapshotKeepEntries: 2, waitersMax: 100 },
+    engine: {},
+    proposeTimeoutMs: 3_000,
+    observe: {
+      onFatal: (err) => {
+        throw err;
+      },
+    },
+  });
+}
