@@ -1049,7 +1049,8 @@ export class Raft {
   }
 
   step(m: Message): void {
-    if (this.wakes(m)) this.wake(m);
+    // Quiescence off (one group), nothing quiesces: no message needs asking whether it wakes the group.
+    if (this.cfg.quiesce && this.wakes(m)) this.wake(m);
     if (!this.stepTerm(m)) return;
     switch (m.type) {
       case MT.Hup:
@@ -1156,7 +1157,7 @@ export class Raft {
   }
 
   private appendEntries(entries: Entry[]): void {
-    this.wake(null);
+    if (this.cfg.quiesce) this.wake(null);
     let bytes = 0;
     for (const e of entries) bytes += e.data.byteLength;
     // Back-pressure: a leader that cannot commit (no quorum) must not buffer forever.

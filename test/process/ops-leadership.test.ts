@@ -19,6 +19,15 @@ afterAll(async () => {
 /** A node process can take long to start on a loaded 2-core machine; the first election waits for all of them. */
 const FIRST_LEADER_WAIT_MS = 60_000;
 
+/** Participants shop and ledger and a client of every node, each stopped after the file. */
+async function withShopAndLedger(c: Cluster): Promise<VerdictClient> {
+  const parts: Participants = await startParticipants(c, ['shop', 'ledger']);
+  stops.push(() => parts.stop());
+  const client = new VerdictClient({ insecure: true, endpoints: c.nodes.map((n) => n.address), callTimeoutMs: 20_000 });
+  stops.push(() => client.close());
+  return client;
+}
+
 const endpointsFlag = (c: Cluster): string[] => ['--endpoints', c.nodes.map((n) => n.address).join(',')];
 
 describe('leadership', { timeout: 180_000 }, () => {
@@ -51,14 +60,7 @@ describe('leadership', { timeout: 180_000 }, () => {
   it('SIGTERM on the leader: it hands leadership over, another node leads at once, and it exits 0', async () => {
     const c = await Cluster.start({ nodes: 3 });
     const { node: old, status } = await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
-    const parts: Participants = await startParticipants(c, ['shop', 'ledger']);
-    stops.push(() => parts.stop());
-    const client = new VerdictClient({
-      insecure: true,
-      endpoints: c.nodes.map((n) => n.address),
-      callTimeoutMs: 20_000,
-    });
-    stops.push(() => client.close());
+    const client = await withShopAndLedger(c);
     const commit = async (key: string): Promise<string> =>
       (
         await (
@@ -91,14 +93,7 @@ describe('leadership', { timeout: 180_000 }, () => {
   it('verdict leader transfer under a steady stream of transactions: the leader drains first, so every one of them commits; one kept open past the wait refuses the move unless --force', async () => {
     const c = await Cluster.start({ nodes: 3 });
     const { node: first } = await c.waitForLeader({ timeoutMs: FIRST_LEADER_WAIT_MS });
-    const parts: Participants = await startParticipants(c, ['shop', 'ledger']);
-    stops.push(() => parts.stop());
-    const client = new VerdictClient({
-      insecure: true,
-      endpoints: c.nodes.map((n) => n.address),
-      callTimeoutMs: 20_000,
-    });
-    stops.push(() => client.close());
+    const client = await withShopAndLedger(c);
     const outcomes = new Map<string, number>();
     const failures: string[] = [];
     let running = true;

@@ -14,7 +14,7 @@ import { tlsCredentials } from '../../src/client/tls.ts';
 import { Leader } from '../conformance/driver.ts';
 import * as grpc from '@grpc/grpc-js';
 import { runCli } from './harness.ts';
-import { groupOf } from '../../src/domain/group.ts';
+import { checkListingAcrossGroups, type ListedTxn } from './sdk-group-listing.ts';
 
 const WAIT_MS = 60_000;
 
@@ -24,38 +24,10 @@ afterAll(stopPythonProcs);
 
 describe('the Python SDK on a real cluster', () => {
   it("lists the transactions of every decision group at G = 4: Client.transactions asks each group's leader", async () => {
-    const groups = 4;
-    const c = await Cluster.start({ nodes: 3, logLevel: 'warn', configExtra: () => ({ groups }) });
-    await c.waitForLeader();
-    const nodes = c.nodes.map((n) => n.address);
-    // Two transactions in each group, begun and left open: each is listed by its group's leader until it times out.
-    const ids: string[] = [];
-    for (let i = 0; ids.length < 2 * groups; i++) {
-      const id = `pyl-${i}`;
-      if (ids.filter((x) => groupOf(x, groups) === groupOf(id, groups)).length < 2) ids.push(id);
-    }
-    const ts = new VerdictClient({ endpoints: nodes, insecure: true, callTimeoutMs: 30_000 });
-    try {
-      // Leaders spread over the nodes (group g prefers node g mod 3), so group 0's leader alone does not know them all.
-      // Waited for before the transactions begin: a hand-over waits for a group's transactions to end, and these stay
-      // open, so a node that won every election first would keep every group.
-      await waitFor('the groups led by more than one node', WAIT_MS, async () => {
-        const s = await ts.status({ callTimeoutMs: 2_000 }).catch(() => undefined);
-        const leaders = new Set(s?.groups.map((g) => g.leaderId));
-        return s?.groups.length === groups && !leaders.has('') && leaders.size > 1 ? true : undefined;
-      });
-      for (const txnId of ids) await ts.begin({ txnId, timeoutMs: 300_000 });
-    } finally {
-      ts.close();
-    }
-    // Waited for: a transaction is listed once its group's leader has applied its Begin.
-    const listed = await waitFor('every group in the Python listing', WAIT_MS, async () => {
+    await checkListingAcrossGroups('Python', 'pyl', async (nodes) => {
       const [r] = await pythonClient(nodes, [{ op: 'list' }]);
-      const got = (r.transactions ?? []) as { txn_id: string; group: number }[];
-      return ids.every((id) => got.some((t) => t.txn_id === id)) ? got : undefined;
+      return (r.transactions ?? []) as ListedTxn[];
     });
-    for (const t of listed) expect(t.group, t.txn_id).toBe(groupOf(t.txn_id, groups));
-    expect(new Set(listed.map((t) => t.group))).toEqual(new Set([0, 1, 2, 3]));
   });
 
   it('R4: a Python client commits and aborts with a Python participant, which recovers a YES vote after SIGKILL, and is shown closed after SIGTERM', async () => {

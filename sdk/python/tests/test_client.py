@@ -10,14 +10,6 @@ from verdict.retry import Backoff
 from fake_cluster import FakeNode, answering, committed, not_leader
 
 
-@pytest.fixture
-def nodes():
-    made = []
-    yield made
-    for n in made:
-        n.stop()
-
-
 def test_plaintext_only_when_said() -> None:
     with pytest.raises(VerdictError) as e:
         Client(["127.0.0.1:1"])

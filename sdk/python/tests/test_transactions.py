@@ -3,7 +3,6 @@
 from typing import Any, Dict, List
 
 import grpc
-import pytest
 
 from verdict import Client
 from verdict._proto import coordinator_pb2 as pb
@@ -12,14 +11,6 @@ from verdict.groups import GROUP_KEY, group_of
 from fake_cluster import FakeNode
 
 G = 4
-
-
-@pytest.fixture
-def nodes():
-    made = []
-    yield made
-    for n in made:
-        n.stop()
 
 
 def ids_of_group(group: int, count: int) -> List[str]:
