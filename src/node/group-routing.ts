@@ -114,12 +114,13 @@ export function routeCoordinator(
       }),
     RemoveParticipant: (call, cb) =>
       everyGroup(perGroup, 'RemoveParticipant', call, (answers) => {
-        // A group led elsewhere whose applied registry does not hold the participant has nothing left to do: either an
-        // earlier attempt's redirect removed it there, or it was never registered. It removed nothing now, so it does
-        // not make the answer `removed` (an id no group ever held is answered removed: false, as at one group).
+        // A group led elsewhere whose applied registry no longer holds the participant was done by its leader (an
+        // earlier redirect, or an earlier attempt whose answer was lost). Counted as removed: a retry of a removal
+        // must answer as the first attempt would have (an id no group ever held then reads removed too when some
+        // groups are led elsewhere; the registry keeps no tombstone to tell the two apart).
         const id = (call.request as { participantId: string }).participantId;
         const settled = answers.map((a, g) =>
-          a.err && isRedirect(a.err) && !registered(g, id) ? { err: null, value: { removed: false, owed: [] } } : a,
+          a.err && isRedirect(a.err) && !registered(g, id) ? { err: null, value: { removed: true, owed: [] } } : a,
         );
         const err = firstError(settled);
         if (err !== null) return cb(err);

@@ -142,23 +142,6 @@ describe('routing calls over decision groups', () => {
     expect(stillIn2.err?.metadata?.get('verdict-group')).toEqual(['2']);
   });
 
-  it('answers not removed for an id no group holds, also when some groups are led elsewhere', async () => {
-    const h = fakeGroups(new Set([1, 3])).handlers.map((x, g) =>
-      g === 1 || g === 3
-        ? x
-        : { ...x, RemoveParticipant: (_call: unknown, cb: Cb) => cb(null, { removed: false, owed: [] }) },
-    ) as unknown as CoordinatorHandlers[];
-    const never = await call<{ removed: boolean }>(
-      routeCoordinator(h, () => false),
-      'RemoveParticipant',
-      {
-        participantId: 'nobody',
-      },
-    );
-    expect(never.err).toBeNull();
-    expect(never.value?.removed).toBe(false);
-  });
-
   it('answers removed when a retry finds the participant gone from the groups an earlier attempt removed it in', async () => {
     const removing = (gone: ReadonlySet<number>): CoordinatorHandlers[] =>
       fakeGroups(new Set()).handlers.map((h, g) => ({
