@@ -60,7 +60,7 @@ const DETAIL_CHARS_MAX = 200;
 export class TxnTimeline {
   private readonly txns = new Map<
     string,
-    { events: TimelineEvent[]; dropped: number; repeats: Map<string, TimelineEvent> }
+    { events: TimelineEvent[]; dropped: number; repeats: Map<string, TimelineEvent> | null }
   >();
   private readonly oldest = new OldestFirst(this.txns);
 
@@ -77,13 +77,17 @@ export class TxnTimeline {
     if (t === undefined) {
       // The ring: the transaction recorded first leaves first.
       this.oldest.trimTo(this.txnsMax - 1);
-      t = { events: [], dropped: 0, repeats: new Map() };
+      // The map of repeated rows is made when the first one comes (most transactions have none: a leader records
+      // about ten events per transaction, on the commit path).
+      t = { events: [], dropped: 0, repeats: null };
       this.txns.set(txnId, t);
     }
     const participantId = e.participantId ?? '';
-    const detail = (e.detail ?? '').slice(0, DETAIL_CHARS_MAX);
-    const key = `${e.kind}\u0000${participantId}`;
-    const seen = REPEATED.has(e.kind) ? t.repeats.get(key) : undefined;
+    const raw = e.detail ?? '';
+    const detail = raw.length > DETAIL_CHARS_MAX ? raw.slice(0, DETAIL_CHARS_MAX) : raw;
+    const repeated = REPEATED.has(e.kind);
+    const key = repeated ? `${e.kind}\u0000${participantId}` : '';
+    const seen = repeated ? t.repeats?.get(key) : undefined;
     if (seen !== undefined) {
       seen.count++;
       seen.lastAtMs = e.atMs;
@@ -104,9 +108,10 @@ export class TxnTimeline {
       lastAtMs: e.atMs,
     };
     t.events.push(event);
-    if (REPEATED.has(e.kind)) t.repeats.set(key, event);
+    if (repeated) (t.repeats ??= new Map()).set(key, event);
     // An ACK ends that participant's retries: a later DECISION (after a leader change) starts a new row.
-    if (e.kind === 'ack') for (const k of REPEATED) t.repeats.delete(`${k}\u0000${participantId}`);
+    if (e.kind === 'ack' && t.repeats !== null)
+      for (const k of REPEATED) t.repeats.delete(`${k}\u0000${participantId}`);
   }
 
   /** The events of `txnId` in the order they happened here, and how many were not kept; null when none is kept. */
