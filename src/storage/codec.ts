@@ -23,6 +23,8 @@ export enum RecordKind {
   Groups = 6,
   /** One group's log state in the shared group log (src/storage/group-store.ts). */
   GroupLogState = 7,
+  /** Every group's log state at once, in the group mark file (src/storage/group-store.ts). */
+  GroupMarks = 8,
 }
 
 /**
@@ -100,6 +102,7 @@ const RECORD_NAMES: Record<RecordKind, string> = {
   [RecordKind.LogState]: 'log state record',
   [RecordKind.Groups]: 'decision groups record',
   [RecordKind.GroupLogState]: 'group log state record',
+  [RecordKind.GroupMarks]: 'group marks record',
 };
 
 // ---- envelope -----------------------------------------------------------
@@ -282,31 +285,68 @@ export function decodeGroups(value: Uint8Array, dbPath: string): number {
  * One group's state in the shared group log (src/storage/group-store.ts):
  * its high-water mark (acknowledged through), and where its log restarted
  * after a leader's snapshot (records of the group before that position
- * belong to a history the snapshot replaced).
+ * belong to a history the snapshot replaced). `markSeq` orders it against
+ * the group mark file's records: the higher wins; a record written before
+ * the file existed has none (0).
  */
 export interface GroupLogState {
   highWaterIndex: number;
   highWaterTerm: number;
   restartSeq: number;
   restartOffset: number;
+  markSeq: number;
 }
 
-export function encodeGroupLogState(s: GroupLogState): Uint8Array {
-  const w = new Writer(32);
+function writeGroupLogState(w: Writer, s: Omit<GroupLogState, 'markSeq'>): void {
   w.u64(s.highWaterIndex, 'high-water index');
   w.u64(s.highWaterTerm, 'high-water term');
   w.u64(s.restartSeq, 'restart segment seq');
   w.u64(s.restartOffset, 'restart offset');
+}
+
+function readGroupLogState(r: Reader): Omit<GroupLogState, 'markSeq'> {
+  return { highWaterIndex: r.u64(), highWaterTerm: r.u64(), restartSeq: r.u64(), restartOffset: r.u64() };
+}
+
+export function encodeGroupLogState(s: GroupLogState): Uint8Array {
+  const w = new Writer(40);
+  writeGroupLogState(w, s);
+  w.u64(s.markSeq, 'mark seq');
   return seal(RecordKind.GroupLogState, w.finish());
 }
 
 export function decodeGroupLogState(value: Uint8Array, dbPath: string): GroupLogState {
-  return decodeRecord(value, RecordKind.GroupLogState, dbPath, RECORD_NAMES[RecordKind.GroupLogState], (r) => ({
-    highWaterIndex: r.u64(),
-    highWaterTerm: r.u64(),
-    restartSeq: r.u64(),
-    restartOffset: r.u64(),
-  }));
+  return decodeRecord(value, RecordKind.GroupLogState, dbPath, RECORD_NAMES[RecordKind.GroupLogState], (r) => {
+    const s = readGroupLogState(r);
+    // Written before the group mark file: four fields, no mark seq.
+    return { ...s, markSeq: r.left() > 0 ? r.u64() : 0 };
+  });
+}
+
+/** Every group's log state, in the group mark file: one record, one mark seq for all. */
+export interface GroupMarks {
+  markSeq: number;
+  groups: Omit<GroupLogState, 'markSeq'>[];
+}
+
+export function encodeGroupMarks(m: GroupMarks): Uint8Array {
+  const w = new Writer(16 + 32 * m.groups.length);
+  w.u64(m.markSeq, 'mark seq');
+  w.u64(m.groups.length, 'groups');
+  for (const g of m.groups) writeGroupLogState(w, g);
+  return seal(RecordKind.GroupMarks, w.finish());
+}
+
+export function decodeGroupMarks(value: Uint8Array, path: string): GroupMarks {
+  return decodeRecord(value, RecordKind.GroupMarks, path, RECORD_NAMES[RecordKind.GroupMarks], (r) => {
+    const markSeq = r.u64();
+    const count = r.u64();
+    const bad = groupsProblem(count);
+    if (bad !== null) throw new MalformedPayload(bad);
+    const groups: Omit<GroupLogState, 'markSeq'>[] = [];
+    for (let g = 0; g < count; g++) groups.push(readGroupLogState(r));
+    return { markSeq, groups };
+  });
 }
 
 export interface IdentityRecord extends StorageIdentity {

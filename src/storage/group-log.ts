@@ -140,9 +140,11 @@ export class GroupLog {
 
   /**
    * Appends every run in one write and one fdatasync; returns the seq of the
-   * segment they went into (a batch is never split over two).
+   * segment they went into (a batch is never split over two). `sync`, when
+   * given, makes the segment durable instead of a plain fdatasync (the sync
+   * worker's one trip: the segment, then the marks).
    */
-  async append(runs: readonly GroupRun[]): Promise<number> {
+  async append(runs: readonly GroupRun[], sync?: (fd: number) => Promise<void>): Promise<number> {
     let s = this.segments[this.segments.length - 1];
     if (s.size >= this.segmentBytes && s.size > SEGMENT_HEADER_BYTES) {
       await this.createSegment(s.seq + 1);
@@ -154,7 +156,8 @@ export class GroupLog {
     assert(fh !== null, 'group log: append after close');
     for (let k = 0; k < buf.byteLength; ) k += writeSync(fh.fd, buf, k, buf.byteLength - k, s.size + k);
     this.syncs += 1;
-    await fh.datasync();
+    if (sync) await sync(fh.fd);
+    else await fh.datasync();
     s.size += buf.byteLength;
     return s.seq;
   }

@@ -4,22 +4,32 @@
 // At G = 1 this is today's store (src/storage/store.ts) and nothing else, so
 // a directory of one group is byte for byte what it always was. At G > 1
 // the node keeps one segment log (src/storage/group-log.ts) whose records
-// carry their group, and one LevelDB with each group's hard state, snapshot
-// and log state under its own keys (group 0 keeps today's keys). Every
-// group's store hands its PersistBatch to the one writer; the batches that
-// arrive in one turn of the event loop, and those that arrive while a write
-// is in flight, are written together (the next write waits a turn after a
-// write's callbacks, so a group that persists again from its callback joins
-// the groups that waited):
+// carry their group, one LevelDB with each group's hard state, snapshot
+// and log state under its own keys (group 0 keeps today's keys), and one
+// mark file (`raft/group-marks`, ./mark-file.ts) whose record holds every
+// group's mark. Every group's store hands its PersistBatch to the one
+// writer; the batches that arrive in one turn of the event loop, and those
+// that arrive while a write is in flight, are written together (the next
+// write waits a turn after a write's callbacks, so a group that persists
+// again from its callback joins the groups that waited):
 //
 //   1. a group's leader snapshot or lowered mark, when the batch starts with
 //      one (synced LevelDB write; it records where the group's log restarts);
-//   2. the entries of every group: one write, one fdatasync;
-//   3. every group's hard state, local snapshot and mark (acknowledged
-//      through): one synced LevelDB write;
+//   2. the entries of every group: one write; then, in one trip of the sync
+//      worker (./sync-worker.ts), the segment's fdatasync and every group's
+//      mark (acknowledged through) written and synced in the mark file;
+//   3. a hard state with a new term or vote, and a local snapshot: one
+//      synced LevelDB write. A hard state that only moves the commit index
+//      is held and written once the writer is idle (the commit index is not
+//      needed for safety), as the one-group store does;
 //   4. each group's persist callback, in the order the batches arrived;
 //   5. compaction: a segment is deleted once no group has a live entry in it
 //      (each group compacts on its own snapshots).
+//
+// A mark goes to LevelDB only in step 1 (and with a batch that has no
+// entries). Every mark carries a mark seq, one higher for each mark written:
+// on open, a group's mark is the newer of its LevelDB record and the mark
+// file's.
 //
 // A group replaces a suffix of its log by appending (the log is never cut in
 // place); reading back keeps, for each group and index, the last record
@@ -33,12 +43,15 @@ import { assert } from '../util/assert.ts';
 import {
   CorruptRecordError,
   decodeGroupLogState,
+  decodeGroupMarks,
   decodeHardState,
   decodeSnapshot,
   encodeGroupLogState,
+  encodeGroupMarks,
   encodeHardState,
   encodeSnapshot,
   groupKey,
+  type GroupMarks,
   KEY_GROUP_LOG_STATE,
   KEY_HARD_STATE,
   KEY_SNAPSHOT,
@@ -54,7 +67,15 @@ import {
   type Db,
   type Op,
 } from './level.ts';
-import { DiskLogStore, PERSIST_QUEUE_MAX, type DiskLogStoreOptions, type OpenReport } from './store.ts';
+import { encodeMarkSlot, MarkFile, type MarkCodec } from './mark-file.ts';
+import {
+  CONFIRM_DELAY_MS,
+  DiskLogStore,
+  PERSIST_QUEUE_MAX,
+  type DiskLogStoreOptions,
+  type OpenReport,
+} from './store.ts';
+import { SyncWorker } from './sync-worker.ts';
 import type { TruncatedTail } from './segment-log.ts';
 import type { LogStore, PersistBatch, RecoveredState, StorageIdentity } from './types.ts';
 
@@ -67,7 +88,16 @@ export interface OpenedGroup {
   report: OpenReport;
 }
 
-/** What the shared writer did: a batch is one trip of (LevelDB, segment, LevelDB) writes. */
+/** The mark file of a node of more than one group, beside LevelDB in `raft/`. */
+export const GROUP_MARK_FILE = 'group-marks';
+
+const GROUP_MARKS: MarkCodec<GroupMarks> = {
+  decode: decodeGroupMarks,
+  encode: encodeGroupMarks,
+  seqOf: (m) => m.markSeq,
+};
+
+/** What the shared writer did: a batch is one trip of (LevelDB, segment and marks, LevelDB) writes. */
 export interface GroupStorageStats {
   batches: number;
   /** Group batches (PersistBatch) written. */
@@ -157,13 +187,28 @@ class SharedGroupWriter implements GroupStorage {
   private failure: Error | null = null;
   private closed = false;
   private readonly counts = { batches: 0, groupBatches: 0, levelSyncs: 0 };
+  private syncWorker: SyncWorker | null = null;
+  /** Each group's hard state as LevelDB holds it, and one that only moved the commit index, held until idle. */
+  private readonly storedHard: HardState[];
+  private readonly heldHard: (HardState | null)[];
+  private confirmTimer: NodeJS.Timeout | null = null;
 
   private constructor(
     private readonly db: Db,
+    private readonly dbPath: string,
     private readonly log: GroupLog,
+    private readonly marksFile: MarkFile,
+    /** The seq of the last mark written, to LevelDB or the mark file. */
+    private markSeq: number,
+    /** Each group's mark as last written (acknowledged through). */
+    private readonly marks: Mark[],
     private readonly restarts: LogPosition[],
     private readonly live: Live[],
-  ) {}
+    hardStates: HardState[],
+  ) {
+    this.storedHard = hardStates.map((h) => ({ ...h }));
+    this.heldHard = hardStates.map(() => null);
+  }
 
   static async open(
     dir: string,
@@ -176,6 +221,7 @@ class SharedGroupWriter implements GroupStorage {
     const walPath = join(dir, 'wal');
     const db = await openLevel(dir, dbPath, walPath, identity);
     let log: GroupLog | null = null;
+    let marks: MarkFile | null = null;
     try {
       await checkIdentity(db, dir, dbPath, identity);
       await checkFoundedGroups(db, dir, dbPath, groups, () => holdsOnlyIdentity(db));
@@ -185,6 +231,8 @@ class SharedGroupWriter implements GroupStorage {
       );
       log = opened.log;
       const metas = await Promise.all(Array.from({ length: groups }, (_, g) => readGroupMeta(db, dbPath, g)));
+      const file = await openGroupMarks(join(dbPath, GROUP_MARK_FILE), metas);
+      marks = file.file;
       const replayed = replay(opened.records, metas, walPath);
       const lost = replayed.some((r) => r.recovered.recoverIndex > 0);
       const truncated: TruncatedTail[] = [];
@@ -193,9 +241,14 @@ class SharedGroupWriter implements GroupStorage {
       await writeIdentityFile(dir, identity);
       const writer = new SharedGroupWriter(
         db,
+        dbPath,
         log,
+        marks,
+        file.markSeq,
+        metas.map((m) => ({ ...m.highWater })),
         metas.map((m) => m.restart),
         replayed.map((r) => r.live),
+        metas.map((m) => m.hardState),
       );
       for (let g = 0; g < groups; g++) {
         const r = replayed[g];
@@ -204,12 +257,13 @@ class SharedGroupWriter implements GroupStorage {
           highWater: metas[g].highWater,
           mayHoldIndex: metas[g].highWater.index,
           lastIndex: r.lastIndex,
-          markProblems: [],
+          markProblems: g === 0 ? file.problems : [],
         };
         writer.groups.push({ store: new GroupLane(g, writer, r.bounds), recovered: r.recovered, report });
       }
       return writer;
     } catch (err) {
+      marks?.close();
       await log?.close();
       await db.close();
       throw err;
@@ -241,6 +295,12 @@ class SharedGroupWriter implements GroupStorage {
     this.closed = true;
     if (this.writing || this.scheduled || this.pending.length > 0)
       await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    if (this.confirmTimer !== null) clearTimeout(this.confirmTimer);
+    this.confirmTimer = null;
+    // A clean stop leaves every group's commit index stored.
+    if (this.failure === null) await this.writeHeld().catch(() => {});
+    await this.syncWorker?.close();
+    this.marksFile.close();
     await this.log.close();
     await this.db.close();
   }
@@ -267,6 +327,44 @@ class SharedGroupWriter implements GroupStorage {
     }
     this.writing = false;
     for (const w of this.idleWaiters.splice(0)) w();
+    this.scheduleConfirm();
+  }
+
+  /** Once idle for CONFIRM_DELAY_MS, the held commit indexes are stored (a write that comes first takes them over). */
+  private scheduleConfirm(): void {
+    if (this.confirmTimer !== null || this.closed || this.failure !== null) return;
+    if (this.heldHard.every((h) => h === null)) return;
+    this.confirmTimer = setTimeout(() => {
+      this.confirmTimer = null;
+      if (this.writing || this.scheduled || this.pending.length > 0 || this.closed) return;
+      void this.confirm();
+    }, CONFIRM_DELAY_MS);
+    this.confirmTimer.unref();
+  }
+
+  private async confirm(): Promise<void> {
+    this.writing = true;
+    try {
+      await this.writeHeld();
+    } catch (e) {
+      this.failure ??= e instanceof Error ? e : new Error(String(e));
+    }
+    this.writing = false;
+    if (this.pending.length > 0) void this.drain();
+    else for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /** The held hard states (commit index moved only), in one synced LevelDB write. */
+  private async writeHeld(): Promise<void> {
+    const ops: Op[] = [];
+    for (let g = 0; g < this.heldHard.length; g++) {
+      const h = this.heldHard[g];
+      if (h === null) continue;
+      this.heldHard[g] = null;
+      this.storedHard[g] = h;
+      ops.push({ type: 'put', key: groupKey(KEY_HARD_STATE, g), value: encodeHardState(h) });
+    }
+    if (ops.length > 0) await this.levelWrite(ops, true);
   }
 
   /** The next batch: what is pending, cut before a second group plan that must write LevelDB ahead of the entries. */
@@ -294,7 +392,13 @@ class SharedGroupWriter implements GroupStorage {
     }
     const runs = batch.filter((p) => p.entries.length > 0).map((p) => ({ group: p.group, entries: p.entries }));
     if (runs.length > 0) {
-      const seq = await this.log.append(runs);
+      // The segment's fdatasync, then every group's mark in the mark file: one trip of the sync worker.
+      for (const p of batch) if (p.mark !== null) this.marks[p.group] = p.mark;
+      const slot = encodeMarkSlot(encodeGroupMarks(this.nextMarks()));
+      const offset = this.marksFile.takeSlotOffset();
+      this.syncWorker ??= new SyncWorker(this.dbPath);
+      const worker = this.syncWorker;
+      const seq = await this.log.append(runs, (fd) => worker.run(fd, this.marksFile.fd, slot, offset));
       for (const run of runs) {
         const live = this.live[run.group];
         const from = run.entries[0].index;
@@ -308,11 +412,11 @@ class SharedGroupWriter implements GroupStorage {
     }
     const ops: Op[] = [];
     for (const p of batch) {
-      if (p.hardState)
-        ops.push({ type: 'put', key: groupKey(KEY_HARD_STATE, p.group), value: encodeHardState(p.hardState) });
+      if (p.hardState) this.putHardState(p.group, p.hardState, runs.length > 0, ops);
       if (p.localSnapshot)
         ops.push({ type: 'put', key: groupKey(KEY_SNAPSHOT, p.group), value: encodeSnapshot(p.localSnapshot) });
-      if (p.mark) ops.push(this.markOp(p.group, p.mark));
+      // Only a batch without entries (none has a mark today): with entries the mark file took it.
+      if (p.mark && runs.length === 0) ops.push(this.markOp(p.group, p.mark));
     }
     if (ops.length > 0) await this.levelWrite(ops, runs.length > 0 || batch.some((p) => p.sync));
     let compacted = head.restart !== null;
@@ -333,8 +437,26 @@ class SharedGroupWriter implements GroupStorage {
     }
   }
 
+  /**
+   * A hard state with a new term or vote goes into this batch's LevelDB write. One that only moves the commit index,
+   * beside entries synced with the marks, is held for the confirmation once idle: a LevelDB write per batch would be a
+   * second trip.
+   */
+  private putHardState(group: number, hs: HardState, withEntries: boolean, ops: Op[]): void {
+    const stored = this.storedHard[group];
+    if (withEntries && hs.term === stored.term && hs.vote === stored.vote) {
+      this.heldHard[group] = { ...hs };
+      return;
+    }
+    this.heldHard[group] = null;
+    this.storedHard[group] = { ...hs };
+    ops.push({ type: 'put', key: groupKey(KEY_HARD_STATE, group), value: encodeHardState(hs) });
+  }
+
   private markOp(group: number, m: Mark): Op {
     const r = this.restarts[group];
+    this.marks[group] = { ...m };
+    this.markSeq += 1;
     return {
       type: 'put',
       key: groupKey(KEY_GROUP_LOG_STATE, group),
@@ -343,7 +465,22 @@ class SharedGroupWriter implements GroupStorage {
         highWaterTerm: m.term,
         restartSeq: r.seq,
         restartOffset: r.offset,
+        markSeq: this.markSeq,
       }),
+    };
+  }
+
+  /** Every group's mark and restart position as they stand, under the next mark seq (for the mark file). */
+  private nextMarks(): GroupMarks {
+    this.markSeq += 1;
+    return {
+      markSeq: this.markSeq,
+      groups: this.marks.map((m, g) => ({
+        highWaterIndex: m.index,
+        highWaterTerm: m.term,
+        restartSeq: this.restarts[g].seq,
+        restartOffset: this.restarts[g].offset,
+      })),
     };
   }
 
@@ -469,6 +606,46 @@ interface GroupMeta {
   snapshot: Snapshot;
   highWater: Mark;
   restart: LogPosition;
+  /** The mark seq of the group's LevelDB record (0: none, or written before the mark file). */
+  markSeq: number;
+}
+
+/**
+ * Opens the group mark file (made from LevelDB's marks when it is new) and
+ * takes, for each group, the newer of its LevelDB record and the file's
+ * (changing `metas`). Returns the file and the last mark seq written.
+ */
+async function openGroupMarks(
+  path: string,
+  metas: GroupMeta[],
+): Promise<{ file: MarkFile; markSeq: number; problems: string[] }> {
+  const level: GroupMarks = {
+    markSeq: Math.max(...metas.map((m) => m.markSeq)),
+    groups: metas.map((m) => ({
+      highWaterIndex: m.highWater.index,
+      highWaterTerm: m.highWater.term,
+      restartSeq: m.restart.seq,
+      restartOffset: m.restart.offset,
+    })),
+  };
+  const opened = await MarkFile.openWith(path, level, GROUP_MARKS, 'group mark file');
+  const newest = opened.newest;
+  if (newest.groups.length !== metas.length) {
+    opened.file.close();
+    throw new CorruptRecordError(
+      path,
+      'group mark file',
+      `it holds the marks of ${newest.groups.length} groups, the directory was founded with ${metas.length}`,
+    );
+  }
+  for (const [g, m] of metas.entries()) {
+    if (newest.markSeq <= m.markSeq) continue;
+    const f = newest.groups[g];
+    m.highWater = { index: f.highWaterIndex, term: f.highWaterTerm };
+    m.restart = { seq: f.restartSeq, offset: f.restartOffset };
+    m.markSeq = newest.markSeq;
+  }
+  return { file: opened.file, markSeq: Math.max(level.markSeq, newest.markSeq), problems: opened.problems };
 }
 
 async function readGroupMeta(db: Db, dbPath: string, group: number): Promise<GroupMeta> {
@@ -486,6 +663,7 @@ async function readGroupMeta(db: Db, dbPath: string, group: number): Promise<Gro
         ? { index: snapshot.metadata.index, term: snapshot.metadata.term }
         : { index: state.highWaterIndex, term: state.highWaterTerm },
     restart: state === null ? { seq: 0, offset: 0 } : { seq: state.restartSeq, offset: state.restartOffset },
+    markSeq: state?.markSeq ?? 0,
   };
 }
 

@@ -12,6 +12,10 @@
 // takes the marks that must land atomically with other records (a leader's
 // snapshot) and the rare ones (lowering before a cut, the idle
 // confirmation). docs/storage.md has the whole layout.
+//
+// A node of more than one decision group keeps its marks the same way in
+// `raft/group-marks`: each slot holds one record of every group's mark
+// (src/storage/group-store.ts); the file and slot handling are shared.
 
 import { closeSync, openSync } from 'node:fs';
 import { open, readFile, rename } from 'node:fs/promises';
@@ -22,6 +26,22 @@ import { dirname } from 'node:path';
 export const MARK_FILE = 'high-water';
 export const MARK_SLOT_BYTES = 4096;
 const LENGTH_BYTES = 4;
+/** The most bytes a slot's record takes. */
+export const MARK_RECORD_BYTES_MAX = MARK_SLOT_BYTES - LENGTH_BYTES;
+
+/** How a mark file's records are read and written, and which is newer. */
+export interface MarkCodec<T> {
+  decode(bytes: Uint8Array, path: string): T;
+  encode(record: T): Uint8Array;
+  /** Higher is newer. */
+  seqOf(record: T): number;
+}
+
+const LOG_STATE: MarkCodec<LogState> = {
+  decode: decodeLogState,
+  encode: encodeLogState,
+  seqOf: (s) => s.markSeq,
+};
 
 /** One slot's bytes: the record's length (u32, big-endian), the record, zeros. */
 export function encodeMarkSlot(record: Uint8Array): Uint8Array {
@@ -32,26 +52,31 @@ export function encodeMarkSlot(record: Uint8Array): Uint8Array {
 }
 
 /** A slot's record, or why it holds none (torn by a crash mid-write, or damaged). */
-function decodeMarkSlot(path: string, buf: Uint8Array, slot: number): { state: LogState } | { problem: string } {
+function decodeMarkSlot<T>(
+  path: string,
+  buf: Uint8Array,
+  slot: number,
+  codec: MarkCodec<T>,
+): { state: T } | { problem: string } {
   const at = slot * MARK_SLOT_BYTES;
   if (buf.byteLength < at + LENGTH_BYTES)
     return { problem: `slot ${slot} is missing (the file is ${buf.byteLength} bytes)` };
   const length = new DataView(buf.buffer, buf.byteOffset + at, LENGTH_BYTES).getUint32(0);
-  if (length === 0 || length > MARK_SLOT_BYTES - LENGTH_BYTES || at + LENGTH_BYTES + length > buf.byteLength) {
+  if (length === 0 || length > MARK_RECORD_BYTES_MAX || at + LENGTH_BYTES + length > buf.byteLength) {
     return { problem: `slot ${slot} has no record (length ${length})` };
   }
   try {
-    return { state: decodeLogState(buf.subarray(at + LENGTH_BYTES, at + LENGTH_BYTES + length), path) };
+    return { state: codec.decode(buf.subarray(at + LENGTH_BYTES, at + LENGTH_BYTES + length), path) };
   } catch (err) {
     if (err instanceof CorruptRecordError) return { problem: `slot ${slot}: ${err.problem}` };
     throw err;
   }
 }
 
-export interface OpenedMarkFile {
+export interface OpenedMarkFile<T = LogState> {
   file: MarkFile;
   /** The newest record of the two slots. */
-  newest: LogState;
+  newest: T;
   /** A slot without a valid record beside a valid one: a write a crash cut short, or damage; the node logs it. */
   problems: string[];
 }
@@ -72,29 +97,30 @@ export class MarkFile {
    * before anything else is written. A file missing once a mark went to it,
    * or with no valid slot, is damage: CorruptRecordError.
    */
-  static async open(path: string, level: LogState): Promise<OpenedMarkFile> {
+  static open(path: string, level: LogState): Promise<OpenedMarkFile> {
+    return MarkFile.openWith(path, level, LOG_STATE, 'high-water mark file');
+  }
+
+  /** open() for records of another kind: `initial` goes into both slots of a new file. */
+  static async openWith<T>(path: string, initial: T, codec: MarkCodec<T>, what: string): Promise<OpenedMarkFile<T>> {
     const buf = await readOrNull(path);
     if (buf === null) {
-      if (level.markSeq > 0) {
+      if (codec.seqOf(initial) > 0) {
         throw new CorruptRecordError(
           path,
-          'high-water mark file',
-          `it is missing, but the log state record in LevelDB names mark ${level.markSeq}, so marks were written to it`,
+          what,
+          `it is missing, but the records in LevelDB name mark ${codec.seqOf(initial)}, so marks were written to it`,
         );
       }
-      await create(path, level);
-      return { file: new MarkFile(path, openSync(path, 'r+'), 0), newest: level, problems: [] };
+      await create(path, codec.encode(initial));
+      return { file: new MarkFile(path, openSync(path, 'r+'), 0), newest: initial, problems: [] };
     }
-    const slots = [decodeMarkSlot(path, buf, 0), decodeMarkSlot(path, buf, 1)];
+    const slots = [decodeMarkSlot(path, buf, 0, codec), decodeMarkSlot(path, buf, 1, codec)];
     const valid = slots.flatMap((s, i) => ('state' in s ? [{ slot: i, state: s.state }] : []));
     const problems = slots.flatMap((s) => ('problem' in s ? [s.problem] : []));
     if (valid.length === 0)
-      throw new CorruptRecordError(
-        path,
-        'high-water mark file',
-        `no slot holds a valid record (${problems.join('; ')})`,
-      );
-    const newest = valid.reduce((a, b) => (b.state.markSeq > a.state.markSeq ? b : a));
+      throw new CorruptRecordError(path, what, `no slot holds a valid record (${problems.join('; ')})`);
+    const newest = valid.reduce((a, b) => (codec.seqOf(b.state) > codec.seqOf(a.state) ? b : a));
     return { file: new MarkFile(path, openSync(path, 'r+'), 1 - newest.slot), newest: newest.state, problems };
   }
 
@@ -106,7 +132,7 @@ export class MarkFile {
     const buf = await readOrNull(path);
     if (buf === null) return null;
     return newestMark(
-      [0, 1].map((slot) => decodeMarkSlot(path, buf, slot)).map((d) => ('state' in d ? d.state : null)),
+      [0, 1].map((slot) => decodeMarkSlot(path, buf, slot, LOG_STATE)).map((d) => ('state' in d ? d.state : null)),
     );
   }
 
@@ -138,8 +164,8 @@ async function readOrNull(path: string): Promise<Uint8Array | null> {
   }
 }
 
-async function create(path: string, state: LogState): Promise<void> {
-  const slot = encodeMarkSlot(encodeLogState(state));
+async function create(path: string, record: Uint8Array): Promise<void> {
+  const slot = encodeMarkSlot(record);
   const buf = new Uint8Array(2 * MARK_SLOT_BYTES);
   buf.set(slot, 0);
   buf.set(slot, MARK_SLOT_BYTES);

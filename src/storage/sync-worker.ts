@@ -42,8 +42,11 @@ for (;;) {
 }
 `;
 
-/** The most bytes one mark write carries (a slot's record is 49 bytes today). */
-export const SYNC_WORKER_BYTES_MAX = 1024;
+/**
+ * The most bytes one mark write carries: a slot (a one-group record is 49 bytes; a record of every group's mark, 37
+ * bytes and 32 per group, about 2 KiB at 64 groups).
+ */
+export const SYNC_WORKER_BYTES_MAX = 4096;
 
 interface Failure {
   step: string;

@@ -14,7 +14,7 @@ import { EntryType, NONE, emptySnapshot, type Entry, type HardState, type Snapsh
 import { CorruptRecordError } from '../../src/storage/codec.ts';
 import { StorageIdentityError } from '../../src/storage/dir-identity.ts';
 import { encodeGroupRecords, encodeGroupSegmentHeader, scanGroupRecords } from '../../src/storage/group-format.ts';
-import { openGroupStorage, type GroupStorage } from '../../src/storage/group-store.ts';
+import { GROUP_MARK_FILE, openGroupStorage, type GroupStorage } from '../../src/storage/group-store.ts';
 import { encodeRecords, SEGMENT_HEADER_BYTES } from '../../src/storage/segment-format.ts';
 import { DiskLogStore } from '../../src/storage/store.ts';
 import type { LogStore, PersistBatch, RecoveredState, StorageIdentity } from '../../src/storage/types.ts';
@@ -180,7 +180,7 @@ describe('openGroupStorage at G = 1 is the one-group store, byte for byte', () =
 });
 
 describe('the shared writer at G = 4', () => {
-  it("the Readys of four groups in one turn are one batch: one fdatasync of the segment and one synced LevelDB write, then each group's callback", async () => {
+  it("the Readys of four groups in one turn are one batch: one trip for the segment and the marks, a LevelDB write only for a new term or vote, then each group's callback", async () => {
     const dir = await tempDir();
     const s = await openG(dir, 4);
     const order: number[] = [];
@@ -200,6 +200,93 @@ describe('the shared writer at G = 4', () => {
     expect(st.batches).toBe(11);
     expect(st.segmentSyncs / st.batches).toBe(1);
     expect(st.groupBatches / st.batches).toBe(4);
+    // Hard states that only move the commit index wait for the writer to be idle: no LevelDB write per batch.
+    expect(st.levelSyncs).toBe(1);
+    await closeG(s);
+    // A clean stop stored them.
+    const again = await openG(dir, 4);
+    expect(again.groups.map((g) => g.recovered.hardState)).toEqual([0, 1, 2, 3].map(() => hs(1, 12)));
+  });
+
+  it('once idle, the writer stores the commit indexes it held, in one synced LevelDB write', async () => {
+    const dir = await tempDir();
+    const s = await openG(dir, 2);
+    await Promise.all(s.groups.map((g, i) => persist(g.store, { hardState: hs(1, 0), entries: ents(1, 4, 1, i) })));
+    await Promise.all(s.groups.map((g) => persist(g.store, { hardState: hs(1, 3), entries: [] })));
+    await Promise.all(s.groups.map((g, i) => persist(g.store, { hardState: hs(1, 4), entries: ents(5, 5, 1, i) })));
+    const before = s.stats()!.levelSyncs;
+    const deadline = Date.now() + 5_000;
+    while (s.stats()!.levelSyncs === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(s.stats()!.levelSyncs).toBe(before + 1);
+    // Nothing is left for the clean stop to write: the idle write stored both.
+    await closeG(s);
+    expect(s.stats()!.levelSyncs).toBe(before + 1);
+    const again = await openG(dir, 2);
+    expect(again.groups.map((g) => g.recovered.hardState)).toEqual([hs(1, 4), hs(1, 4)]);
+  });
+
+  it("a group's mark is the newer of LevelDB's record and the mark file's; a mark file missing once marks went to it is refused", async () => {
+    const dir = await tempDir();
+    let s = await openG(dir, 2);
+    await Promise.all(s.groups.map((g, i) => persist(g.store, { hardState: hs(1, 4), entries: ents(1, 5, 1, i) })));
+    // Group 0's entries are acknowledged through the mark file only.
+    await closeG(s);
+    s = await openG(dir, 2);
+    expect(s.groups.map((g) => g.report.highWater)).toEqual([
+      { index: 5, term: 1 },
+      { index: 5, term: 1 },
+    ]);
+    // A leader's snapshot restarts group 1's log: its mark goes to LevelDB, newer than the file's.
+    await persist(s.groups[1].store, { hardState: hs(2, 8), snapshot: snap(8, 2) });
+    await closeG(s);
+    s = await openG(dir, 2);
+    expect(s.groups.map((g) => g.report.highWater)).toEqual([
+      { index: 5, term: 1 },
+      { index: 8, term: 2 },
+    ]);
+    expect(s.groups[1].recovered.entries).toEqual([]);
+    // Entries after it: the file is the newer again, and holds group 1's restart.
+    await persist(s.groups[1].store, { entries: ents(9, 10, 2, 1) });
+    await closeG(s);
+    s = await openG(dir, 2);
+    expect(s.groups[1].report.highWater).toEqual({ index: 10, term: 2 });
+    expect(s.groups[1].recovered.entries).toEqual(ents(9, 10, 2, 1));
+    await closeG(s);
+    await rm(join(dir, 'raft', GROUP_MARK_FILE));
+    await expect(openGroupStorage(dir, ID, 2)).rejects.toThrow(
+      /group-marks.*missing, but the records in LevelDB name mark/s,
+    );
+  });
+
+  it('a directory written before the mark file (marks in LevelDB, no mark seq) opens with them and makes the file', async () => {
+    const dir = await tempDir();
+    let s = await openG(dir, 2);
+    await Promise.all(s.groups.map((g, i) => persist(g.store, { hardState: hs(1, 2), entries: ents(1, 3, 1, i) })));
+    await closeG(s);
+    // As an earlier version left it: each group's mark in LevelDB, four fields and no mark seq; no mark file.
+    await withRawDb(dir, async (db) => {
+      for (const g of [0, 1]) {
+        const payload = Buffer.alloc(32);
+        payload.writeBigUInt64BE(3n, 0);
+        payload.writeBigUInt64BE(1n, 8);
+        const value = Buffer.concat([Buffer.alloc(5), payload]);
+        value.writeUInt32BE(crc32(payload), 0);
+        value.writeUInt8(7, 4);
+        await db.put(g === 0 ? Uint8Array.of(0x06) : Uint8Array.of(0x10, 0x06, 0, g), value);
+      }
+    });
+    await rm(join(dir, 'raft', GROUP_MARK_FILE));
+    // The log lost group 1's last entry: its old mark says it was acknowledged.
+    const [seg] = await groupSegments(dir);
+    const buf = await readFile(join(dir, 'wal', seg));
+    await writeFile(join(dir, 'wal', seg), buf.subarray(0, buf.byteLength - 4));
+    s = await openG(dir, 2);
+    expect(s.groups.map((g) => g.report.highWater)).toEqual([
+      { index: 3, term: 1 },
+      { index: 3, term: 1 },
+    ]);
+    expect(s.groups[1].recovered.recoverIndex).toBe(3);
+    expect((await readdir(join(dir, 'raft'))).includes(GROUP_MARK_FILE)).toBe(true);
   });
 
   it('groups that persist again from their callback (as a driver does) share the next fdatasync with the groups that waited, instead of taking turns', async () => {
