@@ -10,7 +10,7 @@ import { bool, CommandError, flag, UsageError } from './args.ts';
 import { clientCredentials } from './client-credentials.ts';
 import { clientUsesTls } from './client-tls.ts';
 import { clientTimeoutMs, commandTimeoutMs, unreachableMessage, unreachableReason } from './reach.ts';
-import { clusterStatus, endpoints } from './status.ts';
+import { clusterStatus, endpoints, type ClusterStatus } from './status.ts';
 
 /** `f` on a client of the node at an address, closed after. */
 function onNode<T>(f: (c: RaftNodeClient) => Promise<T>): (address: string) => Promise<T> {
@@ -52,18 +52,51 @@ export async function onLeader<T>(addrs: string[], f: (c: RaftNodeClient) => Pro
   }
 }
 
-export const LEADER_HELP = `  verdict leader transfer --to NODE [--force] [--timeout-ms N] [--json] [--endpoints ...]
+export const LEADER_HELP = `  verdict leader transfer --to NODE [--group G] [--force] [--timeout-ms N] [--json] [--endpoints ...]
                                       hand leadership to NODE (e.g. before maintenance on the leader): the leader refuses
                                       new transactions, waits for those in flight, then transfers; waits until NODE leads.
+                                      --group G: move decision group G's leader (0 to G-1; default 0).
                                       --force: transfer even if some are still in flight after the wait (they may abort)
 `;
 
+const LEADER_USAGE = 'usage: verdict leader transfer --to NODE [--group G] [--force] [--timeout-ms N] [--json]';
+
+/** `--group G` as written: a whole number; its range is checked against the cluster's groups. */
+function parseGroup(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const g = /^\d{1,6}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!Number.isInteger(g))
+    throw new UsageError(
+      `--group must be a decision group's number, 0 to G-1 for a cluster of G groups (verdict status lists them), not "${raw}"`,
+    );
+  return g;
+}
+
+/**
+ * Where group `group` is led, as the status names it: its leader's address, or undefined when not known (the request
+ * then goes to the endpoints, and a follower's answer names the leader). A group outside the cluster's is a usage
+ * error naming the range.
+ */
+function groupLeaderAddress(st: ClusterStatus, group: number, given: boolean): string | undefined {
+  const groups = st.groups ?? [];
+  const count = groups.length;
+  if (given && count === 0 && group > 0)
+    throw new CommandError(`cannot learn the cluster's decision groups to find group ${group}'s leader; retry`);
+  if (given && count > 0 && group >= count)
+    throw new UsageError(
+      `--group ${group} does not exist: this cluster has ${count} decision group${count === 1 ? '' : 's'} (--group 0 to ${count - 1})`,
+    );
+  const leaderId = group === 0 ? st.leader : groups.find((g) => g.group === group)?.leaderId;
+  return st.nodes.find((n) => n.id === leaderId && n.id !== null)?.address;
+}
+
 export async function leaderCommand(args: string[]): Promise<void> {
   const sub = args.shift();
-  if (sub !== 'transfer')
-    throw new UsageError('usage: verdict leader transfer --to NODE [--force] [--timeout-ms N] [--json]');
+  if (sub !== 'transfer') throw new UsageError(LEADER_USAGE);
   const addrs = endpoints(args);
   const to = flag(args, '--to');
+  const groupGiven = parseGroup(flag(args, '--group'));
+  const group = groupGiven ?? 0;
   const json = bool(args, '--json');
   const force = bool(args, '--force');
   // How long to wait for the new leader: --timeout-ms, or the node's default (0).
@@ -78,15 +111,16 @@ export async function leaderCommand(args: string[]): Promise<void> {
       .join(', ');
     throw new UsageError(`no node "${to}" in the cluster${known ? ` (nodes: ${known})` : ''}`);
   }
-  const leader = st.nodes.find((n) => n.id === st.leader);
-  // The leader first. It may change under us: a follower's hint is followed
+  const leader = groupLeaderAddress(st, group, groupGiven !== undefined);
+  // The group's leader first. It may change under us: a follower's hint is followed
   // (three times at most); any other refusal is the answer.
-  const finder = new LeaderFinder(leader?.address ? [leader.address, ...addrs] : addrs, { redirectsMax: 3 });
+  const finder = new LeaderFinder(leader !== undefined ? [leader, ...addrs] : addrs, { redirectsMax: 3 });
+  const of = groupGiven === undefined ? '' : ` of group ${group}`;
   try {
     // The server waits up to timeoutMs (or two election timeouts); give it room to answer.
     const r = await callLeader(
       finder,
-      onNode((c) => c.transferLeader({ to, timeoutMs, force }, (timeoutMs || 10_000) + 5_000)),
+      onNode((c) => c.transferLeader({ to, timeoutMs, force, group }, (timeoutMs || 10_000) + 5_000)),
       {
         retryable: (err) => {
           const hint = namedLeader(err);
@@ -102,14 +136,15 @@ export async function leaderCommand(args: string[]): Promise<void> {
       r.inFlight > 0
         ? ` (forced: ${r.inFlight} transaction(s) were still in flight at the transfer and may have aborted)`
         : '';
-    process.stdout.write(json ? JSON.stringify(r, null, 2) + '\n' : `leader: ${r.leaderId} (term ${r.term})${note}\n`);
+    const text = `${groupGiven === undefined ? '' : `group ${group} `}leader: ${r.leaderId} (term ${r.term})${note}\n`;
+    process.stdout.write(json ? JSON.stringify({ group, ...r }, null, 2) + '\n' : text);
   } catch (err) {
     const e = (err instanceof NoLeaderError ? err.last : err) as ServiceError;
     const why =
       e.code === grpcStatus.UNAVAILABLE
         ? explainConnectError(e.details || e.message, clientUsesTls())
         : e.details || e.message;
-    process.stderr.write(`verdict: leader transfer to ${to} failed: ${grpcStatus[e.code] ?? e.code}: ${why}\n`);
+    process.stderr.write(`verdict: leader transfer${of} to ${to} failed: ${grpcStatus[e.code] ?? e.code}: ${why}\n`);
     process.exitCode = 1;
   }
 }

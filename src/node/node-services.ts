@@ -70,11 +70,11 @@ export interface NodeServicesOptions {
   traces?: TxnTraces;
   observeCommit: (seconds: number, answer: CommitAnswer) => void;
   /**
-   * A hand-over of group 0 (`verdict leader transfer`; a leader that `member remove` removes): the group host's,
-   * which refuses new transactions and waits for those in flight first (./group-host.ts). Absent: the transfer
-   * starts at once.
+   * A hand-over of a decision group, group 0 unless named (`verdict leader transfer [--group G]`; a leader that
+   * `member remove` removes): the group host's, which refuses new transactions and waits for those in flight first
+   * (./group-host.ts). Absent: the transfer starts at once.
    */
-  handOver?: (to: string, force: boolean, why?: HandOverWhy) => Promise<HandOverResult>;
+  handOver?: (to: string, force: boolean, why?: HandOverWhy, group?: number) => Promise<HandOverResult>;
   /**
    * The replicas of decision groups 1.. (docs/architecture.md, "Decision
    * groups"); group 0's are `core`, `sagas`, `leases`, `traces` and
@@ -107,22 +107,30 @@ export function addNodeServices(o: NodeServicesOptions): { endAll(): void } {
         `request refused: ${details}`,
       ),
   };
+  // Every group's members and driver, group 0's first: what TransferLeader and ListMembers read for the group named.
+  const groupViews = [
+    { members, driver: d },
+    ...(o.otherGroups ?? []).map((g) => ({ members: g.core.membership, driver: g.core.driver as Driver<unknown> })),
+  ];
   const raftNodeChecked = withFieldChecks(
     {
-      ...raftNodeApi(cfg, o.core, members, d, address, access, o.handOver),
+      ...raftNodeApi(
+        cfg,
+        o.core,
+        members,
+        d,
+        address,
+        access,
+        handOver && ((to, force, group) => handOver(to, force, 'operator', group)),
+        groupViews,
+      ),
       ...membershipApi(
         cfg,
         members,
         d,
         access,
         (id) => machine.table.participants.has(id),
-        [
-          { members, driver: d },
-          ...(o.otherGroups ?? []).map((g) => ({
-            members: g.core.membership,
-            driver: g.core.driver as Driver<unknown>,
-          })),
-        ],
+        groupViews,
         handOver && ((to) => handOver(to, true, 'members')),
       ),
       ...historyApi(cfg.nodeId, o.history, access),

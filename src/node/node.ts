@@ -382,10 +382,14 @@ async function compose(
     replica: (g, t) => replicaOf(g, groupCount === 1 ? transport : t),
   });
   host = h;
-  // An operator's transfer (`verdict leader transfer`, the console) and a leader's own removal (`member remove`)
-  // move group 0, draining it first.
-  const operatorHandOver = (to: string, force: boolean, why: HandOverWhy = 'operator'): Promise<HandOverResult> =>
-    new Promise((done) => h.handOver(0, to, { why, force, done }));
+  // An operator's transfer (`verdict leader transfer`, of group 0 or the group it names; the console's, of group 0)
+  // and a leader's own removal (`member remove`, group 0) move a group, draining it first.
+  const operatorHandOver = (
+    to: string,
+    force: boolean,
+    why: HandOverWhy = 'operator',
+    group = 0,
+  ): Promise<HandOverResult> => new Promise((done) => h.handOver(group, to, { why, force, done }));
   const zero = h.replica(0);
   const c = zero.core;
   const sagas = zero.sagas;

@@ -6,14 +6,7 @@
 // cluster's.
 
 import * as grpc from '@grpc/grpc-js';
-import type {
-  NodeStatus,
-  PutRequest,
-  PutResponse,
-  RaftNodeHandlers,
-  TransferLeaderRequest,
-  TransferLeaderResponse,
-} from '../transport/proto.ts';
+import type { NodeStatus, PutRequest, PutResponse, RaftNodeHandlers } from '../transport/proto.ts';
 import type { NodeConfig } from './config.ts';
 import { NotLeaderError, OverloadedError, type Driver } from './driver.ts';
 import { encodeProbe } from './machine.ts';
@@ -38,13 +31,15 @@ export const REQUEST_TIMEOUT_MS = 10_000;
  * cannot serve yet). Both UNAVAILABLE, the code every hint-follower retries
  * on; `verdict-reason` tells them apart. The request certainly did nothing,
  * so a client may resend it as it was (a Commit with begin included).
+ * `group`: the decision group meant, named in the words when given.
  */
-export function notLeader(members: Membership, leader: string): grpc.ServiceError {
+export function notLeader(members: Membership, leader: string, group?: number): grpc.ServiceError {
   const other = leader !== '' && leader !== members.selfId;
   const where = other
     ? `the leader is ${leader} at ${members.get(leader) ?? '?'}`
     : 'no leader is known yet; retry shortly';
-  return redirect(`not the leader: ${where}`, other ? leader : '', members);
+  const of = group === undefined ? '' : ` of group ${group}`;
+  return redirect(`not the leader${of}: ${where}`, other ? leader : '', members);
 }
 
 /**
@@ -147,6 +142,79 @@ export function consoleUrlOf(cfg: Pick<NodeConfig, 'consoleListen' | 'metricsLis
   return cfg.tls === null && cfg.metricsListen !== null ? `http://${cfg.metricsListen}/` : '';
 }
 
+/** One decision group's replica on this node, as TransferLeader reads it: its members' addresses and its driver. */
+export interface GroupLeadership {
+  members: Membership;
+  driver: Driver<unknown>;
+}
+
+/** An operator's hand-over of decision group `group` (GroupHost.handOver): drains it, then starts the transfer. */
+export type GroupHandOver = (to: string, force: boolean, group: number) => Promise<HandOverResult>;
+
+/** The group a transfer names, or the refusal of a group outside 0..G-1. */
+function groupAsked(groups: readonly GroupLeadership[], group: number): GroupLeadership | grpc.ServiceError {
+  const view = Number.isInteger(group) ? groups[group] : undefined;
+  if (view !== undefined) return view;
+  const g = groups.length;
+  const details = `group ${group} does not exist: this cluster has ${g} decision group${g === 1 ? '' : 's'} (0 to ${g - 1})`;
+  return Object.assign(new Error(details), {
+    code: grpc.status.INVALID_ARGUMENT,
+    details,
+    metadata: new grpc.Metadata(),
+  });
+}
+
+/**
+ * TransferLeader, served by the named group's leader: drains the group (`handOver`), then hands its leadership to
+ * `to` and waits until `to` leads it. `groups`: every decision group's replica here, group 0's first.
+ */
+function transferLeaderHandler(
+  cfg: NodeConfig,
+  access: Access,
+  groups: readonly GroupLeadership[],
+  handOver: GroupHandOver | undefined,
+): RaftNodeHandlers['TransferLeader'] {
+  return (call, cb) => {
+    const refused = access.adminOnly(call, 'leader transfer');
+    if (refused) return cb(refused);
+    const { to, timeoutMs, force } = call.request;
+    const group = call.request.group ?? 0;
+    const view = groupAsked(groups, group);
+    if (view instanceof Error) return cb(view);
+    const { members, driver: d } = view;
+    // With one group the answers read as before groups.
+    const named = groups.length > 1 ? group : undefined;
+    if (!members.has(to))
+      return cb({
+        code: grpc.status.INVALID_ARGUMENT,
+        details: `"${to}" is not a voter of cluster ${cfg.clusterId}; voters: ${members.ids().join(', ')}`,
+      });
+    if (!d.isLeader()) {
+      // Already done (a retried request), or not ours to do: point at the group's leader.
+      if (d.leader() === to) return cb(null, { leaderId: to, term: d.node.raft.term, inFlight: 0 });
+      return cb(notLeader(members, d.leader(), named));
+    }
+    if (to === cfg.nodeId) return cb(null, { leaderId: to, term: d.node.raft.term, inFlight: 0 });
+    const waitMs = timeoutMs > 0 ? Math.min(timeoutMs, 60_000) : transferWaitMs(cfg);
+    void (async () => {
+      // New transactions are refused and those in flight decide here first: the next leader would abort them (R2).
+      const h = handOver === undefined ? null : await handOver(to, force === true, group);
+      if (h !== null && h.outcome === 'not-leader') return cb(notLeader(members, d.leader(), named));
+      const refused = h === null ? null : handOverRefusal(cfg, h);
+      if (refused !== null) return cb({ code: grpc.status.UNAVAILABLE, details: refused });
+      const inFlight = h?.inFlight ?? 0;
+      const leader = await transferLeadership(cfg, d, to, waitMs);
+      if (leader === to) return cb(null, { leaderId: to, term: d.node.raft.term, inFlight });
+      const now = leader ? `${leader} leads` : 'no leader is known';
+      const which = named === undefined ? '' : ` of group ${group}`;
+      cb({
+        code: grpc.status.DEADLINE_EXCEEDED,
+        details: `leadership${which} did not move to ${to} within ${waitMs} ms (${now}); is ${to} running, reachable and caught up? See verdict status`,
+      });
+    })();
+  };
+}
+
 export function raftNodeApi(
   cfg: NodeConfig,
   core: BoundedLog,
@@ -154,7 +222,8 @@ export function raftNodeApi(
   d: Driver<unknown>,
   address: string,
   access: Access,
-  handOver?: (to: string, force: boolean) => Promise<HandOverResult>,
+  handOver?: GroupHandOver,
+  groups: readonly GroupLeadership[] = [{ members, driver: d }],
 ): RaftNodeHandlers {
   return {
     Status: (_call: grpc.ServerUnaryCall<unknown, NodeStatus>, cb: grpc.sendUnaryData<NodeStatus>) => {
@@ -206,40 +275,6 @@ export function raftNodeApi(
         cb(null, { index: index ?? 0, leaderId: cfg.nodeId, leaderAddress: address });
       });
     },
-    TransferLeader: (
-      call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderResponse>,
-      cb: grpc.sendUnaryData<TransferLeaderResponse>,
-    ) => {
-      const refused = access.adminOnly(call, 'leader transfer');
-      if (refused) return cb(refused);
-      const { to, timeoutMs, force } = call.request;
-      if (!members.has(to))
-        return cb({
-          code: grpc.status.INVALID_ARGUMENT,
-          details: `"${to}" is not a voter of cluster ${cfg.clusterId}; voters: ${members.ids().join(', ')}`,
-        });
-      if (!d.isLeader()) {
-        // Already done (a retried request), or not ours to do: point at the leader.
-        if (d.leader() === to) return cb(null, { leaderId: to, term: d.node.raft.term, inFlight: 0 });
-        return cb(notLeader(members, d.leader()));
-      }
-      if (to === cfg.nodeId) return cb(null, { leaderId: to, term: d.node.raft.term, inFlight: 0 });
-      const waitMs = timeoutMs > 0 ? Math.min(timeoutMs, 60_000) : transferWaitMs(cfg);
-      void (async () => {
-        // New transactions are refused and those in flight decide here first: the next leader would abort them (R2).
-        const h = handOver === undefined ? null : await handOver(to, force === true);
-        if (h !== null && h.outcome === 'not-leader') return cb(notLeader(members, d.leader()));
-        const refused = h === null ? null : handOverRefusal(cfg, h);
-        if (refused !== null) return cb({ code: grpc.status.UNAVAILABLE, details: refused });
-        const inFlight = h?.inFlight ?? 0;
-        const leader = await transferLeadership(cfg, d, to, waitMs);
-        if (leader === to) return cb(null, { leaderId: to, term: d.node.raft.term, inFlight });
-        const now = leader ? `${leader} leads` : 'no leader is known';
-        cb({
-          code: grpc.status.DEADLINE_EXCEEDED,
-          details: `leadership did not move to ${to} within ${waitMs} ms (${now}); is ${to} running, reachable and caught up? See verdict status`,
-        });
-      })();
-    },
+    TransferLeader: transferLeaderHandler(cfg, access, groups, handOver),
   } as RaftNodeHandlers;
 }

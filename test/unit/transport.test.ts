@@ -656,10 +656,12 @@ describe('RaftNode admin API', () => {
         }),
       Put: put,
       PutStream: putStreamHandler(put).handler,
+      // The group crosses the wire too (the term answered is 4 + timeoutMs + 10 * group).
       TransferLeader: (call, cb) => {
         if (call.request.to !== 'n2')
           return cb({ code: grpc.status.INVALID_ARGUMENT, details: `no voter ${call.request.to}` });
-        cb(null, { leaderId: call.request.to, term: 4 + call.request.timeoutMs, inFlight: call.request.force ? 2 : 0 });
+        const term = 4 + call.request.timeoutMs + 10 * call.request.group;
+        cb(null, { leaderId: call.request.to, term, inFlight: call.request.force ? 2 : 0 });
       },
       AddMember: (call, cb) => {
         members.push({
@@ -691,14 +693,19 @@ describe('RaftNode admin API', () => {
       });
       // The probe's key and value reach the node as sent.
       expect([...(store.get('k') ?? [])]).toEqual([1, 2, 3]);
-      expect(await client.transferLeader({ to: 'n2', timeoutMs: 1, force: false })).toStrictEqual({
+      expect(await client.transferLeader({ to: 'n2', timeoutMs: 1, force: false, group: 0 })).toStrictEqual({
         leaderId: 'n2',
         term: 5,
         inFlight: 0,
       });
       // force crosses the wire, and the count in flight comes back.
-      expect(await client.transferLeader({ to: 'n2', timeoutMs: 1, force: true })).toMatchObject({ inFlight: 2 });
-      await expect(client.transferLeader({ to: 'n9', timeoutMs: 0, force: false })).rejects.toMatchObject({
+      expect(await client.transferLeader({ to: 'n2', timeoutMs: 1, force: true, group: 0 })).toMatchObject({
+        inFlight: 2,
+      });
+      expect(await client.transferLeader({ to: 'n2', timeoutMs: 1, force: false, group: 3 })).toMatchObject({
+        term: 35,
+      });
+      await expect(client.transferLeader({ to: 'n9', timeoutMs: 0, force: false, group: 0 })).rejects.toMatchObject({
         code: grpc.status.INVALID_ARGUMENT,
       });
       const added = await client.addMember({ nodeId: 'n4', address: '127.0.0.1:7004', timeoutMs: 5 });

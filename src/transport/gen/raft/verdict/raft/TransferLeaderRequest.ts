@@ -6,10 +6,12 @@ export interface TransferLeaderRequest {
   'to'?: (string);
   'timeoutMs'?: (number | string | Long);
   'force'?: (boolean);
+  'group'?: (number);
 }
 
 export interface TransferLeaderRequest__Output {
   'to': (string);
   'timeoutMs': (number);
   'force': (boolean);
+  'group': (number);
 }
