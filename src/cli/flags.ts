@@ -41,7 +41,7 @@ export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'cluster up': ['--nodes', '--base-port', '--data', '--tls', '--insecure'],
   'cluster init': ['--config', '--set'],
   status: ['--json', ...NODE_CLIENT],
-  'leader transfer': ['--to', '--force', '--json', ...NODE_CLIENT],
+  'leader transfer': ['--to', '--group', '--force', '--json', ...NODE_CLIENT],
   'member list': ['--group', '--json', ...NODE_CLIENT],
   'member add': ['--json', ...NODE_CLIENT],
   'member remove': ['--json', ...NODE_CLIENT],
