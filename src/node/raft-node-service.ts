@@ -76,14 +76,20 @@ function redirect(details: string, leader: string, members: Membership): grpc.Se
 
 /**
  * Why an operator's transfer did not start after its hand-over (GroupHost.handOver) ended: retryable; null when it
- * started. An operator retries, or forces it.
+ * started. An operator retries, or forces it. `group`: the decision group, named in the words when given.
  */
-export function handOverRefusal(cfg: Pick<NodeConfig, 'nodeId' | 'tickMs'>, h: HandOverResult): string | null {
+export function handOverRefusal(
+  cfg: Pick<NodeConfig, 'nodeId' | 'tickMs'>,
+  h: HandOverResult,
+  group?: number,
+): string | null {
   if (h.outcome === 'transferred') return null;
+  const of = group === undefined ? '' : ` of group ${group}`;
+  const flag = group === undefined ? '' : ` --group ${group}`;
   if (h.outcome === 'in-flight')
-    return `leadership stays on ${cfg.nodeId}: ${h.inFlight} transaction(s) were still in flight after ${h.drainedTicks * cfg.tickMs} ms of refusing new ones, and the next leader would abort them; new transactions are taken again. Retry, or force the transfer (verdict leader transfer --force; those in flight may abort)`;
-  if (h.outcome === 'not-leader') return `${cfg.nodeId} no longer leads; retry`;
-  return `leadership stays on ${cfg.nodeId}: another hand-over of the group replaced this one; retry`;
+    return `leadership${of} stays on ${cfg.nodeId}: ${h.inFlight} transaction(s) were still in flight after ${h.drainedTicks * cfg.tickMs} ms of refusing new ones, and the next leader would abort them; new transactions are taken again. Retry, or force the transfer (verdict leader transfer${flag} --force; those in flight may abort)`;
+  if (h.outcome === 'not-leader') return `${cfg.nodeId} no longer leads${of}; retry`;
+  return `leadership${of} stays on ${cfg.nodeId}: another hand-over of the group replaced this one; retry`;
 }
 
 /** Two election timeouts: long enough for a caught-up follower to win, short enough for a shutdown. */
@@ -200,7 +206,7 @@ function transferLeaderHandler(
       // New transactions are refused and those in flight decide here first: the next leader would abort them (R2).
       const h = handOver === undefined ? null : await handOver(to, force === true, group);
       if (h !== null && h.outcome === 'not-leader') return cb(notLeader(members, d.leader(), named));
-      const refused = h === null ? null : handOverRefusal(cfg, h);
+      const refused = h === null ? null : handOverRefusal(cfg, h, named);
       if (refused !== null) return cb({ code: grpc.status.UNAVAILABLE, details: refused });
       const inFlight = h?.inFlight ?? 0;
       const leader = await transferLeadership(cfg, d, to, waitMs);

@@ -55,14 +55,18 @@ afterEach(() => {
 });
 
 /** n1's RaftNode service over `drivers` (group g's at index g), and a client of it. */
-async function serveN1(drivers: GroupDriver[], handOvers: [string, boolean, number][]): Promise<RaftNodeClient> {
+async function serveN1(
+  drivers: GroupDriver[],
+  handOvers: [string, boolean, number][],
+  drained: HandOverResult = { outcome: 'transferred', inFlight: 0, drainedTicks: 0 },
+): Promise<RaftNodeClient> {
   const groups: GroupLeadership[] = drivers.map((d) => ({
     members: new Membership('n1', PEERS, PEERS.get('n1') ?? ''),
     driver: d as unknown as GroupLeadership['driver'],
   }));
   const handOver = (to: string, force: boolean, group: number): Promise<HandOverResult> => {
     handOvers.push([to, force, group]);
-    return Promise.resolve({ outcome: 'transferred', inFlight: 0, drainedTicks: 0 });
+    return Promise.resolve(drained);
   };
   const api = raftNodeApi(
     CFG,
@@ -131,5 +135,21 @@ describe('TransferLeader names a decision group', () => {
       details: 'not the leader of group 0: the leader is n2 at 127.0.0.1:7002',
     });
     expect(drivers[0].transfers).toEqual([]);
+  });
+
+  it('a hand-over of g called off with transactions in flight refuses the move, naming g and how to force it', async () => {
+    const drivers = [new GroupDriver('n2', 3), new GroupDriver('n1', 7)];
+    const handOvers: [string, boolean, number][] = [];
+    const client = await serveN1(drivers, handOvers, { outcome: 'in-flight', inFlight: 2, drainedTicks: 400 });
+    const err = await client.transferLeader({ to: 'n3', timeoutMs: 0, force: false, group: 1 }).then(
+      () => null,
+      (e: grpc.ServiceError) => e,
+    );
+    expect(err?.code).toBe(grpc.status.UNAVAILABLE);
+    expect(err?.details).toMatch(
+      /^leadership of group 1 stays on n1: 2 transaction\(s\) were still in flight after 2000 ms .*\(verdict leader transfer --group 1 --force;/,
+    );
+    expect(handOvers).toEqual([['n3', false, 1]]);
+    expect(drivers.map((d) => d.transfers)).toEqual([[], []]);
   });
 });
