@@ -741,7 +741,7 @@ async function main(): Promise<void> {
       groups = withModel(await measureGroups(join(dir, 'groups'), { ...groupsPlan(QUICK), log: progress }));
       const m = groups.model;
       progress(
-        `${tag()} done  groups: ${groups.points.map((p) => `${p.nodes}x${p.groups} ${p.peak_tps} tx/s`).join(', ')}${m ? `; model for 9 × 16 cores: G = ${m.nine_by_16.groups}, ${Math.round(m.nine_by_16.prediction.tps)} tx/s (${m.nine_by_16.prediction.bound})` : ''}`,
+        `${tag()} done  groups: ${groups.points.map((p) => `${p.nodes}x${p.groups}${p.together === true ? ' on one node' : ''} ${p.peak_tps} tx/s`).join(', ')}${m ? `; model for 9 × 16 cores: G = ${m.nine_by_16.groups}, ${Math.round(m.nine_by_16.prediction.tps)} tx/s (${m.nine_by_16.prediction.bound})` : ''}`,
       );
     } catch (err) {
       // The rest of the run stands without it.

@@ -138,7 +138,9 @@ function leaveOneOut(points: GroupsPoint[], cores: number): ValidationRow[] {
   });
 }
 
-export function modelOf(points: GroupsPoint[], cores: number, fsyncMs: number): GroupsModel | null {
+export function modelOf(measured: GroupsPoint[], cores: number, fsyncMs: number): GroupsModel | null {
+  // The model places leaders as the cluster does (spread); the points with every leader on one node are not fitted.
+  const points = measured.filter((p) => p.together !== true);
   const params = fitOrNull(points);
   if (params === null) return null;
   const sizes = [...new Set(points.map((p) => p.nodes))].sort((a, b) => a - b);

@@ -1,6 +1,7 @@
-// `npm run bench -- groups [--quick] [--nodes 3,5] [--groups 1,2,4] [--clients 16,64]`: the decision groups
-// scenario alone (bench/scenarios/groups.ts) with the capacity model fitted to it (./groups-model.ts); progress on
-// stderr, the figures as JSON on stdout (the results file's `groups` key). Everything it starts is stopped at the end.
+// `npm run bench -- groups [--quick] [--nodes 3,5] [--groups 1,2,4] [--clients 16,64] [--together 4|none]`: the
+// decision groups scenario alone (bench/scenarios/groups.ts) with the capacity model fitted to it (./groups-model.ts);
+// progress on stderr, the figures as JSON on stdout (the results file's `groups` key). Everything it starts is stopped
+// at the end.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +32,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
         nodes: listFlag('nodes', plan.nodes),
         groups: listFlag('groups', plan.groups),
         clients: listFlag('clients', plan.clients),
+        together:
+          process.argv[process.argv.indexOf('--together') + 1] === 'none' ? [] : listFlag('together', plan.together),
         log: (line) => process.stderr.write(`${line}\n`),
       }),
     );

@@ -38,7 +38,7 @@ export function groupsSection(g: GroupsFigures, table: Table): string[] {
         return [
           p.nodes,
           p.groups,
-          `${p.leaders_before.join(' ')}${p.groups > 1 && !p.spread ? ' (not spread)' : ''}`,
+          `${p.leaders_before.join(' ')}${p.together === true ? ' (on one node)' : p.groups > 1 && !p.spread ? ' (not spread)' : ''}`,
           `${p.peak_tps} (${p.peak_clients})`,
           ms(p.p50_us_at_peak),
           String(w.cpu_ms_per_txn_nodes),
@@ -84,6 +84,43 @@ export function groupsSection(g: GroupsFigures, table: Table): string[] {
           n2(r.cpu_nodes / r.cpu_nodes_g1),
           r.cpu_all,
           r.cpu_all_g1,
+          n2(r.cpu_all / r.cpu_all_g1),
+        ]),
+      ),
+    );
+  const together = togetherRows(g);
+  if (together.length > 0)
+    out.push(
+      '',
+      "Every leader on one node: the same cluster founded with G groups, `spreadLeaders` off and every group's leader moved to the first node, beside G = 1 and beside G groups spread, at the same clients. All transactions then pass through one node's batches, as at G = 1, so the ratio to G = 1 is what the groups themselves cost; the spread windows add what spreading the leaders costs on one machine (each node's batches carry its share of the transactions only).",
+      '',
+      table(
+        [
+          'nodes',
+          'G',
+          'clients',
+          'tx/s: one node',
+          'G = 1',
+          'spread',
+          'CPU ms/tx nodes: one node',
+          'G = 1',
+          'one node ÷ G = 1',
+          'spread',
+          'spread ÷ G = 1',
+          'all processes: one node ÷ G = 1',
+        ],
+        together.map((r) => [
+          r.nodes,
+          r.groups,
+          r.clients,
+          r.tps,
+          r.tps_g1,
+          r.tps_spread ?? '',
+          r.cpu_nodes,
+          r.cpu_nodes_g1,
+          n2(r.cpu_nodes / r.cpu_nodes_g1),
+          r.cpu_nodes_spread ?? '',
+          r.cpu_nodes_spread === null ? '' : n2(r.cpu_nodes_spread / r.cpu_nodes_g1),
           n2(r.cpu_all / r.cpu_all_g1),
         ]),
       ),
@@ -196,7 +233,7 @@ const cpuAll = (w: GroupsFigures['points'][number]['windows'][number]): number =
 export function equalInFlightRows(g: GroupsFigures): EqualInFlightRow[] {
   const rows: EqualInFlightRow[] = [];
   for (const p of g.points) {
-    if (p.groups <= 1) continue;
+    if (p.groups <= 1 || p.together === true) continue;
     const one = g.points.find((q) => q.nodes === p.nodes && q.groups === 1);
     if (one === undefined) continue;
     for (const w of p.windows) {
@@ -212,6 +249,50 @@ export function equalInFlightRows(g: GroupsFigures): EqualInFlightRow[] {
         tps_g1: w1.tps,
         cpu_nodes: w.cpu_ms_per_txn_nodes,
         cpu_nodes_g1: w1.cpu_ms_per_txn_nodes,
+        cpu_all: cpuAll(w),
+        cpu_all_g1: cpuAll(w1),
+      });
+    }
+  }
+  return rows.sort((a, b) => a.nodes - b.nodes || a.groups - b.groups || a.clients - b.clients);
+}
+
+/** A window with every leader on one node beside G = 1 and G spread, same nodes and clients. */
+export interface TogetherRow {
+  nodes: number;
+  groups: number;
+  clients: number;
+  tps: number;
+  tps_g1: number;
+  tps_spread: number | null;
+  cpu_nodes: number;
+  cpu_nodes_g1: number;
+  cpu_nodes_spread: number | null;
+  cpu_all: number;
+  cpu_all_g1: number;
+}
+
+/** The windows of the points with every leader on one node that have a G = 1 window at the same clients. */
+export function togetherRows(g: GroupsFigures): TogetherRow[] {
+  const rows: TogetherRow[] = [];
+  for (const p of g.points) {
+    if (p.together !== true) continue;
+    const one = g.points.find((q) => q.nodes === p.nodes && q.groups === 1 && q.together !== true);
+    const spread = g.points.find((q) => q.nodes === p.nodes && q.groups === p.groups && q.together !== true);
+    for (const w of p.windows) {
+      const w1 = one?.windows.find((x) => x.clients === w.clients);
+      if (w1 === undefined || w1.tps <= 0 || w.tps <= 0) continue;
+      const ws = spread?.windows.find((x) => x.clients === w.clients && x.tps > 0);
+      rows.push({
+        nodes: p.nodes,
+        groups: p.groups,
+        clients: w.clients,
+        tps: w.tps,
+        tps_g1: w1.tps,
+        tps_spread: ws?.tps ?? null,
+        cpu_nodes: w.cpu_ms_per_txn_nodes,
+        cpu_nodes_g1: w1.cpu_ms_per_txn_nodes,
+        cpu_nodes_spread: ws?.cpu_ms_per_txn_nodes ?? null,
         cpu_all: cpuAll(w),
         cpu_all_g1: cpuAll(w1),
       });

@@ -15,6 +15,11 @@
 //   - messages: Raft messages (and the stream writes they went in) and
 //     participant requests and answers, from the nodes' metrics;
 //   - where each group's leader was before and after the window.
+// Each G of `together` is measured once more on the first cluster size with
+// every group's leader on one node (`spreadLeaders` off, each group moved
+// there with `verdict leader transfer --group`): beside G = 1, that is what
+// the groups themselves cost, apart from spreading the leaders (each node's
+// batches then carry its share of the transactions only).
 // The capacity model (bench/analysis/scale-model.ts) is fitted to these
 // points by bench/analysis/groups-model.ts; its shapes are declared here,
 // with the rest of the results file's `groups` key.
@@ -32,6 +37,7 @@ import { flushCounterOrNull, usPerFlush, type FlushReading } from '../harness/di
 import type { CommitLoad, LoadResult } from '../harness/loadgen.ts';
 import { countsBetween, scrapeNode, type NodeCounts } from '../harness/node-metrics.ts';
 import { BenchCluster, runJsonChild, sleep } from '../harness/procs.ts';
+import { RaftNodeClient } from '../../src/transport/admin.ts';
 
 export interface GroupsOptions {
   nodes: number[];
@@ -43,6 +49,8 @@ export interface GroupsOptions {
   spreadWaitMs: number;
   /** A window with no load before the first: what the nodes spend on ticks and heartbeats alone. */
   idleMs: number;
+  /** Group counts measured again on nodes[0] nodes with every leader on one node. */
+  together: number[];
   log: (line: string) => void;
 }
 
@@ -56,6 +64,7 @@ export function groupsPlan(quick: boolean): Omit<GroupsOptions, 'log'> {
         measureMs: 3_000,
         spreadWaitMs: 15_000,
         idleMs: 3_000,
+        together: [4],
       }
     : {
         nodes: [3, 5],
@@ -67,6 +76,7 @@ export function groupsPlan(quick: boolean): Omit<GroupsOptions, 'log'> {
         measureMs: 8_000,
         spreadWaitMs: 30_000,
         idleMs: 5_000,
+        together: [4],
       };
 }
 
@@ -116,6 +126,8 @@ export interface GroupsPoint {
   idle: { cpu_ms_per_s: number; raft_messages_per_s: number; raft_stream_writes_per_s: number; load_avg: number };
   /** Every group led by its preferred node (group g by node g mod N) before the windows. */
   spread: boolean;
+  /** Every group's leader put on one node (spreadLeaders off); absent in results of earlier runs. */
+  together?: boolean;
   windows: GroupsWindow[];
 }
 
@@ -209,7 +221,13 @@ export interface ValidationRow {
 }
 
 export interface GroupsFigures {
-  settings: Omit<GroupsOptions, 'log'> & { cores: number; participants: number; commit: 'classic' };
+  settings: Omit<GroupsOptions, 'log' | 'together'> & {
+    /** Absent in results of earlier runs. */
+    together?: number[];
+    cores: number;
+    participants: number;
+    commit: 'classic';
+  };
   points: GroupsPoint[];
   /** The disk's mean time per flush over the windows (1 ms when the device has no counters): the model's fsync time. */
   fsync_ms: number;
@@ -285,6 +303,42 @@ async function waitForSpread(
     }
   } finally {
     client.close();
+  }
+}
+
+/**
+ * Moves every group's leader to the first node (`verdict leader transfer --group`'s call, forced), until all are there
+ * or waitMs; returns the leaders then and whether they all were.
+ */
+async function gatherLeaders(
+  cluster: BenchCluster,
+  groups: number,
+  waitMs: number,
+): Promise<{ leaders: string[]; together: boolean }> {
+  const target = cluster.nodes[0];
+  const client = new VerdictClient({ insecure: true, endpoints: cluster.endpoints, clusterId: cluster.clusterId });
+  const admins = new Map(cluster.nodes.map((n) => [n.id, new RaftNodeClient(n.address)]));
+  try {
+    const deadline = Date.now() + waitMs;
+    let leaders: string[] = [];
+    for (;;) {
+      leaders = await groupLeaders(client, groups).catch(() => leaders);
+      const together = leaders.length === groups && leaders.every((l) => l === target.id);
+      if (together || Date.now() >= deadline) return { leaders, together };
+      await Promise.all(
+        leaders.map(async (l, g) => {
+          const admin = admins.get(l);
+          if (l === target.id || admin === undefined) return;
+          await admin
+            .transferLeader({ to: target.id, group: g, timeoutMs: 5_000, force: true }, 10_000)
+            .catch(() => {});
+        }),
+      );
+      await sleep(250);
+    }
+  } finally {
+    client.close();
+    for (const a of admins.values()) a.close();
   }
 }
 
@@ -406,21 +460,36 @@ async function idleWindow(cluster: BenchCluster, windowMs: number): Promise<Grou
   };
 }
 
-async function measurePoint(dir: string, nodes: number, groups: number, o: GroupsOptions): Promise<GroupsPoint> {
-  const tag = `g${nodes}x${groups}`;
+async function measurePoint(
+  dir: string,
+  nodes: number,
+  groups: number,
+  o: GroupsOptions,
+  together = false,
+): Promise<GroupsPoint> {
+  const tag = `g${nodes}x${groups}${together ? '-together' : ''}`;
   const cluster = await BenchCluster.start(join(dir, tag), nodes, tag, 'warn', {
     groups,
     metrics: true,
     // The load generator is one client: at 1,024 in flight it would pass the per-client bound (clientInFlightMax,
     // 1,000 by default) and measure refusals, not commits.
-    config: { spreadLeaders: true, clientInFlightMax: 2_048 },
+    config: { spreadLeaders: !together, clientInFlightMax: 2_048 },
   });
   try {
     await cluster.startParticipants(['p1', 'p2']);
-    const before = await waitForSpread(cluster, groups, o.spreadWaitMs);
-    o.log(
-      `        ${tag}: leaders ${before.leaders.map((l, g) => `g${g}=${l || '-'}`).join(' ')}${before.spread ? ' (spread)' : groups > 1 ? ' (NOT spread)' : ''}`,
-    );
+    const before = together
+      ? await gatherLeaders(cluster, groups, o.spreadWaitMs).then((t) => ({ ...t, spread: false }))
+      : { ...(await waitForSpread(cluster, groups, o.spreadWaitMs)), together: false };
+    const placed = together
+      ? before.together
+        ? ` (together on ${cluster.nodes[0].id})`
+        : ' (NOT together)'
+      : before.spread
+        ? ' (spread)'
+        : groups > 1
+          ? ' (NOT spread)'
+          : '';
+    o.log(`        ${tag}: leaders ${before.leaders.map((l, g) => `g${g}=${l || '-'}`).join(' ')}${placed}`);
     const idle = await idleWindow(cluster, o.idleMs);
     o.log(
       `        ${tag} idle: nodes ${idle.cpu_ms_per_s} ms CPU/s, ${idle.raft_messages_per_s} Raft messages/s in ${idle.raft_stream_writes_per_s} writes/s (load average ${idle.load_avg})`,
@@ -433,7 +502,7 @@ async function measurePoint(dir: string, nodes: number, groups: number, o: Group
         `        ${tag} ${clients} clients: ${w.tps} tx/s, p50 ${(w.p50_us / 1000).toFixed(2)} ms; CPU ms/tx nodes ${w.cpu_ms_per_txn_nodes} participants ${w.cpu_ms_per_txn_participants} loadgen ${w.cpu_ms_per_txn_loadgen}; fsyncs/tx ${w.fsyncs_per_txn} (${w.group_batches_per_fsync} group batches each); raft msgs/tx ${w.raft_messages_per_txn} in ${w.raft_stream_writes_per_txn} writes; participant msgs/tx ${w.participant_messages_per_txn} in ${w.participant_grpc_messages_per_txn} gRPC messages${w.errors ? `; ${w.errors} errors` : ''} (load average ${w.load_avg})`,
       );
     }
-    const after = await waitForSpread(cluster, groups, 0);
+    const after = await (together ? gatherLeaders(cluster, groups, 0) : waitForSpread(cluster, groups, 0));
     const peak = windows.reduce((best, w) => (w.tps > best.tps ? w : best), windows[0]);
     return {
       nodes,
@@ -445,6 +514,7 @@ async function measurePoint(dir: string, nodes: number, groups: number, o: Group
       leaders_after: after.leaders,
       idle,
       spread: before.spread,
+      ...(together ? { together: before.together } : {}),
       windows,
     };
   } finally {
@@ -459,6 +529,11 @@ export async function measureGroups(dir: string, o: GroupsOptions): Promise<Grou
       o.log(`        groups: ${nodes} nodes, G = ${groups}, 2 memory participants, clients ${o.clients.join('/')}`);
       points.push(await measurePoint(dir, nodes, groups, o));
     }
+  for (const groups of o.together) {
+    const nodes = o.nodes[0];
+    o.log(`        groups: ${nodes} nodes, G = ${groups}, every leader on one node, clients ${o.clients.join('/')}`);
+    points.push(await measurePoint(dir, nodes, groups, o, true));
+  }
   const cores = availableParallelism();
   // The disk's own time per flush under the load, the mean over every window that read it; 1 ms when none did.
   const flushUs = points.flatMap((p) => p.windows.map((w) => w.disk_us_per_flush)).filter((x) => x !== null);

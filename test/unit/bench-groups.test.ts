@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { alignedTable, parseResults } from '../../bench/analysis/groups-model-run.ts';
 import { fitPointOf, modelOf, withModel } from '../../bench/analysis/groups-model.ts';
 import { idleMsPerSec, nodeMsPerTxn, txnsPerBatch, type ScaleParams } from '../../bench/analysis/scale-model.ts';
-import { equalInFlightRows, groupsSection } from '../../bench/report/groups-section.ts';
+import { equalInFlightRows, groupsSection, togetherRows } from '../../bench/report/groups-section.ts';
 import type { GroupsFigures, GroupsPoint, GroupsWindow } from '../../bench/scenarios/groups.ts';
 
 /** What the synthetic cluster costs. */
@@ -216,6 +216,38 @@ describe('the groups model and report section', () => {
     const text = groupsSection(FIGURES, table).join('\n');
     expect(text).toContain('At equal transactions in flight per group');
     expect(text).toContain('256 (64)');
+  });
+
+  it('sets the windows with every leader on one node beside G = 1 and G spread, and leaves them out of the fit', () => {
+    const spread4 = POINTS.find((p) => p.nodes === 3 && p.groups === 4) as GroupsPoint;
+    const one1 = POINTS.find((p) => p.nodes === 3 && p.groups === 1) as GroupsPoint;
+    // As cheap as G = 1 at the same clients (what the groups cost when one node batches them all), 10 % more.
+    const together: GroupsPoint = {
+      ...spread4,
+      leaders_before: ['n1', 'n1', 'n1', 'n1'],
+      spread: false,
+      together: true,
+      windows: one1.windows.map((w) => ({ ...w, cpu_ms_per_txn_nodes: w.cpu_ms_per_txn_nodes * 1.1 })),
+    };
+    const figures: GroupsFigures = { ...FIGURES, points: [...POINTS, together] };
+    const rows = togetherRows(figures);
+    expect(rows.map((r) => [r.nodes, r.groups, r.clients])).toEqual(one1.windows.map((w) => [3, 4, w.clients]));
+    for (const r of rows) {
+      const w1 = one1.windows.find((w) => w.clients === r.clients) as GroupsWindow;
+      const ws = spread4.windows.find((w) => w.clients === r.clients) as GroupsWindow;
+      expect(r.cpu_nodes / r.cpu_nodes_g1).toBeCloseTo(1.1, 6);
+      expect(r.cpu_nodes_g1).toBe(w1.cpu_ms_per_txn_nodes);
+      expect(r.cpu_nodes_spread).toBe(ws.cpu_ms_per_txn_nodes);
+      expect(r.tps_spread).toBe(ws.tps);
+    }
+    // The equal-in-flight comparison and the model take the spread points only.
+    expect(equalInFlightRows(figures)).toEqual(equalInFlightRows(FIGURES));
+    expect(modelOf(figures.points, CORES, 1)?.params).toEqual(modelOf(FIGURES.points, CORES, 1)?.params);
+    const table = (head: string[], body: (string | number)[][]): string =>
+      [head, ...body].map((r) => `| ${r.join(' | ')} |`).join('\n');
+    const text = groupsSection(figures, table).join('\n');
+    expect(text).toContain('Every leader on one node');
+    expect(text).toContain('n1 n1 n1 n1 (on one node)');
   });
 
   it('reads a results file or a tool output after npm banner lines, and aligns its tables', () => {
