@@ -628,7 +628,13 @@ async function openGroupMarks(
       restartOffset: m.restart.offset,
     })),
   };
-  const opened = await MarkFile.openWith(path, level, GROUP_MARKS, 'group mark file');
+  const opened = await MarkFile.openWith(
+    path,
+    level,
+    GROUP_MARKS,
+    'group mark file',
+    'a group log state record in LevelDB names',
+  );
   const newest = opened.newest;
   if (newest.groups.length !== metas.length) {
     opened.file.close();

@@ -98,18 +98,27 @@ export class MarkFile {
    * or with no valid slot, is damage: CorruptRecordError.
    */
   static open(path: string, level: LogState): Promise<OpenedMarkFile> {
-    return MarkFile.openWith(path, level, LOG_STATE, 'high-water mark file');
+    return MarkFile.openWith(path, level, LOG_STATE, 'high-water mark file', 'the log state record in LevelDB names');
   }
 
-  /** open() for records of another kind: `initial` goes into both slots of a new file. */
-  static async openWith<T>(path: string, initial: T, codec: MarkCodec<T>, what: string): Promise<OpenedMarkFile<T>> {
+  /**
+   * open() for records of another kind: `initial` goes into both slots of a new file; `source` says where the seq of
+   * `initial` was read, for the refusal of a missing file.
+   */
+  static async openWith<T>(
+    path: string,
+    initial: T,
+    codec: MarkCodec<T>,
+    what: string,
+    source: string,
+  ): Promise<OpenedMarkFile<T>> {
     const buf = await readOrNull(path);
     if (buf === null) {
       if (codec.seqOf(initial) > 0) {
         throw new CorruptRecordError(
           path,
           what,
-          `it is missing, but the records in LevelDB name mark ${codec.seqOf(initial)}, so marks were written to it`,
+          `it is missing, but ${source} mark ${codec.seqOf(initial)}, so marks were written to it`,
         );
       }
       await create(path, codec.encode(initial));

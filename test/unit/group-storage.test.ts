@@ -254,7 +254,7 @@ describe('the shared writer at G = 4', () => {
     await closeG(s);
     await rm(join(dir, 'raft', GROUP_MARK_FILE));
     await expect(openGroupStorage(dir, ID, 2)).rejects.toThrow(
-      /group-marks.*missing, but the records in LevelDB name mark/s,
+      /group-marks.*missing, but a group log state record in LevelDB names mark/s,
     );
   });
 
