@@ -584,13 +584,14 @@ export class HistoryStore {
       let floor = appliedIndex;
       let overflow = this.open.size + this.dirty.size - (this.o.heldMax ?? HELD_MAX);
       const holdTurns = this.o.holdTurns ?? HOLD_TURNS;
-      // Open transactions (the oldest decisions first) go into this turn's page.
-      for (const [id, t] of this.open) {
+      // Open transactions (the oldest decisions first) go into this turn's page. (forEach: each held one is visited
+      // every turn, and a for-of would make an entry pair for it each time.)
+      this.open.forEach((t, id) => {
         if (all || overflow-- > 0 || t.settled || this.turn - t.turn >= holdTurns) {
           this.open.delete(id);
           paged.push(t);
         } else if (t.minIndex > 0 && t.minIndex - 1 < floor) floor = t.minIndex - 1;
-      }
+      });
       for (const [id, h] of this.dirty) {
         const r = this.hot.get(id);
         if (r === undefined) {
