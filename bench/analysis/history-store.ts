@@ -95,7 +95,7 @@ function allocated(heap0: number, r: GCProfilerResult): { allocBytes: number; gc
   return { allocBytes: allocBytes + getHeapStatistics().used_heap_size - after, gcMs };
 }
 
-/** A store that takes what the node's feed hands over and keeps nothing: the feed's own cost, apart from the store's. */
+/** A store that takes what the node's feed hands over and keeps nothing: the feed's own cost, apart from the store. */
 const NO_STORE = {
   apply: () => {},
   advance: () => {},
@@ -105,10 +105,10 @@ const NO_STORE = {
 } as unknown as HistoryStore;
 
 /**
- * Feeds RATE transactions a second for `seconds` the way a node does: each tick the applied entries (STAGE, the decision,
- * a Forget ~300 ms later) with the results the node's state machine makes for them, and on the leader its timeline
- * rows, each built as the node's watch builds it for the console. `history` null: built and dropped (the node's own
- * work, which the history does not add). Returns the CPU it took in ms and how many transactions.
+ * Feeds RATE transactions a second for `seconds` the way a node does: each tick the applied entries (STAGE, the
+ * decision, a Forget ~300 ms later) with the results the node's state machine makes for them, and on the leader its
+ * timeline rows, each built as the node's watch builds it for the console. `history` null: built and dropped (the
+ * node's own work, which the history does not add). Returns the CPU it took in ms and how many transactions.
  */
 async function feed(
   history: HistoryStore | null,
