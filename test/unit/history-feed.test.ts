@@ -11,7 +11,7 @@ import type { HistoryChange } from '../../src/history/record.ts';
 import type { HistoryStore } from '../../src/history/store.ts';
 import { HistoriedMachine, historyObserver, historyRow } from '../../src/node/history-feed.ts';
 import { EntryType } from '../../src/raft/types.ts';
-import { decide, historyStores, NOW_MS } from './history-fixture.ts';
+import { DAY_MS, decide, historyStores, NOW_MS } from './history-fixture.ts';
 
 const { open, stores } = historyStores('verdict-history-feed-');
 
@@ -139,6 +139,23 @@ describe("a node's feed into its history", () => {
     expect(a.records[1]?.rows.map((r) => r.kind)).toEqual(['begin', 'prepare', 'prepare', 'vote', 'ack']);
     expect(a.records[0]?.acts.map((x) => x.kind)).toEqual(['resolve', 'heuristic']);
     expect(a.appliedIndex).toBe(i4);
+  });
+
+  it("keeps a row's time whatever its distance from the transaction's first row (past a small integer's range too)", async () => {
+    const { store } = await open();
+    const n = node(store);
+    const firstAtMs = NOW_MS - 20 * DAY_MS;
+    n.row('far', { atMs: firstAtMs, kind: 'begin' });
+    n.row('far', { atMs: firstAtMs + 3, kind: 'prepare', participantId: 'shop' });
+    n.apply({ t: 'decide', txnId: 'far', outcome: 'commit', reason: '', participants: ['shop'], atMs: NOW_MS });
+    n.row('far', { atMs: NOW_MS + 5, kind: 'ack', participantId: 'shop' });
+    n.apply({ t: 'forget', txnIds: ['far'] });
+    const r = (await store.query({ txnId: 'far' })).records[0];
+    expect(r?.rows.map((x) => [x.kind, x.atMs])).toEqual([
+      ['begin', firstAtMs],
+      ['prepare', firstAtMs + 3],
+      ['ack', NOW_MS + 5],
+    ]);
   });
 
   it('takes the applied index to disk when the entries applied carry nothing for the history', async () => {
