@@ -45,7 +45,7 @@ export const TOOLS: Record<string, Tool> = {
     file: 'analysis/history-store.ts',
     usage: '[--rate N (1000)] [--seconds N (10)] [--role leader|follower|both]',
     about:
-      "the history store's own CPU, writes and bytes per transaction, fed a leader's and a follower's changes in one process",
+      "the history's own CPU, allocation, writes and bytes per transaction, the node's feed and the store apart, fed as a leader's and a follower's node feeds it, in one process",
   },
   saga: {
     file: 'scenarios/saga.ts',

@@ -28,6 +28,7 @@
 //
 // Pure.
 
+import type { DecisionOutcome } from '../domain/protocol.ts';
 import { KIND_CODES, KINDS } from './codec.ts';
 import { bucketOf, gKey, qKey, type Batch } from './keys.ts';
 import { applyChange, type HistoryAct, type HistoryChange, type HistoryRecord, withSightingRows } from './record.ts';
@@ -37,13 +38,31 @@ export const PAGE_FORM = 4;
 const DETAIL_CHARS_MAX = 200;
 
 /**
- * A transaction the store holds in memory until it is written into a page: what reached it, as it came. A sighting
- * takes four slots (its time less t0, kind, participantId, detail: small numbers, no boxed time each), a change of the
- * log one (the HistoryChange itself).
+ * What a page line needs of a decision, as the decision table holds it (src/commit/state.ts Decision, a value never
+ * changed once applied: a later change makes a new one), so the store keeps the table's own value instead of a copy.
+ */
+export interface DecidedTxn {
+  readonly txnId: string;
+  readonly outcome: DecisionOutcome;
+  readonly reason: string;
+  readonly participants: readonly string[];
+  readonly index: number;
+}
+
+/** A first decision in an OpenTxn's slots: this mark, then the DecidedTxn (its time is the OpenTxn's atMs). */
+export const DECIDED_SLOT = '\u0000D';
+/** A Forget in an OpenTxn's slots: this mark, then its log index and time. */
+export const FORGOTTEN_SLOT = '\u0000F';
+
+/**
+ * A transaction the store holds in memory until it is written into a page: what reached it, as it came, with no value
+ * made for it. A sighting takes four slots (its time less t0, kind, participantId, detail: small numbers, no boxed time
+ * each); its first decision two (DECIDED_SLOT and the decision table's own value); its Forget three (FORGOTTEN_SLOT,
+ * index, time); any other change of the log one (the HistoryChange itself).
  */
 export interface OpenTxn {
   txnId: string;
-  changes: (HistoryChange | string | number)[];
+  changes: (HistoryChange | DecidedTxn | string | number)[];
   /** The time its sightings are counted from. */
   t0: number;
   /** The time it is indexed by: its decision's. */
@@ -140,30 +159,24 @@ export function buildPage(
         i += 4;
         continue;
       }
+      if (c === DECIDED_SLOT) {
+        writeDecision(w, cs[i + 1] as DecidedTxn, true, t.atMs, base, numberOf, g.participants);
+        i += 2;
+        continue;
+      }
+      if (c === FORGOTTEN_SLOT) {
+        writeForget(w, cs[i + 1] as number, cs[i + 2] as number, base);
+        i += 3;
+        continue;
+      }
       i++;
-      if (c === undefined || typeof c === 'string') continue;
+      if (c === undefined || typeof c === 'string' || !('t' in c)) continue;
       switch (c.t) {
-        case 'decide': {
-          w.text(c.outcome === 'commit' ? (c.first ? '\tDc1,' : '\tDc0,') : c.first ? '\tDa1,' : '\tDa0,');
-          w.int(c.index);
-          w.byte(COMMA);
-          if (c.atMs !== 0) w.int(c.atMs - base);
-          w.byte(COMMA);
-          for (let k = 0; k < c.participants.length; k++) {
-            const p = c.participants[k] as string;
-            if (k > 0) w.byte(DOT);
-            w.int(numberOf(p));
-            g.participants.add(p);
-          }
-          w.byte(COMMA);
-          if (c.reason !== '') w.text(enc(c.reason));
+        case 'decide':
+          writeDecision(w, c, c.first, c.atMs, base, numberOf, g.participants);
           break;
-        }
         case 'forget':
-          w.text('\tF,');
-          w.int(c.index);
-          w.byte(COMMA);
-          if (c.atMs !== 0) w.int(c.atMs - base);
+          writeForget(w, c.index, c.atMs, base);
           break;
         case 'act':
           w.text('\tA,');
@@ -176,6 +189,78 @@ export function buildPage(
     }
   }
   return assemble(seq, pageKey, base, participants, w.done(), groups);
+}
+
+/** A decision's change in a page line (D…): the same bytes whether it came as a change or as the table's value. */
+function writeDecision(
+  w: TextWriter,
+  d: DecidedTxn,
+  first: boolean,
+  atMs: number,
+  base: number,
+  numberOf: (p: string) => number,
+  indexed: Set<string>,
+): void {
+  w.text(d.outcome === 'commit' ? (first ? '\tDc1,' : '\tDc0,') : first ? '\tDa1,' : '\tDa0,');
+  w.int(d.index);
+  w.byte(COMMA);
+  if (atMs !== 0) w.int(atMs - base);
+  w.byte(COMMA);
+  for (let k = 0; k < d.participants.length; k++) {
+    const p = d.participants[k] as string;
+    if (k > 0) w.byte(DOT);
+    w.int(numberOf(p));
+    indexed.add(p);
+  }
+  w.byte(COMMA);
+  if (d.reason !== '') w.text(enc(d.reason));
+}
+
+/** A Forget's change in a page line (F…). */
+function writeForget(w: TextWriter, index: number, atMs: number, base: number): void {
+  w.text('\tF,');
+  w.int(index);
+  w.byte(COMMA);
+  if (atMs !== 0) w.int(atMs - base);
+}
+
+/** An open transaction's slots as changes, in the order they came (its record replayed from them is its line's). */
+export function openChanges(t: OpenTxn): HistoryChange[] {
+  const out: HistoryChange[] = [];
+  const cs = t.changes;
+  for (let i = 0; i < cs.length; ) {
+    const c = cs[i];
+    if (typeof c === 'number') {
+      const kind = cs[i + 1] as string;
+      const participantId = cs[i + 2] as string;
+      out.push({ t: 'row', txnId: t.txnId, atMs: t.t0 + c, kind, participantId, detail: cs[i + 3] as string });
+      i += 4;
+    } else if (c === DECIDED_SLOT) {
+      out.push(decidedChange(cs[i + 1] as DecidedTxn, true, t.atMs));
+      i += 2;
+    } else if (c === FORGOTTEN_SLOT) {
+      out.push({ t: 'forget', txnId: t.txnId, index: cs[i + 1] as number, atMs: cs[i + 2] as number });
+      i += 3;
+    } else {
+      if (c !== undefined && typeof c !== 'string' && 't' in c) out.push(c);
+      i++;
+    }
+  }
+  return out;
+}
+
+/** A decision as the table holds it, as a change (`atMs`: its time as the history records it). */
+export function decidedChange(d: DecidedTxn, first: boolean, atMs: number): HistoryChange {
+  return {
+    t: 'decide',
+    txnId: d.txnId,
+    outcome: d.outcome,
+    reason: d.reason,
+    participants: d.participants,
+    index: d.index,
+    atMs,
+    first,
+  };
 }
 
 /** A page of the lines kept (a prune), with the items they index: the header as it was, less the index it had. */

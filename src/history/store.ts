@@ -71,6 +71,11 @@ import {
 } from './keys.ts';
 import {
   buildPage,
+  DECIDED_SLOT,
+  type DecidedTxn,
+  decidedChange,
+  FORGOTTEN_SLOT,
+  openChanges,
   type OpenTxn,
   type Page,
   type PageItem,
@@ -160,6 +165,15 @@ interface Held {
   turn: number;
   /** The lowest log index among those changes; 0 when all were this node's own sightings (not in the log). */
   minIndex: number;
+}
+
+/**
+ * A sighting's time from its transaction's t0, as a small integer where it is one (about ±12 days): V8 keeps it in
+ * the list as it is, where a difference of two times would be a new heap number for each of the leader's rows.
+ */
+function offsetOf(atMs: number, t0: number): number {
+  const d = atMs - t0;
+  return d >= -0x3fffffff && d <= 0x3fffffff ? d | 0 : d;
 }
 
 /** The lower of two log indexes where 0 is none. */
@@ -273,13 +287,59 @@ export class HistoryStore {
    * itself, not in the log). An entry already on disk is skipped.
    */
   apply(index: number, changes: readonly HistoryChange[]): void {
-    if (this.closed) return;
-    if (index > 0) {
-      if (index <= this.durable) return;
-      if (index > this.applied) this.applied = index;
-    }
+    if (!this.entered(index)) return;
     for (const c of changes) this.change(c, index);
     this.due();
+  }
+
+  /**
+   * The applied entry at `index` carries nothing for the history (or its changes follow): only the applied index
+   * moves, and the next write turn takes it to disk. Called for every applied entry, so it makes nothing.
+   */
+  advance(index: number): void {
+    if (this.closed || index <= this.applied) return;
+    this.applied = index;
+    if (this.timer === null) this.arm();
+  }
+
+  /**
+   * A decision applied at `index`, as the decision table holds it (`atMs`: its time as the history records it). A new
+   * one is kept as the table's own value, not as a change: its page line is written from it.
+   */
+  decided(index: number, d: DecidedTxn, first: boolean, atMs: number): void {
+    if (!this.entered(index)) return;
+    if (first && d.index > this.written && !this.open.has(d.txnId) && !this.hot.has(d.txnId)) {
+      const o = this.opened(d.txnId, atMs);
+      o.changes.push(DECIDED_SLOT, d);
+      o.minIndex = minIndexOf(o.minIndex, index);
+    } else this.change(decidedChange(d, first, atMs), index);
+    this.due();
+  }
+
+  /** The Forget applied at `index` (every participant of `txnIds` acknowledged), about at `atMs`. */
+  forgotten(index: number, txnIds: readonly string[], atMs: number): void {
+    if (!this.entered(index)) return;
+    for (const txnId of txnIds) {
+      const o = this.open.get(txnId);
+      if (o === undefined) {
+        this.change({ t: 'forget', txnId, index, atMs }, index);
+        continue;
+      }
+      o.changes.push(FORGOTTEN_SLOT, index, atMs);
+      o.minIndex = minIndexOf(o.minIndex, index);
+      this.settle(o);
+    }
+    this.due();
+  }
+
+  /** Whether the entry at `index` (0: a sighting) is still to be taken: not closed, not on disk already. */
+  private entered(index: number): boolean {
+    if (this.closed) return false;
+    if (index > 0) {
+      if (index <= this.durable) return false;
+      if (index > this.applied) this.applied = index;
+    }
+    return true;
   }
 
   /**
@@ -307,7 +367,7 @@ export class HistoryStore {
   private seen(txnId: string, atMs: number, kind: string, participantId: string, detail: string): void {
     const o = this.open.get(txnId) ?? this.pending.get(txnId);
     if (o !== undefined) {
-      o.changes.push(atMs - o.t0, kind, participantId, detail);
+      o.changes.push(offsetOf(atMs, o.t0), kind, participantId, detail);
       return;
     }
     const r = this.hot.get(txnId);
@@ -318,15 +378,9 @@ export class HistoryStore {
     }
     if (!this.o.decided(txnId)) {
       // Not decided yet (begin, PREPARE, votes): kept until the decision, which joins them.
-      const p: OpenTxn = {
-        txnId,
-        changes: [0, kind, participantId, detail],
-        t0: atMs,
-        atMs: 0,
-        minIndex: 0,
-        turn: 0,
-        settled: false,
-      };
+      const p: OpenTxn = { txnId, changes: [], t0: atMs, atMs: 0, minIndex: 0, turn: 0, settled: false };
+      // Pushed, not a literal of four: the list then grows once for a leader's dozen changes instead of twice.
+      p.changes.push(0, kind, participantId, detail);
       this.pending.set(txnId, p);
       if (this.pending.size > PENDING_MAX) this.pending.delete(this.pending.keys().next().value as string);
       return;
@@ -361,15 +415,29 @@ export class HistoryStore {
   /** A change of log entry `index` (0: a sighting) appended to an open transaction. */
   private append(o: OpenTxn, c: HistoryChange, index: number): void {
     if (c.t === 'row') {
-      o.changes.push(c.atMs - o.t0, c.kind, c.participantId, c.detail);
+      o.changes.push(offsetOf(c.atMs, o.t0), c.kind, c.participantId, c.detail);
       return;
     }
     o.changes.push(c);
     o.minIndex = minIndexOf(o.minIndex, index);
-    if (c.t === 'forget' && !o.settled) {
-      o.settled = true;
-      this.settled++;
-    }
+    if (c.t === 'forget') this.settle(o);
+  }
+
+  private settle(o: OpenTxn): void {
+    if (o.settled) return;
+    o.settled = true;
+    this.settled++;
+  }
+
+  /** A new decision of `txnId` at `atMs` opens its transaction: what this node saw before it (PREPARE, votes) joins. */
+  private opened(txnId: string, atMs: number): OpenTxn {
+    const seen = this.pending.get(txnId);
+    if (seen !== undefined) this.pending.delete(txnId);
+    const t: OpenTxn = seen ?? { txnId, changes: [], t0: atMs, atMs: 0, minIndex: 0, turn: 0, settled: false };
+    t.atMs = atMs;
+    t.turn = this.turn;
+    this.open.set(txnId, t);
+    return t;
   }
 
   private change(c: HistoryChange, index: number): void {
@@ -387,27 +455,14 @@ export class HistoryStore {
       return;
     }
     if (c.t === 'decide' && c.first) {
-      const seen = this.pending.get(c.txnId);
-      this.pending.delete(c.txnId);
       if (c.index <= this.written) {
         // Replayed after a restart (or a snapshot's): it may be on disk already; the change is merged into it.
-        this.defer(c.txnId, seen === undefined ? [c] : [c, ...rowChanges(seen)], index);
+        const seen = this.pending.get(c.txnId);
+        this.pending.delete(c.txnId);
+        this.defer(c.txnId, seen === undefined ? [c] : [c, ...openChanges(seen)], index);
         return;
       }
-      // A new decision: what this node saw before it (PREPARE, votes) joins it.
-      const t: OpenTxn = seen ?? {
-        txnId: c.txnId,
-        changes: [],
-        t0: c.atMs,
-        atMs: 0,
-        minIndex: 0,
-        turn: 0,
-        settled: false,
-      };
-      t.atMs = c.atMs;
-      t.turn = this.turn;
-      this.open.set(c.txnId, t);
-      this.append(t, c, index);
+      this.append(this.opened(c.txnId, c.atMs), c, index);
       return;
     }
     if (c.t === 'row') {
@@ -429,7 +484,7 @@ export class HistoryStore {
     if (
       this.timer !== null ||
       this.closed ||
-      (this.dirty.size === 0 && this.deferred.size === 0 && this.open.size === 0)
+      (this.dirty.size === 0 && this.deferred.size === 0 && this.open.size === 0 && this.durable === this.applied)
     )
       return;
     this.timer = setTimeout(() => {
@@ -532,13 +587,14 @@ export class HistoryStore {
       let floor = appliedIndex;
       let overflow = this.open.size + this.dirty.size - (this.o.heldMax ?? HELD_MAX);
       const holdTurns = this.o.holdTurns ?? HOLD_TURNS;
-      // Open transactions (the oldest decisions first) go into this turn's page.
-      for (const [id, t] of this.open) {
+      // Open transactions (the oldest decisions first) go into this turn's page. (forEach: each held one is visited
+      // every turn, and a for-of would make an entry pair for it each time.)
+      this.open.forEach((t, id) => {
         if (all || overflow-- > 0 || t.settled || this.turn - t.turn >= holdTurns) {
           this.open.delete(id);
           paged.push(t);
         } else if (t.minIndex > 0 && t.minIndex - 1 < floor) floor = t.minIndex - 1;
-      }
+      });
       for (const [id, h] of this.dirty) {
         const r = this.hot.get(id);
         if (r === undefined) {
@@ -1013,29 +1069,6 @@ export class HistoryStore {
     if (this.timer) clearTimeout(this.timer);
     await this.db.close();
   }
-}
-
-/** A pending transaction's sightings as changes, to merge into what is on disk. */
-function rowChanges(t: OpenTxn): HistoryChange[] {
-  const out: HistoryChange[] = [];
-  for (let i = 0; i < t.changes.length; ) {
-    const c = t.changes[i];
-    if (typeof c === 'number') {
-      out.push({
-        t: 'row',
-        txnId: t.txnId,
-        atMs: t.t0 + c,
-        kind: t.changes[i + 1] as string,
-        participantId: t.changes[i + 2] as string,
-        detail: t.changes[i + 3] as string,
-      });
-      i += 4;
-    } else {
-      if (typeof c !== 'string') out.push(c);
-      i++;
-    }
-  }
-  return out;
 }
 
 /** The time of the decision among `cs`, 0 when none says it (the bucket of the page that may hold the transaction). */

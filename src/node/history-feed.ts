@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import type { ApplyResult, Decision, HeuristicRecord, RemovedParticipant, Resolution } from '../commit/state.ts';
 import type { Entry } from '../raft/types.ts';
 import type { HistoryAct, HistoryChange } from '../history/record.ts';
+import { decidedChange } from '../history/page.ts';
 import { HistoryStore } from '../history/store.ts';
 import type { NodeConfig } from './config.ts';
 import type { NodeCoreObserver } from './core.ts';
@@ -117,7 +118,10 @@ export class HistoriedMachine extends NodeStateMachine {
   }
 }
 
-/** The core's applied entries and results, into the history. */
+/**
+ * The core's applied entries and results, into the history. Every entry moves the applied index; a decision goes in as
+ * the table's own value and a Forget as its ids, with no change value made for them (every node sees every one).
+ */
 export function historyObserver(
   history: HistoryStore,
   shiftMs: number,
@@ -128,26 +132,34 @@ export function historyObserver(
     if (atMs > logAtMs) logAtMs = atMs;
   };
   return {
-    onEntryApplied: (entry: Entry) => history.apply(entry.index, []),
+    onEntryApplied: (entry: Entry) => history.advance(entry.index),
     onResult: (entry: Entry, result: ApplyResult) => {
-      const changes: HistoryChange[] = [];
+      // Most results carry a decision, a Forget or nothing for the history: no list is made for them.
       switch (result.t) {
-        case 'decide':
-          seen(result.decision.decidedAtMs);
-          changes.push(decideChange(result.decision, result.first, shiftMs));
+        case 'decide': {
+          const d = result.decision;
+          seen(d.decidedAtMs);
+          history.decided(
+            entry.index,
+            d,
+            result.first,
+            d.decidedAtMs && shiftMs !== 0 ? d.decidedAtMs + shiftMs : d.decidedAtMs,
+          );
           if (result.resolution) {
             seen(result.resolution.atMs);
-            changes.push({ t: 'act', txnId: result.decision.txnId, act: resolveAct(result.resolution, shiftMs) });
+            history.apply(entry.index, [{ t: 'act', txnId: d.txnId, act: resolveAct(result.resolution, shiftMs) }]);
           }
           break;
+        }
         case 'forget':
-          for (const txnId of result.txnIds)
-            changes.push({ t: 'forget', txnId, index: entry.index, atMs: logAtMs > 0 ? logAtMs + shiftMs : 0 });
+          history.forgotten(entry.index, result.txnIds, logAtMs > 0 ? logAtMs + shiftMs : 0);
           break;
         case 'heuristic':
           seen(result.record.atMs);
           if (result.first)
-            changes.push({ t: 'act', txnId: result.record.txnId, act: heuristicAct(result.record, shiftMs) });
+            history.apply(entry.index, [
+              { t: 'act', txnId: result.record.txnId, act: heuristicAct(result.record, shiftMs) },
+            ]);
           break;
         case 'stage':
           if (result.staging) seen(result.staging.atMs);
@@ -155,21 +167,24 @@ export function historyObserver(
         case 'register':
           seen(result.participant.registeredAtMs);
           break;
-        case 'unregister':
+        case 'unregister': {
           // participant remove --force: each decision it never acknowledged records who removed it, when and why.
-          if (result.forced !== null) {
-            seen(result.forced.atMs);
-            for (const txnId of result.forced.owed)
-              changes.push({ t: 'act', txnId, act: removedAct(result.forced, shiftMs) });
+          const forced = result.forced;
+          if (forced !== null) {
+            seen(forced.atMs);
+            const acts = forced.owed.map(
+              (txnId): HistoryChange => ({ t: 'act', txnId, act: removedAct(forced, shiftMs) }),
+            );
+            if (acts.length > 0) history.apply(entry.index, acts);
           }
           break;
+        }
         default: {
           const saga = sagaChange(result, entry.index, shiftMs);
-          if (saga !== null) changes.push(saga);
+          if (saga !== null) history.apply(entry.index, [saga]);
           break;
         }
       }
-      if (changes.length > 0) history.apply(entry.index, changes);
     },
   };
 }
@@ -179,23 +194,19 @@ export function historyRow(
   history: HistoryStore,
   shiftMs: number,
 ): (txnId: string, e: { atMs: number; kind: string; participantId?: string; detail?: string }) => void {
-  return (txnId, e) => {
-    if (!SEEN_KINDS.has(e.kind)) return;
-    history.sighting(txnId, e.atMs + shiftMs, e.kind, e.participantId ?? '', e.detail ?? '');
-  };
+  // The leader sees about ten rows a transaction: no new number is made for a time that is not shifted.
+  return shiftMs === 0
+    ? (txnId, e) => {
+        if (SEEN_KINDS.has(e.kind)) history.sighting(txnId, e.atMs, e.kind, e.participantId ?? '', e.detail ?? '');
+      }
+    : (txnId, e) => {
+        if (SEEN_KINDS.has(e.kind))
+          history.sighting(txnId, e.atMs + shiftMs, e.kind, e.participantId ?? '', e.detail ?? '');
+      };
 }
 
 function decideChange(d: Decision, first: boolean, shiftMs: number): HistoryChange {
-  return {
-    t: 'decide',
-    txnId: d.txnId,
-    outcome: d.outcome,
-    reason: d.reason,
-    participants: d.participants,
-    index: d.index,
-    atMs: d.decidedAtMs ? d.decidedAtMs + shiftMs : 0,
-    first,
-  };
+  return decidedChange(d, first, d.decidedAtMs ? d.decidedAtMs + shiftMs : 0);
 }
 
 function resolveAct(r: Resolution, shiftMs: number): HistoryAct {
