@@ -133,7 +133,8 @@ export interface HistoryOptions {
 
 /** Index lines a list query reads at most (a filter that matches little must not walk a whole week). */
 const SCAN_KEYS_MAX = 100_000;
-const FLUSH_MS = 200;
+/** The write turn of one store (HistoryOptions.flushMs). */
+export const FLUSH_MS = 200;
 /** Settled records (their Forget applied) that start a write at once, before the next turn. */
 const FLUSH_RECORDS = 2_000;
 /** Write turns (of FLUSH_MS) a changed record waits for its transaction to settle before it is written anyway. */

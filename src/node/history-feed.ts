@@ -17,7 +17,7 @@ import type { ApplyResult, Decision, HeuristicRecord, RemovedParticipant, Resolu
 import type { Entry } from '../raft/types.ts';
 import type { HistoryAct, HistoryChange } from '../history/record.ts';
 import { decidedChange } from '../history/page.ts';
-import { HistoryStore } from '../history/store.ts';
+import { FLUSH_MS, HistoryStore } from '../history/store.ts';
 import type { NodeConfig } from './config.ts';
 import type { NodeCoreObserver } from './core.ts';
 import { NodeStateMachine } from './machine.ts';
@@ -66,6 +66,9 @@ export async function openHistory(
     return await HistoryStore.open(dir, {
       retentionMs: cfg.historyRetentionMs,
       bytesMax: Math.max(1, Math.floor(cfg.historyBytesMax / groups)),
+      // Each group's store takes 1/G of the transactions: a write turn G times as long gives its pages as many as one
+      // store's, and the node as many LevelDB writes a second as at G = 1 (a read flushes first, so it sees them all).
+      flushMs: FLUSH_MS * groups,
       nowMs: () => Date.now(),
       decided: (txnId) => machine.table.lookup(txnId) !== null,
       onError: (err, what) =>

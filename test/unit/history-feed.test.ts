@@ -9,11 +9,16 @@ import { describe, expect, it } from 'vitest';
 import type { ApplyResult, DecisionCommand } from '../../src/commit/state.ts';
 import type { HistoryChange } from '../../src/history/record.ts';
 import type { HistoryStore } from '../../src/history/store.ts';
-import { HistoriedMachine, historyObserver, historyRow } from '../../src/node/history-feed.ts';
+import { HistoriedMachine, historyObserver, historyRow, openHistory } from '../../src/node/history-feed.ts';
 import { EntryType } from '../../src/raft/types.ts';
 import { DAY_MS, decide, historyStores, NOW_MS } from './history-fixture.ts';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import type { NodeConfig } from '../../src/node/config.ts';
 
-const { open, stores } = historyStores('verdict-history-feed-');
+const { open, stores, dirs } = historyStores('verdict-history-feed-');
 
 async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -210,5 +215,33 @@ describe("a node's feed into its history", () => {
       ackedAtMs: NOW_MS - 450,
     });
     expect(all.records[1]).toMatchObject({ outcome: 'commit', decisionIndex: iHeld, forgottenIndex: 0 });
+  });
+
+  it("writes each group's store at G > 1 once a write turn G times as long (one store's LevelDB writes a second per node)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'verdict-history-turn-'));
+    dirs.push(dir);
+    const cfg = { history: true, dataDir: dir, historyRetentionMs: 7 * DAY_MS, historyBytesMax: 1 << 30 } as NodeConfig;
+    const machine = new HistoriedMachine();
+    const log = pino({ level: 'silent' });
+    const one = await openHistory(cfg, machine, log, 0, 1);
+    const four = await openHistory(cfg, machine, log, 1, 4);
+    if (one === null || four === null) throw new Error('a history did not open');
+    stores.push(one, four);
+    const t0 = Date.now();
+    for (const [i, s] of [one, four].entries())
+      node(s).apply({
+        t: 'decide',
+        txnId: `t${i}`,
+        outcome: 'commit',
+        reason: '',
+        participants: ['shop'],
+        atMs: NOW_MS,
+      });
+    await waitUntil(() => one.writeStats().batches > 0);
+    const waitedMs = Date.now() - t0;
+    // One write turn (200 ms) has passed; four groups' turn (800 ms) has not, unless the machine stalled past it.
+    if (waitedMs < 600) expect(four.writeStats().batches).toBe(0);
+    await waitUntil(() => four.writeStats().batches > 0);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(4 * 200 - 20);
   });
 });
