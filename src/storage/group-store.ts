@@ -336,7 +336,7 @@ class SharedGroupWriter implements GroupStorage {
     if (this.heldHard.every((h) => h === null)) return;
     this.confirmTimer = setTimeout(() => {
       this.confirmTimer = null;
-      if (this.writing || this.scheduled || this.pending.length > 0 || this.closed) return;
+      if (this.writing || this.scheduled || this.pending.length > 0 || this.closed || this.failure !== null) return;
       void this.confirm();
     }, CONFIRM_DELAY_MS);
     this.confirmTimer.unref();
