@@ -11,7 +11,7 @@ import type { HistoryChange } from '../../src/history/record.ts';
 import type { HistoryStore } from '../../src/history/store.ts';
 import { HistoriedMachine, historyObserver, historyRow, openHistory } from '../../src/node/history-feed.ts';
 import { EntryType } from '../../src/raft/types.ts';
-import { DAY_MS, decide, historyStores, NOW_MS } from './history-fixture.ts';
+import { DAY_MS, decide, historyStores, NOW_MS, waitUntil } from './history-fixture.ts';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,14 +19,6 @@ import { pino } from 'pino';
 import type { NodeConfig } from '../../src/node/config.ts';
 
 const { open, stores, dirs } = historyStores('verdict-history-feed-');
-
-async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 const entry = (index: number) => ({ term: 1, index, type: EntryType.Normal, data: new Uint8Array() });
 

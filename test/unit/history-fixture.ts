@@ -65,3 +65,12 @@ export const decide = (
   atMs,
   first: true,
 });
+
+/** Resolves once `cond` holds, checking every 5 ms; throws after timeoutMs. */
+export async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

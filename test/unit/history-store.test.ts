@@ -14,21 +14,13 @@ import { describe, expect, it } from 'vitest';
 import { applyChange, sagaKey, withSightingRows, type HistoryChange } from '../../src/history/record.ts';
 import { HistoryQueryError, parseHistorySearch, parseTimeArg } from '../../src/history/query.ts';
 import { decodeRecord, encodeRecord } from '../../src/history/codec.ts';
-import { DAY_MS, decide, historyStores, NOW_MS } from './history-fixture.ts';
+import { DAY_MS, decide, historyStores, NOW_MS, waitUntil } from './history-fixture.ts';
 import { encodeCommand } from '../../src/commit/state.ts';
 import { HistoriedMachine, historyObserver } from '../../src/node/history-feed.ts';
 import { SagaTable, type SagaCommand } from '../../src/saga/state.ts';
 import { EntryType } from '../../src/raft/types.ts';
 
 const { open, stores, dirs } = historyStores('verdict-history-');
-
-async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe('history records', () => {
   it("a TCC participant's YES with its reserve TTL is kept as its vote row, with the TTL, through the codec; a plain YES still folds", () => {
