@@ -1,10 +1,13 @@
 // A node core on the simulator's event queue and disk (test/sim/), as the
-// group host's tests build one per group replica: the time is the queue's,
-// randomness fixed, no participant links, a fatal error thrown.
+// node core's and the group host's tests build one: the time is the queue's
+// (a timer cancelled does not fire), randomness fixed, no participant links,
+// a fatal error thrown.
 
+import type { ApplyResult } from '../../src/commit/state.ts';
 import { NodeCore } from '../../src/node/core.ts';
 import type { NodeStateMachine } from '../../src/node/machine.ts';
 import type { RawNode } from '../../src/raft/raw-node.ts';
+import type { LogStore } from '../../src/storage/types.ts';
 import type { Transport } from '../../src/transport/types.ts';
 import type { EventQueue } from '../sim/event-queue.ts';
 import type { SimDisk } from '../sim/sim-disk.ts';
@@ -17,6 +20,10 @@ export function queueCore(o: {
   disk: SimDisk;
   q: EventQueue;
   transport: Transport;
+  /** What the core persists through; the disk itself unless given. */
+  store?: LogStore;
+  /** Each applied result, as the core's observer hears it. */
+  onResult?: (result: ApplyResult) => void;
 }): NodeCore {
   const { q } = o;
   return new NodeCore({
@@ -28,10 +35,13 @@ export function queueCore(o: {
       random: () => 0.5,
       endOfTurn: (fn) => q.after(0, fn),
       after: (ms, fn) => {
-        q.after(ms, fn);
-        return () => {};
+        let on = true;
+        q.after(ms, () => on && fn());
+        return () => {
+          on = false;
+        };
       },
-      store: o.disk,
+      store: o.store ?? o.disk,
       transport: o.transport,
       links: { sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} },
     },
@@ -44,6 +54,7 @@ export function queueCore(o: {
       onFatal: (err) => {
         throw err;
       },
+      ...(o.onResult ? { onResult: (_e, r) => o.onResult?.(r) } : {}),
     },
   });
 }

@@ -5,8 +5,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach } from 'vitest';
-import type { HistoryChange } from '../../src/history/record.ts';
+import { afterEach, expect } from 'vitest';
+import type { HistoryAnswer, HistoryChange } from '../../src/history/record.ts';
 import { HistoryStore, type HistoryOptions } from '../../src/history/store.ts';
 
 export const DAY_MS = 86_400_000;
@@ -73,4 +73,18 @@ export async function waitUntil(cond: () => boolean, timeoutMs = 10_000): Promis
     if (Date.now() > deadline) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/**
+ * After a crash with `held` (decided first, unsettled) unwritten and `quick` (ACKed by bank at NOW_MS - 450, then
+ * forgotten) on disk, and both decisions applied again: quick first, and its replayed decision merged into its record
+ * on disk, the ACK its leader saw still there.
+ */
+export function expectReplayMerged(all: HistoryAnswer): void {
+  expect(all.records.map((r) => r.txnId)).toEqual(['quick', 'held']);
+  expect(all.records[0]?.rows.map((x) => x.kind)).toEqual(['ack']);
+  expect(all.records[0]?.participants.find((p) => p.participantId === 'bank')).toMatchObject({
+    acked: true,
+    ackedAtMs: NOW_MS - 450,
+  });
 }

@@ -12,6 +12,7 @@ import { RawNode } from '../../src/raft/raw-node.ts';
 import { Rng } from '../../src/raft/rng.ts';
 import type { LogStore } from '../../src/storage/types.ts';
 import { EventQueue } from '../sim/event-queue.ts';
+import { queueCore } from './core-fixture.ts';
 import { SimDisk } from '../sim/sim-disk.ts';
 
 interface Setup {
@@ -31,36 +32,16 @@ function oneNode(store?: (disk: SimDisk) => LogStore): Setup {
     { voters: ['n1'], learners: [], votersOutgoing: [] },
   );
   const applied: string[] = [];
-  const core = new NodeCore({
+  const core = queueCore({
     id: 'n1',
+    ids: ['n1'],
     node,
     machine: new NodeStateMachine(),
-    io: {
-      nowMs: () => q.now,
-      random: () => 0.5,
-      endOfTurn: (fn) => q.after(0, fn),
-      after: (ms, fn) => {
-        let on = true;
-        q.after(ms, () => on && fn());
-        return () => {
-          on = false;
-        };
-      },
-      store: store?.(disk) ?? disk,
-      transport: { send: () => {} },
-      links: { sendPrepare: () => {}, sendDecision: () => {}, sendStatus: () => {} },
-    },
-    seedPeers: new Map([['n1', 'n1:1']]),
-    selfAddress: 'n1:1',
-    driver: { snapshotEntries: 1_000_000, snapshotKeepEntries: 2, waitersMax: 100 },
-    engine: {},
-    proposeTimeoutMs: 3_000,
-    observe: {
-      onFatal: (err) => {
-        throw err;
-      },
-      onResult: (_e, r) => applied.push(r.t),
-    },
+    disk,
+    q,
+    transport: { send: () => {} },
+    ...(store ? { store: store(disk) } : {}),
+    onResult: (r) => applied.push(r.t),
   });
   const tick = (): void => {
     core.tick();
